@@ -1,0 +1,199 @@
+//! The command line: the only module that knows flags.
+//!
+//! `run` loads and validates every file before simulating any, so bad input writes nothing;
+//! `check` lists every problem; `schema` prints the JSON Schema of the scenario format.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use crate::report;
+use crate::runner;
+use crate::scenario::{
+    Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
+};
+
+/// Exit code for a bad scenario or bad usage.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code for a failure while running or writing.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// retrystorm: what will our retries do to the server when it is already in trouble?
+///
+/// Simulates clients retrying against an overloaded or failing server, under every retry
+/// strategy a scenario file lists, and reports server load, amplification, success, latency
+/// and completion time with 95 % confidence intervals.
+#[derive(Debug, Parser)]
+#[command(name = "retrystorm", version, about, long_about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenario files and write summary.json, timeseries.csv and scenario.resolved.json.
+    Run(RunArgs),
+    /// Validate scenario files and list every problem, without running them.
+    Check {
+        /// Scenario files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of the scenario format (for editor autocompletion).
+    Schema,
+}
+
+/// `retrystorm run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output folder (default output/<name>). With several files, each goes to DIR/<name>.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Override the scenario's seed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Override the number of replications.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub replications: Option<u64>,
+    /// Override or add a sweep: PATH=V1,V2,... (values are JSON, e.g. clients.count=10,20).
+    #[arg(long, value_name = "PATH=V1,V2,...", value_parser = parse_sweep)]
+    pub sweep: Option<Sweep>,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_sweep(text: &str) -> Result<Sweep, String> {
+    let (path, values) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected PATH=V1,V2,... (got {text:?})"))?;
+    let values: Vec<Value> = values
+        .split(',')
+        .map(|v| {
+            serde_json::from_str(v.trim()).unwrap_or_else(|_| Value::String(v.trim().to_string()))
+        })
+        .collect();
+    Ok(Sweep {
+        path: path.trim().to_string(),
+        values,
+    })
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Run(args) => run_files(&args),
+        Command::Check { files } => check_files(&files),
+        Command::Schema => {
+            let schema = schemars::schema_for!(RawScenario);
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &schema)?;
+            writeln!(out)?;
+            Ok(())
+        }
+    }
+}
+
+/// The exit code for an error returned by [`run`].
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<ScenarioError>().is_some() || err.downcast_ref::<BadInput>().is_some() {
+        EXIT_BAD_INPUT
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+/// Several files had problems; each was already described.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+fn load_all(files: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Vec<Experiment>> {
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match load_file(f, options) {
+            Ok(e) => loaded.push(e),
+            Err(e) => errors.push(e),
+        }
+    }
+    match errors.len() {
+        0 => Ok(loaded),
+        1 => Err(errors.remove(0).into()),
+        _ => Err(BadInput(
+            errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .into()),
+    }
+}
+
+fn run_files(args: &RunArgs) -> anyhow::Result<()> {
+    let options = LoadOptions {
+        seed: args.seed,
+        replications: args.replications,
+        sweep: args.sweep.clone(),
+    };
+    let experiments = load_all(&args.files, &options)?;
+    let several = experiments.len() > 1;
+    for experiment in &experiments {
+        let dir = output_dir(args.out.as_deref(), &experiment.name, several);
+        let result = runner::run(experiment, args.jobs, &|| {});
+        let files = report::render(experiment, &result)?;
+        report::write_files(&dir, &files)?;
+        if !args.quiet {
+            let mut out = std::io::stdout().lock();
+            write!(out, "{}", report::table(experiment, &result))?;
+            writeln!(out, "results in {}\n", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+fn output_dir(out: Option<&Path>, name: &str, several: bool) -> PathBuf {
+    match out {
+        Some(dir) if several => dir.join(name),
+        Some(dir) => dir.to_path_buf(),
+        None => Path::new("output").join(name),
+    }
+}
+
+fn check_files(files: &[PathBuf]) -> anyhow::Result<()> {
+    let experiments = load_all(files, &LoadOptions::default())?;
+    let mut out = std::io::stdout().lock();
+    for (file, e) in files.iter().zip(&experiments) {
+        let variants = e.points[0].variants.len();
+        writeln!(
+            out,
+            "{}: ok ({} variant{}, {} sweep value{}, {} replication{})",
+            file.display(),
+            variants,
+            plural(variants),
+            e.points.len(),
+            plural(e.points.len()),
+            e.replications,
+            plural(e.replications as usize),
+        )
+        .context("cannot write to stdout")?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,13 @@
+//! The discrete-event engine: simulated time, the event queue and seeded random streams.
+//!
+//! The engine knows nothing about clients, servers or retries. It orders opaque events by
+//! (time, insertion sequence) and hands out reproducible random streams; the model in
+//! `crate::model` and the driver in `crate::simulate` give the events their meaning.
+
+pub mod queue;
+pub mod rng;
+pub mod time;
+
+pub use queue::EventQueue;
+pub use rng::{Purpose, Streams};
+pub use time::{SimDuration, SimTime};

@@ -1,0 +1,122 @@
+//! Means and 95 % confidence half-widths over replications.
+//!
+//! Replications are independent, so each metric's mean gets a Student-t interval:
+//! `t(0.975, n-1) * s / sqrt(n)`. With one replication no interval can be estimated and the
+//! half-width is reported as 0.
+
+use serde_json::{Map, Value};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use super::series::{COLUMNS, Row, TimeSeries};
+
+/// A mean with its 95 % confidence half-width.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Estimate {
+    /// Sample mean.
+    pub mean: f64,
+    /// Half-width of the 95 % interval (0 with fewer than two samples).
+    pub half_width: f64,
+}
+
+impl Estimate {
+    /// The estimate from samples.
+    pub fn from_samples(xs: &[f64]) -> Self {
+        let n = xs.len();
+        if n == 0 {
+            return Estimate::default();
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        if n < 2 {
+            return Estimate {
+                mean,
+                half_width: 0.0,
+            };
+        }
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        Estimate {
+            mean,
+            half_width: t_quantile_975(n - 1) * (var / n as f64).sqrt(),
+        }
+    }
+}
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1).
+pub fn t_quantile_975(df: usize) -> f64 {
+    StudentsT::new(0.0, 1.0, df as f64)
+        .expect("df >= 1")
+        .inverse_cdf(0.975)
+}
+
+/// Averages metric documents of identical shape leaf by leaf. Returns the means and, in the
+/// same shape, the 95 % half-widths.
+pub fn aggregate(samples: &[Value]) -> (Value, Value) {
+    match samples.first() {
+        Some(Value::Object(first)) => {
+            let mut means = Map::new();
+            let mut halves = Map::new();
+            for key in first.keys() {
+                let column: Vec<Value> = samples.iter().map(|s| s[key].clone()).collect();
+                let (m, h) = aggregate(&column);
+                means.insert(key.clone(), m);
+                halves.insert(key.clone(), h);
+            }
+            (Value::Object(means), Value::Object(halves))
+        }
+        Some(Value::Number(_)) => {
+            let xs: Vec<f64> = samples.iter().filter_map(Value::as_f64).collect();
+            let e = Estimate::from_samples(&xs);
+            (number(e.mean), number(e.half_width))
+        }
+        Some(other) => (other.clone(), Value::Null),
+        None => (Value::Null, Value::Null),
+    }
+}
+
+/// A JSON number; non-finite values (which cannot be JSON) become 0.
+fn number(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::from(0), Value::Number)
+}
+
+/// Averages time series bucket by bucket; a replication that ended early counts as zeros (and
+/// an empty state) after its end.
+pub fn aggregate_series(series: &[&TimeSeries]) -> Vec<[f64; COLUMNS]> {
+    let len = series.iter().map(|s| s.rows().len()).max().unwrap_or(0);
+    let n = series.len().max(1) as f64;
+    let zero: Row = [0; COLUMNS];
+    (0..len)
+        .map(|i| {
+            let mut out = [0.0; COLUMNS];
+            for s in series {
+                let row = s.rows().get(i).unwrap_or(&zero);
+                for (o, v) in out.iter_mut().zip(row) {
+                    *o += f64::from(*v) / n;
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!((t_quantile_975(1) - 12.706).abs() < 1e-3);
+        assert!((t_quantile_975(9) - 2.262).abs() < 1e-3);
+        assert!((t_quantile_975(1000) - 1.962).abs() < 1e-3);
+    }
+
+    #[test]
+    fn aggregates_leaf_by_leaf() {
+        let (m, h) = aggregate(&[
+            json!({"a": 1, "b": {"c": 2.0}}),
+            json!({"a": 3, "b": {"c": 2.0}}),
+        ]);
+        assert_eq!(m, json!({"a": 2.0, "b": {"c": 2.0}}));
+        assert!((h["a"].as_f64().unwrap() - 12.706).abs() < 1e-2);
+        assert_eq!(h["b"]["c"], json!(0.0));
+    }
+}

@@ -1,0 +1,293 @@
+//! What a run measures: counters, the latency histogram and the time series, collected while
+//! the simulation runs, and their reduction to the numbers `summary.json` reports.
+//!
+//! The recorder's memory is fixed per run (counters, one HDR histogram) plus one row per time
+//! bucket; it never keeps a record per request. No I/O here.
+
+mod aggregate;
+pub mod series;
+
+pub use aggregate::{Estimate, aggregate, aggregate_series, t_quantile_975};
+pub use series::{Column, Row, TimeSeries};
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+
+use crate::engine::{SimDuration, SimTime};
+use crate::model::Outcome;
+
+/// Counts over one replication.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// Logical requests started.
+    pub requests: u64,
+    /// Final outcomes of the logical requests that ended, indexed by [`Outcome::index`].
+    pub final_outcomes: [u64; 10],
+    /// Attempt outcomes as the clients saw them, indexed by [`Outcome::index`].
+    pub attempt_outcomes: [u64; 10],
+    /// First attempts sent.
+    pub first_attempts: u64,
+    /// Retries sent.
+    pub retries: u64,
+    /// Attempts that reached the server (the server's work).
+    pub attempts: u64,
+    /// Attempts the server finished serving.
+    pub served: u64,
+    /// Served attempts whose client had already given up.
+    pub wasted: u64,
+    /// Attempts rejected because the server was full.
+    pub rejected: u64,
+    /// Attempts refused by the server's rate limit.
+    pub throttled: u64,
+    /// Attempts discarded unserved because their client had given up (`drop_expired`).
+    pub expired_dropped: u64,
+    /// Answers that arrived after their client had given up.
+    pub late_replies: u64,
+    /// Worker-busy time started, in nanoseconds.
+    pub busy_nanos: u128,
+    /// Workers the utilization is measured against (peak in service when unlimited).
+    pub workers: u64,
+    /// When the last service finished.
+    pub last_service_end: SimTime,
+    /// Most attempts waiting at once.
+    pub max_queue: u64,
+    /// Most attempts in service at once.
+    pub max_in_service: u64,
+    /// Most logical requests in flight at once.
+    pub max_in_flight: u64,
+    /// When the last logical request ended.
+    pub makespan: SimTime,
+    /// Events processed.
+    pub events: u64,
+    /// Time of the last event processed.
+    pub end_time: SimTime,
+}
+
+/// Why a run stopped before everything drained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Truncation {
+    /// `max_time` passed with requests still in flight.
+    MaxTime {
+        /// The limit.
+        at: SimDuration,
+        /// Requests still in flight.
+        in_flight: u64,
+    },
+    /// `limits.max_events` reached.
+    MaxEvents {
+        /// The limit.
+        limit: u64,
+        /// Simulated time reached.
+        at: SimTime,
+    },
+    /// `limits.max_in_flight` reached: the storm grew without bound.
+    MaxInFlight {
+        /// The limit.
+        limit: u64,
+        /// Simulated time reached.
+        at: SimTime,
+    },
+}
+
+impl std::fmt::Display for Truncation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Truncation::MaxTime { at, in_flight } => write!(
+                f,
+                "stopped at max_time {at} with {in_flight} requests still in flight"
+            ),
+            Truncation::MaxEvents { limit, at } => write!(
+                f,
+                "stopped after limits.max_events = {limit} events at t = {at}; raise the limit or set max_time"
+            ),
+            Truncation::MaxInFlight { limit, at } => write!(
+                f,
+                "stopped at t = {at}: more than limits.max_in_flight = {limit} requests in flight (the storm grows without bound)"
+            ),
+        }
+    }
+}
+
+/// Collects measurements during one replication.
+pub struct Recorder {
+    /// The counters.
+    pub counters: Counters,
+    latency: Histogram<u64>,
+    latency_sum_nanos: u128,
+    latency_max_nanos: u64,
+    /// Per-bucket counts and states.
+    pub series: TimeSeries,
+}
+
+impl Recorder {
+    /// An empty recorder with time buckets of width `bucket`.
+    pub fn new(bucket: SimDuration) -> Self {
+        Recorder {
+            counters: Counters::default(),
+            latency: Histogram::new(3).expect("3 significant figures is valid"),
+            latency_sum_nanos: 0,
+            latency_max_nanos: 0,
+            series: TimeSeries::new(bucket),
+        }
+    }
+
+    /// Records the end of a logical request.
+    #[inline]
+    pub fn request_ended(&mut self, outcome: Outcome, latency: SimDuration, now: SimTime) {
+        self.counters.final_outcomes[outcome.index()] += 1;
+        let nanos = latency.as_nanos();
+        self.latency
+            .record(nanos.max(1))
+            .expect("the histogram resizes itself");
+        self.latency_sum_nanos += u128::from(nanos);
+        self.latency_max_nanos = self.latency_max_nanos.max(nanos);
+        self.counters.makespan = now;
+        self.series.add(if outcome == Outcome::Success {
+            Column::Succeeded
+        } else {
+            Column::Failed
+        });
+    }
+
+    /// Records an attempt outcome as its client saw it.
+    #[inline]
+    pub fn attempt_ended(&mut self, outcome: Outcome) {
+        self.counters.attempt_outcomes[outcome.index()] += 1;
+        if let Some(col) = Column::for_attempt_outcome(outcome) {
+            self.series.add(col);
+        }
+    }
+
+    /// Finishes the run.
+    pub fn finish(self, truncated: Option<Truncation>) -> RunResult {
+        let ended: u64 = self.counters.final_outcomes.iter().sum();
+        let q = |p: f64| {
+            if ended == 0 {
+                0.0
+            } else {
+                self.latency.value_at_quantile(p) as f64 / 1e6
+            }
+        };
+        let latency = LatencySummary {
+            mean_ms: if ended == 0 {
+                0.0
+            } else {
+                self.latency_sum_nanos as f64 / ended as f64 / 1e6
+            },
+            p50_ms: q(0.50),
+            p90_ms: q(0.90),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            max_ms: self.latency_max_nanos as f64 / 1e6,
+        };
+        RunResult {
+            counters: self.counters,
+            latency,
+            series: self.series,
+            truncated,
+        }
+    }
+}
+
+/// Latency of the logical requests that ended, in milliseconds. Percentiles come from an HDR
+/// histogram with three significant figures; mean and max are exact.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LatencySummary {
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+/// Everything one replication measured.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Counts.
+    pub counters: Counters,
+    /// Latency of logical requests.
+    pub latency: LatencySummary,
+    /// The time series.
+    pub series: TimeSeries,
+    /// Why the run stopped early, if it did.
+    pub truncated: Option<Truncation>,
+}
+
+impl RunResult {
+    /// Logical requests that ended successfully.
+    pub fn succeeded(&self) -> u64 {
+        self.counters.final_outcomes[Outcome::Success.index()]
+    }
+
+    /// Logical requests that ended, by any outcome.
+    pub fn ended(&self) -> u64 {
+        self.counters.final_outcomes.iter().sum()
+    }
+
+    /// The metrics of this replication in the shape of `summary.json`'s `metrics` object.
+    /// Every leaf is a number, so replications can be averaged leaf by leaf.
+    pub fn metrics_json(&self) -> Value {
+        let c = &self.counters;
+        let requests = c.requests as f64;
+        let ratio = |num: u64| {
+            if c.requests == 0 {
+                0.0
+            } else {
+                num as f64 / requests
+            }
+        };
+        let failed: serde_json::Map<String, Value> = Outcome::FAILURES
+            .iter()
+            .map(|o| (o.name().to_string(), json!(c.final_outcomes[o.index()])))
+            .collect();
+        let horizon = c.last_service_end.max(c.end_time).as_nanos().max(1) as f64;
+        let horizon = if self.truncated.is_none() && c.last_service_end.as_nanos() > 0 {
+            c.last_service_end.as_nanos() as f64
+        } else {
+            horizon
+        };
+        let utilization = if c.workers == 0 {
+            0.0
+        } else {
+            (c.busy_nanos as f64 / (c.workers as f64 * horizon)).min(1.0)
+        };
+        json!({
+            "requests": c.requests,
+            "succeeded": self.succeeded(),
+            "success_rate": ratio(self.succeeded()),
+            "failed": failed,
+            "attempts": c.attempts,
+            "first_attempts": c.first_attempts,
+            "retries": c.retries,
+            "amplification": ratio(c.attempts),
+            "latency_ms": {
+                "mean": self.latency.mean_ms,
+                "p50": self.latency.p50_ms,
+                "p90": self.latency.p90_ms,
+                "p99": self.latency.p99_ms,
+                "p999": self.latency.p999_ms,
+                "max": self.latency.max_ms,
+            },
+            "makespan_ms": c.makespan.as_millis_f64(),
+            "server": {
+                "served": c.served,
+                "wasted": c.wasted,
+                "rejected": c.rejected,
+                "throttled": c.throttled,
+                "expired_dropped": c.expired_dropped,
+                "utilization": utilization,
+                "max_queue": c.max_queue,
+            },
+            "late_replies": c.late_replies,
+            "timeouts": c.attempt_outcomes[Outcome::Timeout.index()],
+            "truncated": if self.truncated.is_some() { 1 } else { 0 },
+        })
+    }
+}

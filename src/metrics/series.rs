@@ -1,0 +1,209 @@
+//! Time series: per-bucket counts (attempts, retries, outcomes) and states (queue, in flight).
+//!
+//! Buckets are filled lazily: the driver calls [`TimeSeries::tick`] before each event, and
+//! crossing a bucket boundary copies the current state into the buckets that just ended. So a
+//! state column holds the value at the end of its bucket, and an idle stretch costs nothing.
+
+use crate::engine::{SimDuration, SimTime};
+use crate::model::Outcome;
+
+/// The columns of a time-series row. The order is the CSV column order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// First attempts sent in the bucket.
+    FirstAttempts,
+    /// Retries sent in the bucket (the retry-storm histogram).
+    Retries,
+    /// Attempts that reached the server in the bucket.
+    Attempts,
+    /// Logical requests that ended successfully in the bucket (goodput).
+    Succeeded,
+    /// Logical requests that ended in failure in the bucket.
+    Failed,
+    /// Attempts answered `error`.
+    AttemptError,
+    /// Attempts answered `rejected`.
+    AttemptRejected,
+    /// Attempts answered `throttled`.
+    AttemptThrottled,
+    /// Attempts that timed out.
+    AttemptTimeout,
+    /// Attempts that lost an optimistic-concurrency write.
+    AttemptConflict,
+    /// Attempts answered `permanent`.
+    AttemptPermanent,
+    /// Attempts the server finished serving.
+    Served,
+    /// Served attempts whose client had given up.
+    Wasted,
+    /// Attempts waiting at the end of the bucket.
+    QueueLen,
+    /// Attempts in service at the end of the bucket.
+    InService,
+    /// Logical requests in flight at the end of the bucket.
+    InFlight,
+}
+
+/// Number of columns.
+pub const COLUMNS: usize = 16;
+
+impl Column {
+    /// Every column, in CSV order.
+    pub const ALL: [Column; COLUMNS] = [
+        Column::FirstAttempts,
+        Column::Retries,
+        Column::Attempts,
+        Column::Succeeded,
+        Column::Failed,
+        Column::AttemptError,
+        Column::AttemptRejected,
+        Column::AttemptThrottled,
+        Column::AttemptTimeout,
+        Column::AttemptConflict,
+        Column::AttemptPermanent,
+        Column::Served,
+        Column::Wasted,
+        Column::QueueLen,
+        Column::InService,
+        Column::InFlight,
+    ];
+
+    /// The CSV header name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::FirstAttempts => "first_attempts",
+            Column::Retries => "retries",
+            Column::Attempts => "attempts",
+            Column::Succeeded => "succeeded",
+            Column::Failed => "failed",
+            Column::AttemptError => "attempt_error",
+            Column::AttemptRejected => "attempt_rejected",
+            Column::AttemptThrottled => "attempt_throttled",
+            Column::AttemptTimeout => "attempt_timeout",
+            Column::AttemptConflict => "attempt_conflict",
+            Column::AttemptPermanent => "attempt_permanent",
+            Column::Served => "served",
+            Column::Wasted => "wasted",
+            Column::QueueLen => "queue_len",
+            Column::InService => "in_service",
+            Column::InFlight => "in_flight",
+        }
+    }
+
+    /// Whether the column is a state sampled at the end of the bucket (not a count).
+    pub fn is_state(self) -> bool {
+        matches!(
+            self,
+            Column::QueueLen | Column::InService | Column::InFlight
+        )
+    }
+
+    /// The column counting attempts that ended with `o` (none for success).
+    pub fn for_attempt_outcome(o: Outcome) -> Option<Column> {
+        Some(match o {
+            Outcome::Error => Column::AttemptError,
+            Outcome::Rejected => Column::AttemptRejected,
+            Outcome::Throttled => Column::AttemptThrottled,
+            Outcome::Timeout => Column::AttemptTimeout,
+            Outcome::Conflict => Column::AttemptConflict,
+            Outcome::Permanent => Column::AttemptPermanent,
+            _ => return None,
+        })
+    }
+}
+
+/// One bucket's values, indexed by `Column as usize`.
+pub type Row = [u32; COLUMNS];
+
+/// The time series of one replication.
+#[derive(Debug, Clone)]
+pub struct TimeSeries {
+    bucket: SimDuration,
+    rows: Vec<Row>,
+    next_boundary: SimTime,
+}
+
+impl TimeSeries {
+    /// An empty series with buckets of width `bucket` (> 0).
+    pub fn new(bucket: SimDuration) -> Self {
+        TimeSeries {
+            bucket,
+            rows: vec![[0; COLUMNS]],
+            next_boundary: SimTime::ZERO + bucket,
+        }
+    }
+
+    /// Bucket width.
+    pub fn bucket(&self) -> SimDuration {
+        self.bucket
+    }
+
+    /// The rows so far.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// Moves to the bucket holding `now`; the buckets passed over get `state` (queue length,
+    /// in service, in flight) as their end-of-bucket values.
+    #[inline]
+    pub fn tick(&mut self, now: SimTime, state: impl FnOnce() -> [u32; 3]) {
+        if now < self.next_boundary {
+            return;
+        }
+        self.roll(now, state());
+    }
+
+    #[cold]
+    fn roll(&mut self, now: SimTime, [queue, in_service, in_flight]: [u32; 3]) {
+        let target = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+        let set_state = |row: &mut Row| {
+            row[Column::QueueLen as usize] = queue;
+            row[Column::InService as usize] = in_service;
+            row[Column::InFlight as usize] = in_flight;
+        };
+        set_state(self.rows.last_mut().expect("never empty"));
+        while self.rows.len() <= target {
+            let mut row = [0; COLUMNS];
+            set_state(&mut row);
+            self.rows.push(row);
+        }
+        self.next_boundary = SimTime((target as u64 + 1).saturating_mul(self.bucket.as_nanos()));
+    }
+
+    /// Adds one to `col` in the current bucket.
+    #[inline]
+    pub fn add(&mut self, col: Column) {
+        let row = self.rows.last_mut().expect("never empty");
+        row[col as usize] = row[col as usize].saturating_add(1);
+    }
+
+    /// Closes the last bucket with the final state.
+    pub fn close(&mut self, state: [u32; 3]) {
+        let row = self.rows.last_mut().expect("never empty");
+        row[Column::QueueLen as usize] = state[0];
+        row[Column::InService as usize] = state[1];
+        row[Column::InFlight as usize] = state[2];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_land_in_their_bucket_and_states_carry_over() {
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        s.add(Column::Retries);
+        s.tick(SimTime(3_500_000_000), || [7, 1, 2]);
+        s.add(Column::Retries);
+        s.add(Column::Retries);
+        s.close([0, 0, 0]);
+        let rows = s.rows();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0][Column::Retries as usize], 1);
+        assert_eq!(rows[3][Column::Retries as usize], 2);
+        assert_eq!(rows[1][Column::QueueLen as usize], 7);
+        assert_eq!(rows[2][Column::InFlight as usize], 2);
+        assert_eq!(rows[3][Column::QueueLen as usize], 0);
+    }
+}

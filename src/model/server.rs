@@ -1,0 +1,233 @@
+//! The `queue` server: a pool of workers with a waiting room.
+//!
+//! A state machine with two inputs, [`QueueServer::arrive`] and [`QueueServer::complete`]. It
+//! decides admission (start, wait or reject), picks the next waiting attempt (FIFO or LIFO),
+//! discards expired attempts when deadlines propagate, and draws service times. It does not
+//! know what an attempt is for: the driver schedules the completion events and the replies.
+//! Invariant: at most `concurrency` attempts in service and `queue_limit` waiting.
+
+use std::collections::VecDeque;
+
+use rand_pcg::Pcg64;
+
+use crate::engine::{SimDuration, SimTime};
+use crate::model::dist::Dist;
+
+/// Order in which waiting attempts are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discipline {
+    /// First come, first served.
+    Fifo,
+    /// Last come, first served.
+    Lifo,
+}
+
+/// Validated settings of a `queue` server.
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    /// Workers; `None` is unlimited.
+    pub concurrency: Option<u32>,
+    /// Waiting places; `None` is unlimited.
+    pub queue_limit: Option<u32>,
+    /// Serving order.
+    pub discipline: Discipline,
+    /// Service time of one attempt.
+    pub service_time: Dist,
+    /// Extra service time per attempt already in service when one starts.
+    pub slowdown_per_inflight: SimDuration,
+    /// Probability that a served attempt ends `error`.
+    pub error_rate: f64,
+    /// Discard, at dequeue, attempts whose client has already given up.
+    pub drop_expired: bool,
+}
+
+/// An attempt as the server sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Job {
+    /// The driver's handle of the logical request.
+    pub slot: u32,
+    /// The driver's handle of the attempt.
+    pub token: u32,
+    /// When the client gives up on this attempt ([`SimTime::NEVER`] without a timeout).
+    pub abandon_at: SimTime,
+}
+
+/// What happened to an arriving attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A worker took it at once; it finishes after this service time.
+    Start(SimDuration),
+    /// It waits for a worker.
+    Queued,
+    /// Every worker was busy and the waiting room full.
+    Rejected,
+}
+
+/// The state of a `queue` server.
+#[derive(Debug)]
+pub struct QueueServer {
+    config: QueueConfig,
+    in_service: u32,
+    waiting: VecDeque<Job>,
+    /// Most attempts ever waiting at once.
+    pub max_queue: u32,
+    /// Most attempts ever in service at once.
+    pub max_in_service: u32,
+    /// Total service time started, in nanoseconds (worker-busy time).
+    pub busy_nanos: u128,
+    /// Attempts discarded at dequeue because their client had given up.
+    pub expired_dropped: u64,
+}
+
+impl QueueServer {
+    /// An idle server.
+    pub fn new(config: QueueConfig) -> Self {
+        QueueServer {
+            config,
+            in_service: 0,
+            waiting: VecDeque::new(),
+            max_queue: 0,
+            max_in_service: 0,
+            busy_nanos: 0,
+            expired_dropped: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Attempts in service now.
+    pub fn in_service(&self) -> u32 {
+        self.in_service
+    }
+
+    /// Attempts waiting now.
+    pub fn queue_len(&self) -> u32 {
+        self.waiting.len() as u32
+    }
+
+    fn has_free_worker(&self) -> bool {
+        self.config.concurrency.is_none_or(|c| self.in_service < c)
+    }
+
+    /// An attempt arrives at `now`.
+    pub fn arrive(&mut self, job: Job, rng: &mut Pcg64) -> Admission {
+        if self.has_free_worker() {
+            Admission::Start(self.start(rng))
+        } else if self
+            .config
+            .queue_limit
+            .is_none_or(|l| (self.waiting.len() as u32) < l)
+        {
+            self.waiting.push_back(job);
+            self.max_queue = self.max_queue.max(self.waiting.len() as u32);
+            Admission::Queued
+        } else {
+            Admission::Rejected
+        }
+    }
+
+    /// A worker finished at `now`. Returns the waiting attempt it starts next, with its service
+    /// time, after discarding expired ones if `drop_expired` is set.
+    pub fn complete(&mut self, now: SimTime, rng: &mut Pcg64) -> Option<(Job, SimDuration)> {
+        debug_assert!(self.in_service > 0, "completion with no attempt in service");
+        self.in_service -= 1;
+        loop {
+            let job = match self.config.discipline {
+                Discipline::Fifo => self.waiting.pop_front(),
+                Discipline::Lifo => self.waiting.pop_back(),
+            }?;
+            if self.config.drop_expired && job.abandon_at <= now {
+                self.expired_dropped += 1;
+                continue;
+            }
+            return Some((job, self.start(rng)));
+        }
+    }
+
+    /// Occupies a worker and draws the service time.
+    fn start(&mut self, rng: &mut Pcg64) -> SimDuration {
+        let mut service = self.config.service_time.sample(rng);
+        if self.config.slowdown_per_inflight > SimDuration::ZERO {
+            service = service.saturating_add(SimDuration::from_nanos(
+                self.config
+                    .slowdown_per_inflight
+                    .as_nanos()
+                    .saturating_mul(u64::from(self.in_service)),
+            ));
+        }
+        self.in_service += 1;
+        self.max_in_service = self.max_in_service.max(self.in_service);
+        self.busy_nanos += u128::from(service.as_nanos());
+        service
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn server(concurrency: u32, queue_limit: u32, discipline: Discipline) -> QueueServer {
+        QueueServer::new(QueueConfig {
+            concurrency: Some(concurrency),
+            queue_limit: Some(queue_limit),
+            discipline,
+            service_time: Dist::Constant(SimDuration::from_millis(1)),
+            slowdown_per_inflight: SimDuration::ZERO,
+            error_rate: 0.0,
+            drop_expired: true,
+        })
+    }
+
+    fn job(slot: u32, abandon_ms: u64) -> Job {
+        Job {
+            slot,
+            token: 1,
+            abandon_at: SimTime(abandon_ms * 1_000_000),
+        }
+    }
+
+    #[test]
+    fn admits_queues_then_rejects() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 1, Discipline::Fifo);
+        assert!(matches!(
+            s.arrive(job(0, 99), &mut rng),
+            Admission::Start(_)
+        ));
+        assert_eq!(s.arrive(job(1, 99), &mut rng), Admission::Queued);
+        assert_eq!(s.arrive(job(2, 99), &mut rng), Admission::Rejected);
+        assert_eq!((s.in_service(), s.queue_len()), (1, 1));
+    }
+
+    #[test]
+    fn lifo_serves_the_newest_and_expired_jobs_are_dropped() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 10, Discipline::Lifo);
+        s.arrive(job(0, 99), &mut rng);
+        s.arrive(job(1, 99), &mut rng);
+        s.arrive(job(2, 99), &mut rng);
+        s.arrive(job(3, 1), &mut rng); // expires at 1 ms
+        let (next, _) = s.complete(SimTime(2_000_000), &mut rng).unwrap();
+        assert_eq!(next.slot, 2);
+        assert_eq!(s.expired_dropped, 1);
+    }
+
+    #[test]
+    fn slowdown_adds_per_attempt_in_service() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut cfg = server(10, 0, Discipline::Fifo).config().clone();
+        cfg.slowdown_per_inflight = SimDuration::from_millis(10);
+        let mut s = QueueServer::new(cfg);
+        let ms = |a| match a {
+            Admission::Start(d) => d.as_nanos() / 1_000_000,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(ms(s.arrive(job(0, 99), &mut rng)), 1);
+        assert_eq!(ms(s.arrive(job(1, 99), &mut rng)), 11);
+        assert_eq!(ms(s.arrive(job(2, 99), &mut rng)), 21);
+    }
+}

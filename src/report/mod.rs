@@ -1,0 +1,67 @@
+//! Turning results into files and text: summary.json, timeseries.csv,
+//! scenario.resolved.json and the terminal table.
+//!
+//! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
+//! writes files. Everything is rendered before anything is written, so a run that fails
+//! leaves no partial output behind.
+
+mod summary;
+mod table;
+mod timeseries;
+
+pub use summary::summary_json;
+pub use table::table;
+pub use timeseries::timeseries_csv;
+
+use std::path::Path;
+
+use crate::runner::ExperimentResult;
+use crate::scenario::{Experiment, resolved_json};
+
+/// A rendered output file: its name inside the output folder and its bytes.
+#[derive(Debug, Clone)]
+pub struct OutputFile {
+    /// File name, relative to the output folder.
+    pub name: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+/// Renders every output of a finished run.
+pub fn render(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+) -> anyhow::Result<Vec<OutputFile>> {
+    let json = |v: &serde_json::Value| -> anyhow::Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(v)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    };
+    Ok(vec![
+        OutputFile {
+            name: "summary.json".into(),
+            bytes: json(&summary_json(experiment, result))?,
+        },
+        OutputFile {
+            name: "timeseries.csv".into(),
+            bytes: timeseries_csv(result)?,
+        },
+        OutputFile {
+            name: "scenario.resolved.json".into(),
+            bytes: json(&resolved_json(experiment))?,
+        },
+    ])
+}
+
+/// Writes `files` into `dir`, creating it. The one place that writes.
+pub fn write_files(dir: &Path, files: &[OutputFile]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
+    for f in files {
+        let path = dir.join(&f.name);
+        std::fs::write(&path, &f.bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}

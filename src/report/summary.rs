@@ -1,0 +1,49 @@
+//! `summary.json`: the shape scripts rely on (MODEL.md section 8), means with 95 % half-widths.
+
+use serde_json::{Value, json};
+
+use crate::runner::{ExperimentResult, VariantResult};
+use crate::scenario::Experiment;
+
+/// The summary document.
+pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value {
+    let variants = |vs: &[VariantResult]| -> Vec<Value> { vs.iter().map(variant_json).collect() };
+    let mut doc = json!({
+        "name": experiment.name,
+        "seed": experiment.seed,
+        "replications": experiment.replications,
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    if let Some(d) = &experiment.description {
+        doc["description"] = json!(d);
+    }
+    match &experiment.sweep {
+        None => {
+            doc["variants"] = json!(variants(&result.points[0].variants));
+        }
+        Some(sweep) => {
+            doc["variants"] = json!([]);
+            let points: Vec<Value> = result
+                .points
+                .iter()
+                .map(|p| json!({"value": p.value, "variants": variants(&p.variants)}))
+                .collect();
+            doc["sweep"] = json!({"path": sweep.path, "points": points});
+        }
+    }
+    doc["events"] = json!(result.events);
+    doc
+}
+
+fn variant_json(v: &VariantResult) -> Value {
+    let mut out = json!({"name": v.name, "metrics": v.metrics, "ci95": v.ci95});
+    if !v.truncations.is_empty() {
+        let notes: Vec<Value> = v
+            .truncations
+            .iter()
+            .map(|(rep, why)| json!({"replication": rep, "reason": why.to_string()}))
+            .collect();
+        out["truncated_replications"] = json!(notes);
+    }
+    out
+}

@@ -1,0 +1,43 @@
+//! `timeseries.csv`: one row per time bucket per variant (and sweep value), means over
+//! replications. Count columns are per bucket; `queue_len`, `in_service` and `in_flight` are
+//! the state at the end of the bucket.
+
+use crate::metrics::Column;
+use crate::runner::ExperimentResult;
+
+/// Renders the time series of every variant.
+pub fn timeseries_csv(result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["sweep_value", "variant", "bucket_start_s", "bucket_s"];
+    header.extend(Column::ALL.iter().map(|c| c.name()));
+    w.write_record(&header)?;
+    for point in &result.points {
+        let value = point.value.as_ref().map_or(String::new(), |v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        for v in &point.variants {
+            let width = v.bucket.as_secs_f64();
+            for (i, row) in v.series.iter().enumerate() {
+                let mut record = vec![
+                    value.clone(),
+                    v.name.clone(),
+                    format_number(i as f64 * width),
+                    format_number(width),
+                ];
+                record.extend(row.iter().map(|x| format_number(*x)));
+                w.write_record(&record)?;
+            }
+        }
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Shortest exact representation; integers without a fraction.
+pub(crate) fn format_number(x: f64) -> String {
+    if x == x.trunc() && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}

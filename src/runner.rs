@@ -1,0 +1,120 @@
+//! Runs an [`Experiment`]: every replication of every variant at every sweep value, in
+//! parallel, then aggregates each variant over its replications.
+//!
+//! Each job is independent and seeded from (seed, replication) only, and results are gathered
+//! in job order, so the output is byte-identical for any number of threads. No I/O: progress
+//! is reported through a callback.
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::engine::SimDuration;
+use crate::metrics::{Truncation, aggregate, aggregate_series, series::COLUMNS};
+use crate::scenario::Experiment;
+use crate::simulate;
+
+/// Results of a whole experiment, in the experiment's order.
+#[derive(Debug, Clone)]
+pub struct ExperimentResult {
+    /// One per sweep value (one without a sweep).
+    pub points: Vec<PointResult>,
+    /// Events processed over all jobs.
+    pub events: u64,
+    /// Logical requests over all jobs.
+    pub requests: u64,
+}
+
+/// Every variant at one sweep value.
+#[derive(Debug, Clone)]
+pub struct PointResult {
+    /// The swept value, if any.
+    pub value: Option<Value>,
+    /// The variants, in file order.
+    pub variants: Vec<VariantResult>,
+}
+
+/// One variant aggregated over its replications.
+#[derive(Debug, Clone)]
+pub struct VariantResult {
+    /// The variant's name.
+    pub name: String,
+    /// Means over replications, in the shape of summary.json's `metrics`.
+    pub metrics: Value,
+    /// 95 % half-widths, same shape.
+    pub ci95: Value,
+    /// Each replication's own metrics (same shape), for distributions across replications.
+    pub replications: Vec<Value>,
+    /// Mean time series over replications.
+    pub series: Vec<[f64; COLUMNS]>,
+    /// Width of a time-series bucket.
+    pub bucket: SimDuration,
+    /// Replications that stopped early, with the reason.
+    pub truncations: Vec<(u32, Truncation)>,
+}
+
+/// Runs `experiment` on `jobs` threads (0: all cores). `on_job_done` is called after every
+/// replication, from any thread.
+pub fn run(
+    experiment: &Experiment,
+    jobs: usize,
+    on_job_done: &(dyn Fn() + Sync),
+) -> ExperimentResult {
+    let reps = experiment.replications;
+    let tasks: Vec<(usize, usize, u32)> = experiment
+        .points
+        .iter()
+        .enumerate()
+        .flat_map(|(p, point)| {
+            (0..point.variants.len()).flat_map(move |v| (0..reps).map(move |r| (p, v, r)))
+        })
+        .collect();
+    let work = |&(p, v, r): &(usize, usize, u32)| {
+        let scenario = &experiment.points[p].variants[v].scenario;
+        let result = simulate::run(scenario, experiment.seed, u64::from(r));
+        on_job_done();
+        result
+    };
+    let results: Vec<_> = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+        Ok(pool) => pool.install(|| tasks.par_iter().map(work).collect()),
+        Err(_) => tasks.iter().map(work).collect(),
+    };
+    let events = results.iter().map(|r| r.counters.events).sum();
+    let requests = results.iter().map(|r| r.counters.requests).sum();
+
+    let mut chunks = results.chunks(reps as usize);
+    let points = experiment
+        .points
+        .iter()
+        .map(|point| PointResult {
+            value: point.value.clone(),
+            variants: point
+                .variants
+                .iter()
+                .map(|variant| {
+                    let runs = chunks.next().expect("one chunk per variant");
+                    let replications: Vec<Value> = runs.iter().map(|r| r.metrics_json()).collect();
+                    let (metrics, ci95) = aggregate(&replications);
+                    let series: Vec<_> = runs.iter().map(|r| &r.series).collect();
+                    VariantResult {
+                        name: variant.name.clone(),
+                        metrics,
+                        ci95,
+                        replications,
+                        series: aggregate_series(&series),
+                        bucket: variant.scenario.bucket,
+                        truncations: runs
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, r)| r.truncated.clone().map(|t| (i as u32, t)))
+                            .collect(),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    ExperimentResult {
+        points,
+        events,
+        requests,
+    }
+}

@@ -1,0 +1,385 @@
+//! From a file to an [`Experiment`]: JSON syntax, variants as merge patches, sweeps, and the
+//! command-line overrides of seed, replications and sweep.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::{Problem, ScenarioError};
+use super::schema::RawScenario;
+use super::validate::validate;
+use super::{Experiment, Point, Sweep, Variant};
+
+/// Settings given on the command line that override the file.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Replaces `seed`.
+    pub seed: Option<u64>,
+    /// Replaces `replications`.
+    pub replications: Option<u64>,
+    /// Replaces or adds `sweep`.
+    pub sweep: Option<Sweep>,
+}
+
+/// Keys that belong to the whole file and that a variant patch or a sweep may not change.
+const FILE_KEYS: [&str; 6] = [
+    "name",
+    "seed",
+    "replications",
+    "variants",
+    "sweep",
+    "$schema",
+];
+
+/// Reads and validates a scenario file.
+pub fn load_file(path: &Path, options: &LoadOptions) -> Result<Experiment, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    load_str(&text, &file, options)
+}
+
+/// Validates scenario text; `file` names it in messages.
+pub fn load_str(
+    text: &str,
+    file: &str,
+    options: &LoadOptions,
+) -> Result<Experiment, ScenarioError> {
+    let mut doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })?;
+    let invalid = |problems: Vec<Problem>| ScenarioError::Invalid {
+        file: file.to_string(),
+        problems,
+    };
+    // Shape of the file as written: paths and, from the text, line and column.
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw: RawScenario = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| invalid(vec![shape_problem(e, true)]))?;
+
+    let mut problems = Vec::new();
+    if let Some(seed) = options.seed {
+        doc["seed"] = seed.into();
+    }
+    if let Some(r) = options.replications {
+        doc["replications"] = r.into();
+    }
+    let name = raw.name.clone();
+    check_name(&name, &mut problems);
+    let seed = options.seed.or(raw.seed).unwrap_or(1);
+    let replications = options.replications.or(raw.replications).unwrap_or(1);
+    if replications == 0 || replications > 1_000_000 {
+        problems.push(Problem::new(
+            "replications",
+            format!("must be between 1 and 1000000 (got {replications})"),
+        ));
+    }
+    let sweep = match &options.sweep {
+        Some(s) => Some(s.clone()),
+        None => raw.sweep.as_ref().map(|s| Sweep {
+            path: s.path.clone(),
+            values: s.values.clone(),
+        }),
+    };
+    if let Some(s) = &sweep {
+        check_sweep(s, &mut problems);
+    }
+    let variants: Vec<(String, Value)> = match &raw.variants {
+        None => vec![("baseline".to_string(), Value::Object(Default::default()))],
+        Some(list) => {
+            if list.is_empty() {
+                problems.push(Problem::new(
+                    "variants",
+                    "must list at least one variant, or be left out for a single \"baseline\"",
+                ));
+            }
+            for (i, v) in list.iter().enumerate() {
+                check_variant(i, &v.name, &v.patch, list, &mut problems);
+            }
+            list.iter()
+                .map(|v| (v.name.clone(), v.patch.clone()))
+                .collect()
+        }
+    };
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+
+    // The base document without the file-level keys, as variants and sweeps patch it.
+    if let Value::Object(map) = &mut doc {
+        for key in ["variants", "sweep", "$schema"] {
+            map.remove(key);
+        }
+    }
+    let values: Vec<Option<Value>> = match &sweep {
+        Some(s) => s.values.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut points = Vec::with_capacity(values.len());
+    let mut seen = std::collections::HashSet::new();
+    for value in values {
+        let mut base = doc.clone();
+        let context = match (&value, &sweep) {
+            (Some(v), Some(s)) => {
+                if let Err(message) = set_path(&mut base, &s.path, v.clone()) {
+                    problems.push(Problem::new("sweep.path", message));
+                    continue;
+                }
+                format!("with {} = {v}", s.path)
+            }
+            _ => String::new(),
+        };
+        let mut point_variants = Vec::with_capacity(variants.len());
+        for (i, (vname, patch)) in variants.iter().enumerate() {
+            let mut merged = base.clone();
+            json_patch::merge(&mut merged, patch);
+            let mut place = context.clone();
+            if raw.variants.is_some() {
+                place = format!("variants[{i}] \"{vname}\" {place}")
+                    .trim()
+                    .to_string();
+            }
+            let found = match serde_path_to_error::deserialize::<_, RawScenario>(&merged) {
+                Err(e) => vec![shape_problem(e, false)],
+                Ok(raw_variant) => match validate(&raw_variant) {
+                    Ok(scenario) => {
+                        point_variants.push(Variant {
+                            name: vname.clone(),
+                            scenario,
+                        });
+                        continue;
+                    }
+                    Err(found) => found,
+                },
+            };
+            // A problem of the base document shows up in every variant: report it once.
+            for mut p in found {
+                if seen.insert((p.path.clone(), p.message.clone())) {
+                    if !place.is_empty() {
+                        p.message = format!("{} (in {place})", p.message);
+                    }
+                    problems.push(p);
+                }
+            }
+        }
+        points.push(Point {
+            value,
+            variants: point_variants,
+        });
+    }
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+    Ok(Experiment {
+        name,
+        description: raw.description.clone(),
+        seed,
+        replications: replications as u32,
+        sweep,
+        points,
+    })
+}
+
+/// Puts `value` at dotted `path` in `doc`, creating objects on the way. A key that is a
+/// number indexes an array (`server.faults.0.to`).
+pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let keys: Vec<&str> = path.split('.').collect();
+    if keys.iter().any(|k| k.is_empty()) {
+        return Err(format!(
+            "\"{path}\" is not a dotted path like \"clients.count\""
+        ));
+    }
+    let mut here = doc;
+    for (depth, key) in keys.iter().enumerate() {
+        let last = depth + 1 == keys.len();
+        let so_far = keys[..=depth].join(".");
+        here = match here {
+            Value::Object(map) => {
+                if last {
+                    map.insert(key.to_string(), value);
+                    return Ok(());
+                }
+                map.entry(key.to_string())
+                    .or_insert_with(|| Value::Object(Default::default()))
+            }
+            Value::Array(items) => {
+                let i: usize = key.parse().map_err(|_| {
+                    format!("\"{so_far}\": \"{key}\" must be an index into the list")
+                })?;
+                let len = items.len();
+                let item = items.get_mut(i).ok_or_else(|| {
+                    format!("\"{so_far}\": index {i} is past the end of a list of {len}")
+                })?;
+                if last {
+                    *item = value;
+                    return Ok(());
+                }
+                item
+            }
+            other => {
+                return Err(format!(
+                    "\"{path}\" goes through {}, which is neither an object nor a list",
+                    short(other)
+                ));
+            }
+        };
+    }
+    unreachable!("the loop returns at the last key")
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 30 {
+        format!("{}...", &s[..30])
+    } else {
+        s
+    }
+}
+
+fn check_name(name: &str, problems: &mut Vec<Problem>) {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !name.starts_with('.');
+    if !ok {
+        problems.push(Problem::new(
+            "name",
+            format!(
+                "must be a plain folder name of letters, digits, '.', '_' and '-', not starting with '.' (got {name:?}); it names the output folder"
+            ),
+        ));
+    }
+}
+
+fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) {
+    if s.values.is_empty() {
+        problems.push(Problem::new("sweep.values", "must list at least one value"));
+    }
+    let first = s.path.split('.').next().unwrap_or("");
+    if FILE_KEYS.contains(&first) {
+        problems.push(Problem::new(
+            "sweep.path",
+            format!("cannot sweep \"{first}\"; it belongs to the whole file"),
+        ));
+    }
+}
+
+fn check_variant(
+    i: usize,
+    name: &str,
+    patch: &Value,
+    all: &[super::schema::RawVariant],
+    problems: &mut Vec<Problem>,
+) {
+    let path = format!("variants[{i}]");
+    if name.trim().is_empty() {
+        problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
+    }
+    if all[..i].iter().any(|v| v.name == name) {
+        problems.push(Problem::new(
+            format!("{path}.name"),
+            format!("\"{name}\" is used by an earlier variant; names must be unique"),
+        ));
+    }
+    match patch {
+        Value::Object(map) => {
+            for key in FILE_KEYS {
+                if map.contains_key(key) {
+                    problems.push(Problem::new(
+                        format!("{path}.patch.{key}"),
+                        format!(
+                            "a variant cannot change \"{key}\": it belongs to the whole file (variants share the seed so that they meet the same traffic)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Value::Null => {}
+        other => problems.push(Problem::new(
+            format!("{path}.patch"),
+            format!(
+                "must be an object to merge into the scenario (got {})",
+                short(other)
+            ),
+        )),
+    }
+}
+
+/// Turns a serde shape error into a problem with its path, a nearest-key hint for unknown
+/// keys, and the line and column when the text is at hand.
+fn shape_problem(e: serde_path_to_error::Error<serde_json::Error>, with_position: bool) -> Problem {
+    let path = e.path().to_string();
+    let inner = e.inner();
+    let mut message = strip_position(&inner.to_string());
+    if let Some(hint) = nearest_key_hint(&message) {
+        message.push_str(&hint);
+    }
+    if with_position && inner.line() > 0 {
+        message = format!(
+            "{message} (line {}, column {})",
+            inner.line(),
+            inner.column()
+        );
+    }
+    let path = if path == "." { String::new() } else { path };
+    Problem::new(path, message)
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" message: the closest valid key.
+fn nearest_key_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let best = candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(unknown, c), *c))
+        .min()?;
+    (best.0 <= unknown.len().max(3) / 2 + 1).then(|| format!("; did you mean `{}`?", best.1))
+}
+
+/// serde_json appends " at line L column C" to its messages; positions are reported apart.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn set_path_creates_objects_and_indexes_lists() {
+        let mut doc = json!({"clients": {"count": 1}, "server": {"faults": [{"to": "1s"}]}});
+        set_path(&mut doc, "clients.count", json!(30)).unwrap();
+        set_path(&mut doc, "server.faults.0.to", json!("5s")).unwrap();
+        set_path(&mut doc, "policy.retry.max_attempts", json!(4)).unwrap();
+        assert_eq!(doc["clients"]["count"], 30);
+        assert_eq!(doc["server"]["faults"][0]["to"], "5s");
+        assert_eq!(doc["policy"]["retry"]["max_attempts"], 4);
+        assert!(set_path(&mut doc, "clients.count.x", json!(1)).is_err());
+        assert!(set_path(&mut doc, "server.faults.3.to", json!(1)).is_err());
+    }
+
+    #[test]
+    fn nearest_key_is_suggested() {
+        let hint =
+            nearest_key_hint("unknown field `rate_per_sec`, expected `rate_per_s` or `profile`");
+        assert_eq!(hint.as_deref(), Some("; did you mean `rate_per_s`?"));
+        assert_eq!(
+            nearest_key_hint("unknown field `zzzzzzzz`, expected `a` or `b`"),
+            None
+        );
+    }
+}

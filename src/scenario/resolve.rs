@@ -1,0 +1,139 @@
+//! A validated [`Scenario`] written back in the scenario syntax with every default filled in,
+//! for `scenario.resolved.json`: what ran, not what was typed.
+
+use serde_json::{Map, Value, json};
+
+use crate::model::{Backoff, Discipline, Dist};
+
+use super::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
+
+/// The resolved form of an experiment: file-level settings, the sweep, and every variant (at
+/// the first sweep value) in full.
+pub fn resolved_json(e: &Experiment) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(e.name));
+    if let Some(d) = &e.description {
+        out.insert("description".into(), json!(d));
+    }
+    out.insert("seed".into(), json!(e.seed));
+    out.insert("replications".into(), json!(e.replications));
+    out.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
+    if let Some(s) = &e.sweep {
+        out.insert("sweep".into(), json!({"path": s.path, "values": s.values}));
+    }
+    let variants: Vec<Value> = e.points[0]
+        .variants
+        .iter()
+        .map(|v| json!({"name": v.name, "scenario": scenario_json(&v.scenario)}))
+        .collect();
+    out.insert("variants".into(), Value::Array(variants));
+    Value::Object(out)
+}
+
+fn scenario_json(s: &Scenario) -> Value {
+    let mut out = Map::new();
+    out.insert("duration".into(), json!(s.duration.to_string()));
+    if let Some(t) = s.max_time {
+        out.insert("max_time".into(), json!(t.to_string()));
+    }
+    let workload = match &s.clients.workload {
+        Workload::Open(p) => {
+            let profile: Vec<Value> = p
+                .steps
+                .iter()
+                .map(|st| json!({"at": st.at.to_string(), "rate_per_s": st.rate_per_s, "ramp": st.ramp}))
+                .collect();
+            json!({"open": {"rate_per_s": p.base_rate, "profile": profile}})
+        }
+        Workload::Closed(c) => {
+            let mut closed = Map::new();
+            if let Some(k) = c.requests_per_client {
+                closed.insert("requests_per_client".into(), json!(k));
+            }
+            closed.insert("think_time".into(), dist_json(&c.think_time));
+            closed.insert("start".into(), dist_json(&c.start));
+            json!({ "closed": closed })
+        }
+    };
+    out.insert(
+        "clients".into(),
+        json!({"count": s.clients.count, "workload": workload}),
+    );
+    out.insert(
+        "network".into(),
+        json!({"latency": dist_json(&s.network.latency)}),
+    );
+    let server = match &s.server.kind {
+        ServerKind::Queue(q) => json!({
+            "kind": "queue",
+            "concurrency": q.concurrency.map_or(json!("unlimited"), |c| json!(c)),
+            "queue_limit": q.queue_limit.map_or(json!("unlimited"), |c| json!(c)),
+            "discipline": match q.discipline { Discipline::Fifo => "fifo", Discipline::Lifo => "lifo" },
+            "service_time": dist_json(&q.service_time),
+            "slowdown_per_inflight": q.slowdown_per_inflight.to_string(),
+            "error_rate": q.error_rate,
+            "permanent_error_rate": s.server.permanent_error_rate,
+            "drop_expired": q.drop_expired,
+        }),
+    };
+    out.insert("server".into(), server);
+    let p = &s.policy;
+    let mut policy = Map::new();
+    if let Some(t) = p.timeout {
+        policy.insert("timeout".into(), json!(t.to_string()));
+    }
+    if let Some(d) = p.deadline {
+        policy.insert("deadline".into(), json!(d.to_string()));
+    }
+    let backoff = match &p.retry.backoff {
+        Backoff::None => json!("none"),
+        Backoff::Exponential {
+            base,
+            multiplier,
+            cap,
+            jitter,
+        } => {
+            json!({"base": base.to_string(), "multiplier": multiplier, "cap": cap.to_string(), "jitter": jitter.name()})
+        }
+    };
+    let retry_on: Vec<&str> = p.retry.retry_on.iter().map(|o| o.name()).collect();
+    policy.insert(
+        "retry".into(),
+        json!({
+            "max_attempts": p.retry.max_attempts.map_or(json!("unlimited"), |n| json!(n)),
+            "retry_on": retry_on,
+            "backoff": backoff,
+            "retry_after": match p.retry.retry_after { RetryAfter::Honor => "honor", RetryAfter::Ignore => "ignore" },
+        }),
+    );
+    out.insert("policy".into(), Value::Object(policy));
+    out.insert("metrics".into(), json!({"bucket": s.bucket.to_string()}));
+    out.insert(
+        "limits".into(),
+        json!({"max_events": s.limits.max_events, "max_in_flight": s.limits.max_in_flight}),
+    );
+    Value::Object(out)
+}
+
+fn dist_json(d: &Dist) -> Value {
+    match d {
+        Dist::Constant(c) => json!({"constant": c.to_string()}),
+        Dist::Exponential { mean, .. } => json!({"exponential": {"mean": mean.to_string()}}),
+        Dist::Uniform { min, max } => {
+            json!({"uniform": {"min": min.to_string(), "max": max.to_string()}})
+        }
+        Dist::Normal { mean, sd, .. } => {
+            json!({"normal": {"mean": mean.to_string(), "sd": sd.to_string()}})
+        }
+        Dist::LogNormal { median, sigma, .. } => {
+            json!({"lognormal": {"median": median.to_string(), "sigma": sigma}})
+        }
+        Dist::Mixture { parts, .. } => {
+            let parts: Vec<Value> = parts
+                .iter()
+                .map(|(w, d)| json!({"weight": w, "dist": dist_json(d)}))
+                .collect();
+            json!({ "mixture": parts })
+        }
+    }
+}

@@ -1,0 +1,678 @@
+//! The serde mirror of a scenario file: what the JSON may say, before any rule is checked.
+//!
+//! Every struct rejects unknown keys, so a misspelt key is an error rather than a silently
+//! ignored setting. Values whose rules serde cannot express well (durations, "unlimited"
+//! counts, ranges) are kept as they came and judged in `validate`, which can then report every
+//! problem at once with its JSON path. These types also generate the JSON Schema printed by
+//! `retrystorm schema`; their doc comments are the descriptions editors show.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Editors may point at the JSON Schema here; retrystorm ignores it.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Names the scenario and its output folder (letters, digits, '.', '_' and '-').
+    pub name: String,
+    /// What the scenario models, in a sentence or two; shown in reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Master seed (default 1). Replication i of every variant uses streams derived from
+    /// (seed, i).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Independent replications of every variant (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replications: Option<u64>,
+    /// New logical requests stop at this time; everything in flight then drains.
+    pub duration: DurationText,
+    /// Hard stop: the run ends here even if requests are still in flight ("truncated").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<DurationText>,
+    /// The sources of logical requests.
+    pub clients: RawClients,
+    /// One-way message delays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<RawNetwork>,
+    /// The server the clients call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<RawServer>,
+    /// The clients' timeout, deadline and retry policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<RawPolicy>,
+    /// Variants of the scenario, each the base with a JSON merge patch applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<RawVariant>>,
+    /// Runs every variant at every value of one setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<RawSweep>,
+    /// Time-series settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<RawMetrics>,
+    /// Safety limits that stop a run which would otherwise grow without bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RawLimits>,
+}
+
+/// `clients`: how many clients there are and how they issue logical requests.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawClients {
+    /// Number of clients (at least 1). Each owns its own budget and breaker state.
+    pub count: u64,
+    /// Open (Poisson arrivals) or closed (one request at a time per client).
+    pub workload: RawWorkload,
+}
+
+/// `clients.workload`.
+// Read once per file; boxing the larger variant would only make the schema code noisier.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawWorkload {
+    /// Independent Poisson sources; the total rate is `rate_per_s`.
+    Open(RawOpen),
+    /// Each client issues one logical request at a time.
+    Closed(RawClosed),
+}
+
+/// `clients.workload.open`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawOpen {
+    /// Total arrival rate of logical requests, per second, over all clients.
+    pub rate_per_s: f64,
+    /// Changes of the total rate over time: steps, or linear ramps with `"ramp": true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Vec<RawRateStep>>,
+}
+
+/// One point of an open workload's rate profile.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRateStep {
+    /// When the new rate applies (or, for a ramp, is reached).
+    pub at: DurationText,
+    /// Total rate per second from `at` on.
+    pub rate_per_s: f64,
+    /// Ramp linearly from the previous point instead of stepping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<bool>,
+}
+
+/// `clients.workload.closed`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawClosed {
+    /// Logical requests per client; omitted: keep going until `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_client: Option<u64>,
+    /// Wait between the end of one request and the start of the next (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<RawDist>,
+    /// Delay of each client's first request (default 0: a thundering herd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<RawDist>,
+}
+
+/// A distribution of durations.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawDist {
+    /// Always the same duration.
+    Constant(DurationText),
+    /// Exponential with the given mean.
+    Exponential {
+        /// Mean duration.
+        mean: DurationText,
+    },
+    /// Uniform between min and max.
+    Uniform {
+        /// Smallest duration.
+        min: DurationText,
+        /// Largest duration.
+        max: DurationText,
+    },
+    /// Folded normal |X| with X ~ Normal(mean, sd).
+    Normal {
+        /// Mean of X.
+        mean: DurationText,
+        /// Standard deviation of X.
+        sd: DurationText,
+    },
+    /// Log-normal with the given median and shape sigma.
+    Lognormal {
+        /// Median duration.
+        median: DurationText,
+        /// Standard deviation of the logarithm (dimensionless).
+        sigma: f64,
+    },
+    /// A weighted mixture, e.g. bimodal service times.
+    Mixture(Vec<RawMixturePart>),
+}
+
+/// One component of a mixture distribution.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMixturePart {
+    /// Relative weight (positive; weights need not sum to 1).
+    pub weight: f64,
+    /// The component distribution.
+    pub dist: RawDist,
+}
+
+/// `network`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    /// Delay of every one-way message, drawn independently per hop (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<RawDist>,
+}
+
+/// `server.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawServerKind {
+    /// Workers with a waiting room.
+    Queue,
+    /// One database row with optimistic concurrency control.
+    Occ,
+}
+
+/// `server.discipline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawDiscipline {
+    /// First come, first served.
+    Fifo,
+    /// Last come, first served.
+    Lifo,
+}
+
+/// `server`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    /// "queue" (default) or "occ".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RawServerKind>,
+    /// Workers: an integer >= 1 or "unlimited" (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Count>,
+    /// Waiting places: an integer >= 0 or "unlimited" (default "unlimited").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_limit: Option<Count>,
+    /// Order in which waiting attempts are served (default "fifo").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discipline: Option<RawDiscipline>,
+    /// Time one attempt keeps a worker busy (required for a queue server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time: Option<RawDist>,
+    /// Extra service time per attempt already in service when one starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown_per_inflight: Option<DurationText>,
+    /// Probability that a served attempt ends `error` (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// Probability that a logical request is bad: every attempt ends `permanent` (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permanent_error_rate: Option<f64>,
+    /// Discard, at dequeue, attempts whose client has already given up (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_expired: Option<bool>,
+    /// An admission token bucket that answers `throttled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RawRateLimit>,
+    /// Windows of trouble: outages, error bursts, slowdowns, stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Vec<RawFault>>,
+}
+
+/// `server.rate_limit`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRateLimit {
+    /// Tokens added per second.
+    pub rate_per_s: f64,
+    /// Bucket size.
+    pub burst: f64,
+    /// Retry-After carried by `throttled` answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<DurationText>,
+}
+
+/// `server.faults[i].outage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawOutage {
+    /// Every arrival is answered `error` at once.
+    Reject,
+    /// No answer at all: clients time out.
+    Drop,
+}
+
+/// One fault window with exactly one effect.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    /// Start of the window.
+    pub from: DurationText,
+    /// End of the window (exclusive).
+    pub to: DurationText,
+    /// An outage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<RawOutage>,
+    /// Error probability inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// Service-time multiplier for attempts that start service inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time_factor: Option<f64>,
+    /// Workers inside the window; 0 is a stall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u64>,
+}
+
+/// `policy`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    /// Per-attempt timeout: the client abandons an attempt after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<DurationText>,
+    /// Per-request deadline: no attempt starts after start + deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DurationText>,
+    /// Retry settings (default: 3 attempts, immediate retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RawRetry>,
+    /// A retry budget that can deny retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<RawBudget>,
+    /// A circuit breaker that can refuse attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<RawBreaker>,
+}
+
+/// Outcome classes of one attempt, as named in `retry_on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawAttemptOutcome {
+    /// The attempt succeeded (never retried).
+    Success,
+    /// 5xx.
+    Error,
+    /// The server was full (503).
+    Rejected,
+    /// Rate limited (429).
+    Throttled,
+    /// The client gave up waiting.
+    Timeout,
+    /// An optimistic-concurrency write lost.
+    Conflict,
+    /// 4xx: never retried, even if listed.
+    Permanent,
+}
+
+/// `policy.retry.retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawRetryAfter {
+    /// Wait at least the server's Retry-After.
+    Honor,
+    /// Ignore Retry-After.
+    Ignore,
+}
+
+/// `policy.retry`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetry {
+    /// Total attempts including the first (default 3), or "unlimited".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<Count>,
+    /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
+    /// conflict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RawAttemptOutcome>>,
+    /// "none" (retry at once, the default) or exponential backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<RawBackoff>,
+    /// "honor" (default) or "ignore" the server's Retry-After.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<RawRetryAfter>,
+}
+
+/// `policy.retry.backoff`: the string "none" or an exponential schedule.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RawBackoff {
+    /// Retry at once.
+    None(NoneWord),
+    /// raw(k) = min(cap, base * multiplier^(k-1)), then jitter.
+    Exponential(RawExponential),
+}
+
+/// The word "none".
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct NoneWord(&'static str);
+
+/// Exponential backoff settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawExponential {
+    /// Delay before the first retry (before jitter).
+    pub base: DurationText,
+    /// Growth factor per retry (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// Largest delay (before jitter).
+    pub cap: DurationText,
+    /// "none", "full", "equal" or "decorrelated".
+    pub jitter: RawJitter,
+}
+
+/// Jitter kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawJitter {
+    /// raw(k).
+    None,
+    /// U[0, raw(k)].
+    Full,
+    /// raw(k)/2 + U[0, raw(k)/2].
+    Equal,
+    /// s_k = min(cap, U[base, 3 s_(k-1)]), s_0 = base.
+    Decorrelated,
+}
+
+impl<'de> Deserialize<'de> for RawBackoff {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawBackoff;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#""none" or an object {"base", "multiplier", "cap", "jitter"}"#)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawBackoff, E> {
+                if s == "none" {
+                    Ok(RawBackoff::None(NoneWord("none")))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(s), &self))
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackoff, A::Error> {
+                RawExponential::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawBackoff::Exponential)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawBackoff {
+    fn schema_name() -> Cow<'static, str> {
+        "Backoff".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let exp = generator.subschema_for::<RawExponential>();
+        json_schema!({
+            "description": "\"none\" (retry at once) or exponential backoff with jitter",
+            "oneOf": [ { "const": "none" }, exp ]
+        })
+    }
+}
+
+/// `policy.budget`: a scope and exactly one kind of budget.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    /// "per_client" (default) or "shared".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<RawScope>,
+    /// gRPC retry throttling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_bucket: Option<RawTokenBucket>,
+    /// AWS SDK standard-mode retry quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_quota: Option<RawRetryQuota>,
+    /// Retries as a fraction of recent requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<RawRatio>,
+}
+
+/// Who shares a budget or breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawScope {
+    /// Each client has its own.
+    PerClient,
+    /// All clients share one.
+    Shared,
+}
+
+/// `token_bucket` budget.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTokenBucket {
+    /// Bucket size; retries are allowed only while tokens > max_tokens / 2.
+    pub max_tokens: f64,
+    /// Tokens a success adds.
+    pub token_ratio: f64,
+}
+
+/// `retry_quota` budget.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetryQuota {
+    /// Starting (and largest) quota (default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<f64>,
+    /// Cost of a retry (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_cost: Option<f64>,
+    /// Cost of a retry after a timeout (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_cost: Option<f64>,
+    /// Refund of a success without retries (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_refund: Option<f64>,
+}
+
+/// `ratio` budget.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRatio {
+    /// Retries allowed per logical request started in the window.
+    pub percent: f64,
+    /// Retries per second always allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_per_s: Option<f64>,
+    /// Length of the sliding window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<DurationText>,
+}
+
+/// `policy.breaker`, with Resilience4j's semantics.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreaker {
+    /// `{"count": n}` or `{"time": D}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<RawBreakerWindow>,
+    /// Failure rate in [0, 1] that opens the breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_rate_threshold: Option<f64>,
+    /// Calls the window must hold before the rate is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_calls: Option<u64>,
+    /// How long the breaker stays open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_duration: Option<DurationText>,
+    /// Trial attempts in the half-open state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half_open_calls: Option<u64>,
+    /// A call slower than this counts as slow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_call_duration: Option<DurationText>,
+    /// Slow-call rate in [0, 1] that opens the breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_call_rate_threshold: Option<f64>,
+    /// "all" (default) or "retries" (first attempts always pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RawBreakerMode>,
+    /// "per_client" (default) or "shared".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<RawScope>,
+}
+
+/// A breaker's sliding window.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreakerWindow {
+    /// The last n calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// The calls of the last D.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<DurationText>,
+}
+
+/// `policy.breaker.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawBreakerMode {
+    /// Every attempt is gated.
+    All,
+    /// Only retries are gated.
+    Retries,
+}
+
+/// One variant: a name and a JSON merge patch (RFC 7396) applied to the base scenario.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    /// Shown in tables, charts and summary.json.
+    pub name: String,
+    /// Merged into the base scenario; `null` removes a key.
+    #[serde(default)]
+    pub patch: Value,
+}
+
+/// `sweep`: run every variant at every value of one setting.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    /// Dotted keys into the scenario, e.g. "clients.count".
+    pub path: String,
+    /// The values to put there, in order.
+    pub values: Vec<Value>,
+}
+
+/// `metrics`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// Width of a time-series bucket (default duration / 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<DurationText>,
+}
+
+/// `limits`: stop a run that would grow without bound, with a clear message.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// Events one replication may process (default 2,000,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
+    /// Logical requests that may be in flight at once (default 5,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u64>,
+}
+
+/// A duration as written: kept as any JSON value so that `validate` can explain what is wrong
+/// with it (a bare number, a missing or unknown unit) together with every other problem.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct DurationText(pub Value);
+
+impl JsonSchema for DurationText {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration with a unit: ns, us, ms, s, m or h, e.g. \"250us\", \"10ms\", \"1.5s\"",
+            "pattern": "^[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)$"
+        })
+    }
+}
+
+/// A count that may also be the word "unlimited".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Count {
+    /// A whole number.
+    Finite(u64),
+    /// No limit.
+    Unlimited(UnlimitedWord),
+}
+
+/// The word "unlimited".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UnlimitedWord(&'static str);
+
+impl Count {
+    /// The finite value, or `None` for "unlimited".
+    pub fn finite(self) -> Option<u64> {
+        match self {
+            Count::Finite(n) => Some(n),
+            Count::Unlimited(_) => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#"a whole number or "unlimited""#)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Count, E> {
+                Ok(Count::Finite(n))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Count, E> {
+                if s == "unlimited" {
+                    Ok(Count::Unlimited(UnlimitedWord("unlimited")))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(s), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Count {
+    fn schema_name() -> Cow<'static, str> {
+        "CountOrUnlimited".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "oneOf": [ { "type": "integer", "minimum": 0 }, { "const": "unlimited" } ]
+        })
+    }
+}

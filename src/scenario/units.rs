@@ -1,0 +1,86 @@
+//! Durations as scenario files write them: a number and a unit, `"250us"`, `"10ms"`, `"1.5s"`.
+//!
+//! This is the one place where units are converted; inside, time is integer nanoseconds.
+
+use serde_json::Value;
+
+use crate::engine::SimDuration;
+
+/// The units a duration may carry, with their length in nanoseconds.
+const UNITS: [(&str, f64); 7] = [
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("µs", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("m", 60e9),
+    ("h", 3600e9),
+];
+
+/// Parses a duration. The error says what was wrong and how to write it.
+pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
+    let text = match value {
+        Value::String(s) => s.trim(),
+        Value::Number(n) => {
+            return Err(format!(
+                "a duration needs a unit (got the bare number {n}); write \"{n}s\" or \"{n}ms\""
+            ));
+        }
+        other => {
+            return Err(format!(
+                "must be a duration such as \"10ms\" or \"1.5s\" (got {other})"
+            ));
+        }
+    };
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(text.len());
+    let (number, unit) = (text[..split].trim(), text[split..].trim());
+    let Some(&(_, nanos_per_unit)) = UNITS.iter().find(|(u, _)| *u == unit) else {
+        return Err(if unit.is_empty() {
+            format!("a duration needs a unit (got \"{text}\"); write \"{text}s\" or \"{text}ms\"")
+        } else {
+            format!("unknown unit \"{unit}\" in \"{text}\"; use ns, us, ms, s, m or h")
+        });
+    };
+    let x: f64 = number
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number followed by a unit, like \"10ms\""))?;
+    if x < 0.0 {
+        return Err(format!("must not be negative (got \"{text}\")"));
+    }
+    let nanos = (x * nanos_per_unit).round();
+    if !nanos.is_finite() || nanos > 1e18 {
+        return Err(format!("\"{text}\" is too long (at most about 30 years)"));
+    }
+    Ok(SimDuration::from_nanos(nanos as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn units_convert_exactly() {
+        let ok = |s: &str| parse_duration(&json!(s)).unwrap().as_nanos();
+        assert_eq!(ok("250us"), 250_000);
+        assert_eq!(ok("10ms"), 10_000_000);
+        assert_eq!(ok("1.5s"), 1_500_000_000);
+        assert_eq!(ok("2m"), 120_000_000_000);
+        assert_eq!(ok("1h"), 3_600_000_000_000);
+        assert_eq!(ok("0.1s"), 100_000_000);
+        assert_eq!(ok("7ns"), 7);
+        assert_eq!(ok("0s"), 0);
+    }
+
+    #[test]
+    fn bad_durations_say_how_to_fix_them() {
+        let err = |v: Value| parse_duration(&v).unwrap_err();
+        assert!(err(json!(5)).contains("needs a unit"));
+        assert!(err(json!("5")).contains("write \"5s\""));
+        assert!(err(json!("5 parsecs")).contains("unknown unit"));
+        assert!(err(json!("-1s")).contains("negative"));
+        assert!(err(json!(true)).contains("such as"));
+    }
+}

@@ -1,0 +1,436 @@
+//! The driver: one replication of one [`Scenario`] -> one [`RunResult`].
+//!
+//! It assembles the model (workload, network, server, client policy), owns the event loop and
+//! handles every [`Event`] in one `match`. The engine orders events; the model decides
+//! admissions, service times and backoff delays; the driver keeps the logical requests.
+//! No I/O and no wall clock: the same scenario, seed and replication always give the same
+//! result.
+//!
+//! Logical requests live in a slab that reuses slots, so memory follows what is in flight.
+//! Every attempt gets a token; an event about an attempt whose token is no longer the one its
+//! request awaits (it timed out, or the request ended) is stale and only counted, which is how
+//! abandoned work and late replies are detected without cancelling events.
+
+use rand::RngExt;
+
+use crate::engine::{EventQueue, SimDuration, SimTime, Streams};
+use crate::metrics::{Column, Recorder, RunResult, Truncation};
+use crate::model::{Admission, Job, Outcome, QueueServer};
+use crate::scenario::{Scenario, ServerKind, Workload};
+
+/// Everything that can happen in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// The next logical request of the open workload arrives.
+    Arrival,
+    /// A closed-workload client starts its next logical request.
+    ClientReady { client: u32 },
+    /// A retry's backoff is over: the client sends the next attempt.
+    RetryDue { slot: u32 },
+    /// An attempt reaches the server.
+    ServerArrival { slot: u32, token: u32 },
+    /// The server finishes serving an attempt.
+    ServiceDone { slot: u32, token: u32 },
+    /// An answer reaches the client.
+    Reply {
+        slot: u32,
+        token: u32,
+        outcome: Outcome,
+    },
+    /// The client's timer for an attempt fires (timeout or deadline).
+    AttemptTimer { slot: u32, token: u32 },
+}
+
+/// No attempt is awaited.
+const NO_TOKEN: u32 = 0;
+
+/// A logical request in flight.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    client: u32,
+    start: SimTime,
+    /// start + deadline, or never.
+    deadline: SimTime,
+    /// Attempts sent so far.
+    attempts: u32,
+    /// The token of the attempt the client awaits, or [`NO_TOKEN`].
+    live_token: u32,
+    /// The token the next attempt of this slot gets (never reset, so stale events stay stale
+    /// when the slot is reused).
+    next_token: u32,
+    /// When the client gives up on the awaited attempt.
+    abandon_at: SimTime,
+    /// Every attempt of a bad request ends `permanent`.
+    permanent: bool,
+    /// Last decorrelated-jitter sleep.
+    decorrelated: SimDuration,
+}
+
+/// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
+pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
+    let mut sim = Sim::new(scenario, seed, replication);
+    let truncated = sim.run();
+    sim.finish(truncated)
+}
+
+struct Sim<'a> {
+    sc: &'a Scenario,
+    queue: EventQueue<Event>,
+    rng: Streams,
+    requests: Vec<Request>,
+    free: Vec<u32>,
+    in_flight: u64,
+    server: QueueServer,
+    rec: Recorder,
+    /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
+    remaining: Vec<u64>,
+    end_of_arrivals: SimTime,
+}
+
+impl<'a> Sim<'a> {
+    fn new(sc: &'a Scenario, seed: u64, replication: u64) -> Self {
+        let ServerKind::Queue(config) = &sc.server.kind;
+        let mut sim = Sim {
+            sc,
+            queue: EventQueue::new(),
+            rng: Streams::new(seed, replication),
+            requests: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+            server: QueueServer::new(config.clone()),
+            rec: Recorder::new(sc.bucket),
+            remaining: Vec::new(),
+            end_of_arrivals: SimTime::ZERO + sc.duration,
+        };
+        match &sc.clients.workload {
+            Workload::Open(profile) => {
+                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
+                    && t < sim.end_of_arrivals
+                {
+                    sim.queue.schedule(t, Event::Arrival);
+                }
+            }
+            Workload::Closed(closed) => {
+                let k = closed.requests_per_client.unwrap_or(u64::MAX);
+                sim.remaining = vec![k; sc.clients.count as usize];
+                for client in 0..sc.clients.count {
+                    let at = SimTime::ZERO + closed.start.sample(&mut sim.rng.arrivals);
+                    sim.queue.schedule(at, Event::ClientReady { client });
+                }
+            }
+        }
+        sim
+    }
+
+    /// The event loop. Returns why it stopped early, if it did.
+    fn run(&mut self) -> Option<Truncation> {
+        let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
+        let max_events = self.sc.limits.max_events;
+        while let Some((now, event)) = self.queue.pop() {
+            if max_time.is_some_and(|m| now > m) {
+                return Some(Truncation::MaxTime {
+                    at: self.sc.max_time.expect("checked"),
+                    in_flight: self.in_flight,
+                });
+            }
+            if self.queue.events_processed() > max_events {
+                return Some(Truncation::MaxEvents {
+                    limit: max_events,
+                    at: now,
+                });
+            }
+            let (server, in_flight) = (&self.server, self.in_flight);
+            self.rec.series.tick(now, || {
+                [
+                    server.queue_len(),
+                    server.in_service(),
+                    in_flight.min(u64::from(u32::MAX)) as u32,
+                ]
+            });
+            match event {
+                Event::Arrival => {
+                    let Workload::Open(profile) = &self.sc.clients.workload else {
+                        unreachable!("arrivals belong to open workloads")
+                    };
+                    if let Some(next) = profile.next_arrival(now, &mut self.rng.arrivals)
+                        && next < self.end_of_arrivals
+                    {
+                        self.queue.schedule(next, Event::Arrival);
+                    }
+                    let client = self.rng.arrivals.random_range(0..self.sc.clients.count);
+                    if let Some(t) = self.start_request(client, now) {
+                        return Some(t);
+                    }
+                }
+                Event::ClientReady { client } => {
+                    if now < self.end_of_arrivals
+                        && let Some(t) = self.start_request(client, now)
+                    {
+                        return Some(t);
+                    }
+                }
+                Event::RetryDue { slot } => {
+                    if now >= self.requests[slot as usize].deadline {
+                        self.end_request(slot, Outcome::DeadlineExceeded, now);
+                    } else {
+                        self.send_attempt(slot, now);
+                    }
+                }
+                Event::ServerArrival { slot, token } => self.server_arrival(slot, token, now),
+                Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
+                Event::Reply {
+                    slot,
+                    token,
+                    outcome,
+                } => {
+                    let req = &mut self.requests[slot as usize];
+                    if req.live_token == token {
+                        req.live_token = NO_TOKEN;
+                        self.attempt_failed_or_succeeded(slot, outcome, now);
+                    } else {
+                        self.rec.counters.late_replies += 1;
+                    }
+                }
+                Event::AttemptTimer { slot, token } => {
+                    let req = &mut self.requests[slot as usize];
+                    if req.live_token == token {
+                        req.live_token = NO_TOKEN;
+                        if now >= req.deadline {
+                            self.rec.attempt_ended(Outcome::Timeout);
+                            self.end_request(slot, Outcome::DeadlineExceeded, now);
+                        } else {
+                            self.attempt_failed_or_succeeded(slot, Outcome::Timeout, now);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Starts a logical request for `client`. Returns a truncation if the in-flight limit is
+    /// exceeded.
+    fn start_request(&mut self, client: u32, now: SimTime) -> Option<Truncation> {
+        if self.in_flight >= self.sc.limits.max_in_flight {
+            return Some(Truncation::MaxInFlight {
+                limit: self.sc.limits.max_in_flight,
+                at: now,
+            });
+        }
+        let p = self.sc.server.permanent_error_rate;
+        let permanent = p > 0.0 && self.rng.arrivals.random::<f64>() < p;
+        let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
+        let fresh = Request {
+            client,
+            start: now,
+            deadline,
+            attempts: 0,
+            live_token: NO_TOKEN,
+            next_token: 1,
+            abandon_at: SimTime::NEVER,
+            permanent,
+            decorrelated: SimDuration::ZERO,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let old = &mut self.requests[slot as usize];
+                *old = Request {
+                    next_token: old.next_token,
+                    ..fresh
+                };
+                slot
+            }
+            None => {
+                self.requests.push(fresh);
+                (self.requests.len() - 1) as u32
+            }
+        };
+        self.in_flight += 1;
+        self.rec.counters.requests += 1;
+        self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
+        self.send_attempt(slot, now);
+        None
+    }
+
+    /// The client sends the next attempt of request `slot`.
+    fn send_attempt(&mut self, slot: u32, now: SimTime) {
+        let timeout = self.sc.policy.timeout;
+        let req = &mut self.requests[slot as usize];
+        req.attempts += 1;
+        let token = req.next_token;
+        req.next_token = req.next_token.wrapping_add(1).max(1);
+        req.live_token = token;
+        req.abandon_at = timeout
+            .map_or(SimTime::NEVER, |t| now + t)
+            .min(req.deadline);
+        let abandon_at = req.abandon_at;
+        if req.attempts == 1 {
+            self.rec.counters.first_attempts += 1;
+            self.rec.series.add(Column::FirstAttempts);
+        } else {
+            self.rec.counters.retries += 1;
+            self.rec.series.add(Column::Retries);
+        }
+        let hop = self.sc.network.latency.sample(&mut self.rng.network);
+        self.queue
+            .schedule(now + hop, Event::ServerArrival { slot, token });
+        if abandon_at != SimTime::NEVER {
+            self.queue
+                .schedule(abandon_at, Event::AttemptTimer { slot, token });
+        }
+    }
+
+    fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
+        self.rec.counters.attempts += 1;
+        self.rec.series.add(Column::Attempts);
+        let req = &self.requests[slot as usize];
+        let live = req.live_token == token;
+        let abandon_at = if live { req.abandon_at } else { SimTime::ZERO };
+        if !live && self.server.config().drop_expired {
+            // Deadline propagation: the server sees at once that nobody waits for this.
+            self.rec.counters.expired_dropped += 1;
+            return;
+        }
+        let job = Job {
+            slot,
+            token,
+            abandon_at,
+        };
+        match self.server.arrive(job, &mut self.rng.service) {
+            Admission::Start(service) => {
+                self.queue
+                    .schedule(now + service, Event::ServiceDone { slot, token });
+            }
+            Admission::Queued => {}
+            Admission::Rejected => {
+                self.rec.counters.rejected += 1;
+                self.reply(slot, token, Outcome::Rejected, now);
+            }
+        }
+    }
+
+    fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
+        self.rec.counters.served += 1;
+        self.rec.series.add(Column::Served);
+        self.rec.counters.last_service_end = now;
+        let req = &self.requests[slot as usize];
+        if req.live_token == token {
+            let outcome = if req.permanent {
+                Outcome::Permanent
+            } else {
+                let e = self.server.config().error_rate;
+                if e > 0.0 && self.rng.failures.random::<f64>() < e {
+                    Outcome::Error
+                } else {
+                    Outcome::Success
+                }
+            };
+            self.reply(slot, token, outcome, now);
+        } else {
+            // The client gave up before the work was done: nobody reads this answer.
+            self.rec.counters.wasted += 1;
+            self.rec.series.add(Column::Wasted);
+        }
+        if let Some((next, service)) = self.server.complete(now, &mut self.rng.service) {
+            self.queue.schedule(
+                now + service,
+                Event::ServiceDone {
+                    slot: next.slot,
+                    token: next.token,
+                },
+            );
+        }
+    }
+
+    /// The server answers; the answer travels one hop back.
+    fn reply(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
+        let hop = self.sc.network.latency.sample(&mut self.rng.network);
+        self.queue.schedule(
+            now + hop,
+            Event::Reply {
+                slot,
+                token,
+                outcome,
+            },
+        );
+    }
+
+    /// The client learned the outcome of its attempt: finish, or schedule the retry.
+    fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        self.rec.attempt_ended(outcome);
+        let retry = &self.sc.policy.retry;
+        let req = &mut self.requests[slot as usize];
+        let exhausted = retry.max_attempts.is_some_and(|m| req.attempts >= m);
+        if outcome == Outcome::Success || !retry.retry_on.contains(outcome) || exhausted {
+            self.end_request(slot, outcome, now);
+            return;
+        }
+        let delay = retry
+            .backoff
+            .delay(req.attempts, &mut req.decorrelated, &mut self.rng.jitter);
+        let due = now + delay;
+        if due >= req.deadline {
+            let deadline = req.deadline;
+            self.queue.schedule(deadline, Event::RetryDue { slot });
+        } else if delay == SimDuration::ZERO {
+            self.send_attempt(slot, now);
+        } else {
+            self.queue.schedule(due, Event::RetryDue { slot });
+        }
+    }
+
+    fn end_request(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let req = &mut self.requests[slot as usize];
+        req.live_token = NO_TOKEN;
+        let (client, start) = (req.client, req.start);
+        self.rec.request_ended(outcome, now - start, now);
+        self.free.push(slot);
+        self.in_flight -= 1;
+        if let Workload::Closed(closed) = &self.sc.clients.workload {
+            let left = &mut self.remaining[client as usize];
+            *left = left.saturating_sub(1);
+            if *left > 0 {
+                let think = closed.think_time.sample(&mut self.rng.arrivals);
+                self.queue
+                    .schedule(now + think, Event::ClientReady { client });
+            }
+        }
+    }
+
+    fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
+        let c = &mut self.rec.counters;
+        c.events = self.queue.events_processed();
+        c.end_time = self.queue.now();
+        c.busy_nanos = self.server.busy_nanos;
+        c.max_queue = u64::from(self.server.max_queue);
+        c.max_in_service = u64::from(self.server.max_in_service);
+        c.expired_dropped += self.server.expired_dropped;
+        c.workers = match self.server.config().concurrency {
+            Some(n) => u64::from(n),
+            None => u64::from(self.server.max_in_service),
+        };
+        let state = [
+            self.server.queue_len(),
+            self.server.in_service(),
+            self.in_flight.min(u64::from(u32::MAX)) as u32,
+        ];
+        self.rec.series.close(state);
+        // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
+        let truncated = match truncated {
+            Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
+            t => t,
+        };
+        self.rec.finish(truncated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_stays_small() {
+        // The event queue moves events around constantly; keep them compact.
+        assert!(std::mem::size_of::<Event>() <= 12);
+    }
+}
