@@ -322,6 +322,10 @@ fn shape_problem(e: serde_path_to_error::Error<serde_json::Error>, with_position
     let mut message = strip_position(&inner.to_string());
     if let Some(hint) = nearest_key_hint(&message) {
         message.push_str(&hint);
+    } else if message.contains("expected map with a single key") {
+        message.push_str(
+            "; a distribution has exactly one kind: when a variant patch changes the kind, remove the old one with null, e.g. {\"exponential\": null, \"constant\": \"10ms\"}",
+        );
     }
     if with_position && inner.line() > 0 {
         message = format!(

@@ -1,0 +1,167 @@
+//! Bad input gets a message naming the JSON path, the rule and the value, exit code 2, and
+//! nothing written. Each case is named after what it catches.
+
+use std::path::Path;
+
+use crate::cli::retrystorm;
+
+const GOOD: &str = r#"{
+  "name": "bad",
+  "duration": "1s",
+  "clients": { "count": 2, "workload": { "open": { "rate_per_s": 10 } } },
+  "server": { "service_time": { "constant": "1ms" } },
+  "policy": { "retry": { "max_attempts": 3 } }
+}"#;
+
+/// Runs `retrystorm run` on `text`; asserts exit code 2 and no output; returns stderr.
+fn reject(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.json");
+    std::fs::write(&file, text).unwrap();
+    let out = retrystorm(dir.path(), &["run", "scenario.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "expected exit code 2; stderr:\n{stderr}"
+    );
+    assert_nothing_written(dir.path());
+    stderr
+}
+
+fn assert_nothing_written(dir: &Path) {
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "scenario.json")
+        .collect();
+    assert!(entries.is_empty(), "a rejected scenario wrote {entries:?}");
+    assert!(!dir.join("../escaped").exists());
+}
+
+fn assert_says(stderr: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(stderr.contains(n), "message lacks {n:?}:\n{stderr}");
+    }
+}
+
+#[test]
+fn the_good_scenario_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.json"), GOOD).unwrap();
+    let out = retrystorm(dir.path(), &["run", "s.json", "--quiet"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn malformed_json_gives_line_and_column() {
+    let broken = GOOD.replace("\"duration\": \"1s\",", "\"duration\": \"1s\"");
+    let stderr = reject(&broken);
+    assert_says(&stderr, &["scenario.json:4:", "not valid JSON"]);
+}
+
+#[test]
+fn unknown_key_names_the_nearest_valid_one() {
+    let stderr = reject(&GOOD.replace("rate_per_s", "rate_per_sec"));
+    assert_says(
+        &stderr,
+        &[
+            "clients.workload.open",
+            "unknown field `rate_per_sec`",
+            "did you mean `rate_per_s`?",
+            "line 4",
+        ],
+    );
+}
+
+#[test]
+fn duration_without_unit_says_which_unit_to_add() {
+    let stderr = reject(&GOOD.replace("\"duration\": \"1s\"", "\"duration\": 5"));
+    assert_says(&stderr, &["duration: a duration needs a unit", "\"5s\""]);
+}
+
+#[test]
+fn probability_above_one_is_rejected() {
+    let stderr = reject(&GOOD.replace(
+        "\"service_time\": { \"constant\": \"1ms\" }",
+        "\"service_time\": { \"constant\": \"1ms\" }, \"error_rate\": 1.5",
+    ));
+    assert_says(&stderr, &["server.error_rate", "between 0 and 1", "1.5"]);
+}
+
+#[test]
+fn max_attempts_zero_is_rejected() {
+    let stderr = reject(&GOOD.replace("\"max_attempts\": 3", "\"max_attempts\": 0"));
+    assert_says(
+        &stderr,
+        &["policy.retry.max_attempts", "at least 1", "got 0"],
+    );
+}
+
+#[test]
+fn negative_rate_is_rejected() {
+    let stderr = reject(&GOOD.replace("\"rate_per_s\": 10", "\"rate_per_s\": -10"));
+    assert_says(
+        &stderr,
+        &["clients.workload.open.rate_per_s", ">= 0", "-10"],
+    );
+}
+
+#[test]
+fn name_that_would_escape_the_output_folder_is_rejected() {
+    let stderr = reject(&GOOD.replace("\"name\": \"bad\"", "\"name\": \"../../escaped\""));
+    assert_says(&stderr, &["name:", "plain folder name", "../../escaped"]);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = GOOD
+        .replace("\"max_attempts\": 3", "\"max_attempts\": 0")
+        .replace("\"rate_per_s\": 10", "\"rate_per_s\": -10")
+        .replace("\"duration\": \"1s\"", "\"duration\": \"1 fortnight\"");
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &[
+            "3 problems",
+            "policy.retry.max_attempts",
+            "rate_per_s",
+            "unknown unit",
+        ],
+    );
+}
+
+#[test]
+fn a_bad_variant_is_named_in_the_message() {
+    let text = GOOD.replace(
+        "\"policy\"",
+        "\"variants\": [{\"name\": \"ok\"}, {\"name\": \"broken\", \"patch\": {\"server\": {\"error_rate\": 2}}}],\n  \"policy\"",
+    );
+    let stderr = reject(&text);
+    assert_says(&stderr, &["server.error_rate", "variants[1] \"broken\""]);
+}
+
+#[test]
+fn one_bad_file_stops_every_file_from_running() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.json"), GOOD).unwrap();
+    std::fs::write(dir.path().join("bad.json"), GOOD.replace("\"1s\"", "\"1\"")).unwrap();
+    let out = retrystorm(dir.path(), &["run", "good.json", "bad.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !dir.path().join("output").exists(),
+        "nothing is written when any file is bad"
+    );
+}
+
+#[test]
+fn missing_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = retrystorm(dir.path(), &["run", "nope.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.json"));
+}

@@ -1,0 +1,157 @@
+//! The command line end to end: `run` writes its files and prints the table, `check` and
+//! `schema` answer, `--sweep` adds a sweep.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::scenario_path;
+
+pub fn retrystorm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+#[test]
+fn run_writes_summary_timeseries_and_resolved_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("retry-chapter");
+    let out = retrystorm(dir.path(), &["run", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for needle in [
+        "no jitter",
+        "full jitter",
+        "amplification",
+        "p99 ms",
+        "makespan s",
+    ] {
+        assert!(stdout.contains(needle), "table lacks {needle:?}:\n{stdout}");
+    }
+    let folder = dir.path().join("output/retry-chapter");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["name"], "retry-chapter");
+    assert_eq!(summary["seed"], 1);
+    let v = &summary["variants"][0];
+    for key in [
+        "requests",
+        "succeeded",
+        "success_rate",
+        "failed",
+        "attempts",
+        "first_attempts",
+        "retries",
+        "amplification",
+        "latency_ms",
+        "makespan_ms",
+        "server",
+    ] {
+        assert!(v["metrics"].get(key).is_some(), "metrics lacks {key}");
+        assert!(v["ci95"].get(key).is_some(), "ci95 lacks {key}");
+    }
+    for key in ["mean", "p50", "p90", "p99", "p999", "max"] {
+        assert!(v["metrics"]["latency_ms"][key].is_number());
+    }
+    for key in [
+        "served",
+        "wasted",
+        "rejected",
+        "throttled",
+        "utilization",
+        "max_queue",
+    ] {
+        assert!(v["metrics"]["server"][key].is_number());
+    }
+    let csv = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
+    assert!(csv.starts_with("sweep_value,variant,bucket_start_s,bucket_s,first_attempts,retries"));
+    let resolved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("scenario.resolved.json")).unwrap())
+            .unwrap();
+    assert_eq!(resolved["seed"], 1);
+    assert!(resolved["version"].is_string());
+    // Defaults are filled in.
+    let retry = &resolved["variants"][0]["scenario"]["policy"]["retry"];
+    assert_eq!(retry["retry_after"], "honor");
+    assert_eq!(
+        resolved["variants"][0]["scenario"]["server"]["queue_limit"],
+        "unlimited"
+    );
+}
+
+#[test]
+fn out_seed_replications_and_sweep_flags_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("retry-chapter");
+    let out = retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            "elsewhere",
+            "--seed",
+            "9",
+            "--replications",
+            "2",
+            "--sweep",
+            "clients.count=10,20",
+            "--quiet",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "--quiet prints nothing");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("elsewhere/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["seed"], 9);
+    assert_eq!(summary["replications"], 2);
+    let points = summary["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[1]["value"], 20);
+    assert_eq!(points[1]["variants"][0]["metrics"]["requests"], 20.0);
+}
+
+#[test]
+fn check_lists_ok_files_and_schema_is_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("thundering-herd");
+    let out = retrystorm(dir.path(), &["check", file.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("ok (4 variants"));
+    assert!(!dir.path().join("output").exists(), "check writes nothing");
+
+    let out = retrystorm(dir.path(), &["schema"]);
+    assert!(out.status.success());
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(schema["properties"]["policy"].is_object());
+    assert!(
+        schema["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"duration".into())
+    );
+}
+
+#[test]
+fn every_bundled_scenario_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(scenario_path("x").parent().unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            files.push(path.to_str().unwrap().to_string());
+        }
+    }
+    assert!(files.len() >= 5);
+    let mut args = vec!["check"];
+    args.extend(files.iter().map(String::as_str));
+    let out = retrystorm(dir.path(), &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

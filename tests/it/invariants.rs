@@ -1,0 +1,150 @@
+//! Property tests over random small scenarios: every logical request ends exactly once, the
+//! server never holds more than concurrency + queue_limit attempts, and every attempt that
+//! reached the server is accounted for.
+
+use proptest::prelude::*;
+use retrystorm::scenario::{LoadOptions, load_str};
+
+#[derive(Debug, Clone)]
+struct Params {
+    clients: u32,
+    rate: f64,
+    closed: bool,
+    concurrency: u32,
+    queue_limit: Option<u32>,
+    lifo: bool,
+    service_ms: f64,
+    latency_ms: f64,
+    error_rate: f64,
+    permanent_rate: f64,
+    timeout_ms: Option<u32>,
+    deadline_ms: Option<u32>,
+    max_attempts: u32,
+    jitter: Option<&'static str>,
+    drop_expired: bool,
+}
+
+fn params() -> impl Strategy<Value = Params> {
+    (
+        (1u32..50, 10.0..2000.0f64, any::<bool>(), 1u32..8),
+        (
+            prop::option::of(0u32..20),
+            any::<bool>(),
+            0.1..20.0f64,
+            0.0..5.0f64,
+        ),
+        (
+            0.0..1.0f64,
+            0.0..0.3f64,
+            prop::option::of(5u32..100),
+            prop::option::of(20u32..300),
+        ),
+        (
+            1u32..6,
+            prop::option::of(prop::sample::select(vec![
+                "none",
+                "full",
+                "equal",
+                "decorrelated",
+            ])),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(|(a, b, c, d)| Params {
+            clients: a.0,
+            rate: a.1,
+            closed: a.2,
+            concurrency: a.3,
+            queue_limit: b.0,
+            lifo: b.1,
+            service_ms: b.2,
+            latency_ms: b.3,
+            error_rate: c.0,
+            permanent_rate: c.1,
+            timeout_ms: c.2,
+            deadline_ms: c.3,
+            max_attempts: d.0,
+            jitter: d.1,
+            drop_expired: d.2,
+        })
+}
+
+fn scenario(p: &Params) -> String {
+    let workload = if p.closed {
+        r#"{"closed": {"think_time": {"exponential": {"mean": "5ms"}}}}"#.to_string()
+    } else {
+        format!(r#"{{"open": {{"rate_per_s": {}}}}}"#, p.rate)
+    };
+    let queue_limit = p
+        .queue_limit
+        .map_or("\"unlimited\"".to_string(), |q| q.to_string());
+    let mut policy = Vec::new();
+    if let Some(t) = p.timeout_ms {
+        policy.push(format!(r#""timeout": "{t}ms""#));
+    }
+    if let Some(d) = p.deadline_ms {
+        policy.push(format!(r#""deadline": "{d}ms""#));
+    }
+    let backoff = match p.jitter {
+        None => r#""none""#.to_string(),
+        Some(j) => format!(r#"{{"base": "2ms", "cap": "50ms", "jitter": "{j}"}}"#),
+    };
+    policy.push(format!(
+        r#""retry": {{"max_attempts": {}, "backoff": {backoff}}}"#,
+        p.max_attempts
+    ));
+    format!(
+        r#"{{
+          "name": "prop", "duration": "2s",
+          "clients": {{"count": {clients}, "workload": {workload}}},
+          "network": {{"latency": {{"exponential": {{"mean": "{latency}ms"}}}}}},
+          "server": {{"concurrency": {conc}, "queue_limit": {queue_limit},
+                      "discipline": "{disc}",
+                      "service_time": {{"exponential": {{"mean": "{service}ms"}}}},
+                      "error_rate": {err}, "permanent_error_rate": {perm},
+                      "drop_expired": {drop}}},
+          "policy": {{ {policy} }}
+        }}"#,
+        clients = p.clients,
+        latency = p.latency_ms.max(0.001),
+        conc = p.concurrency,
+        disc = if p.lifo { "lifo" } else { "fifo" },
+        service = p.service_ms,
+        err = p.error_rate,
+        perm = p.permanent_rate,
+        drop = p.drop_expired,
+        policy = policy.join(", "),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_request_ends_once_and_the_server_stays_within_bounds(p in params()) {
+        let text = scenario(&p);
+        let experiment = load_str(&text, "prop", &LoadOptions::default())
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let sc = &experiment.points[0].variants[0].scenario;
+        let r = retrystorm::simulate::run(sc, 1, 0);
+        let c = &r.counters;
+        prop_assert!(r.truncated.is_none(), "{:?}", r.truncated);
+        // Every logical request that started ended, exactly once.
+        prop_assert_eq!(r.ended(), c.requests);
+        prop_assert_eq!(c.first_attempts, c.requests);
+        // Every attempt sent reached the server, and every one that reached it was served,
+        // rejected or discarded as expired.
+        prop_assert_eq!(c.attempts, c.first_attempts + c.retries);
+        prop_assert_eq!(c.attempts, c.served + c.rejected + c.expired_dropped);
+        prop_assert!(c.wasted <= c.served);
+        // The server never held more than it has room for.
+        prop_assert!(c.max_in_service <= u64::from(p.concurrency));
+        if let Some(q) = p.queue_limit {
+            prop_assert!(c.max_queue <= u64::from(q));
+        }
+        // No request made more attempts than allowed.
+        prop_assert!(c.attempts <= c.requests * u64::from(p.max_attempts));
+        // The last request ended no earlier than the run's events allow.
+        prop_assert!(c.makespan <= c.end_time);
+    }
+}
