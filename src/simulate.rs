@@ -276,7 +276,7 @@ impl<'a> Sim<'a> {
             .schedule(now + hop, Event::ServerArrival { slot, token });
         if abandon_at != SimTime::NEVER {
             self.queue
-                .schedule(abandon_at, Event::AttemptTimer { slot, token });
+                .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
         }
     }
 

@@ -67,14 +67,16 @@ impl SimDuration {
 
     /// Rounds a non-negative number of seconds to the nearest nanosecond. Negative and NaN
     /// inputs give zero; values beyond the range give the largest duration.
+    #[inline]
     pub fn from_secs_f64(secs: f64) -> Self {
-        let nanos = (secs * NANOS_PER_SEC as f64).round();
-        if nanos.is_nan() || nanos <= 0.0 {
-            SimDuration(0)
-        } else if nanos >= u64::MAX as f64 {
-            SimDuration(u64::MAX)
+        let nanos = secs * NANOS_PER_SEC as f64;
+        if nanos > 0.0 {
+            // `as` saturates at u64::MAX; adding one half rounds to nearest (the hot path
+            // avoids a libm call).
+            SimDuration((nanos + 0.5) as u64)
         } else {
-            SimDuration(nanos as u64)
+            // Zero, negative and NaN.
+            SimDuration(0)
         }
     }
 

@@ -88,8 +88,13 @@ impl RateProfile {
     }
 
     /// The time of the next arrival after `now`, or `None` if the rate stays zero for ever.
+    #[inline]
     pub fn next_arrival(&self, now: SimTime, rng: &mut Pcg64) -> Option<SimTime> {
         let mut budget: f64 = Exp1.sample(rng);
+        if let [only] = self.segments.as_slice() {
+            // A constant rate, the common case.
+            return (only.rate > 0.0).then(|| now + SimDuration::from_secs_f64(budget / only.rate));
+        }
         let mut t = now.as_secs_f64();
         let mut i = self.segments.partition_point(|s| s.start <= t).max(1) - 1;
         loop {
