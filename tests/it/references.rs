@@ -147,3 +147,19 @@ fn backoff_defers_open_loop_retries_but_slows_serial_clients() {
     );
     assert!(get("serial, no backoff", "attempts") > serial * 1.5);
 }
+
+#[test]
+fn thundering_herd_without_jitter_keeps_colliding_and_jitter_spreads_it() {
+    let (_, result) = run_bundled("thundering-herd", &LoadOptions::default());
+    let none = variant(&result, "no jitter");
+    let (none_success, _) = metric(none, "success_rate");
+    let (none_attempts, _) = metric(none, "attempts");
+    assert!(none_success < 0.8, "without jitter the herd collides: {none_success}");
+    for name in ["full jitter", "equal jitter", "decorrelated jitter"] {
+        let v = variant(&result, name);
+        let (success, half) = metric(v, "success_rate");
+        assert!(success - half > none_success + 0.3, "{name}: {success}");
+        assert!(metric(v, "attempts").0 < none_attempts * 0.75, "{name} sends fewer attempts");
+        assert!(metric(v, "makespan_ms").0 < metric(none, "makespan_ms").0);
+    }
+}
