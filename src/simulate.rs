@@ -15,7 +15,7 @@ use rand::RngExt;
 
 use crate::engine::{EventQueue, SimDuration, SimTime, Streams};
 use crate::metrics::{Column, Recorder, RunResult, Truncation};
-use crate::model::{Admission, Job, Outcome, QueueServer};
+use crate::model::{Admission, Job, OccServer, Outcome, QueueServer};
 use crate::scenario::{Scenario, ServerKind, Workload};
 
 /// Everything that can happen in a run.
@@ -27,8 +27,11 @@ enum Event {
     ClientReady { client: u32 },
     /// A retry's backoff is over: the client sends the next attempt.
     RetryDue { slot: u32 },
-    /// An attempt reaches the server.
+    /// An attempt reaches the server (for the `occ` server: its read).
     ServerArrival { slot: u32, token: u32 },
+    /// `occ`: a conditional write reaches the server (two hops after the read: the version
+    /// travels back and the client writes at once).
+    OccWrite { slot: u32, token: u32, version: u32 },
     /// The server finishes serving an attempt.
     ServiceDone { slot: u32, token: u32 },
     /// An answer reaches the client.
@@ -73,6 +76,22 @@ pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
     sim.finish(truncated)
 }
 
+/// The server of a run.
+enum Server {
+    Queue(QueueServer),
+    Occ(OccServer),
+}
+
+impl Server {
+    /// (waiting, in service), for the time series.
+    fn load(&self) -> (u32, u32) {
+        match self {
+            Server::Queue(q) => (q.queue_len(), q.in_service()),
+            Server::Occ(_) => (0, 0),
+        }
+    }
+}
+
 struct Sim<'a> {
     sc: &'a Scenario,
     queue: EventQueue<Event>,
@@ -80,7 +99,7 @@ struct Sim<'a> {
     requests: Vec<Request>,
     free: Vec<u32>,
     in_flight: u64,
-    server: QueueServer,
+    server: Server,
     rec: Recorder,
     /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
     remaining: Vec<u64>,
@@ -89,7 +108,10 @@ struct Sim<'a> {
 
 impl<'a> Sim<'a> {
     fn new(sc: &'a Scenario, seed: u64, replication: u64) -> Self {
-        let ServerKind::Queue(config) = &sc.server.kind;
+        let server = match &sc.server.kind {
+            ServerKind::Queue(config) => Server::Queue(QueueServer::new(config.clone())),
+            ServerKind::Occ => Server::Occ(OccServer::new()),
+        };
         let mut sim = Sim {
             sc,
             queue: EventQueue::new(),
@@ -97,7 +119,7 @@ impl<'a> Sim<'a> {
             requests: Vec::new(),
             free: Vec::new(),
             in_flight: 0,
-            server: QueueServer::new(config.clone()),
+            server,
             rec: Recorder::new(sc.bucket),
             remaining: Vec::new(),
             end_of_arrivals: SimTime::ZERO + sc.duration,
@@ -141,9 +163,10 @@ impl<'a> Sim<'a> {
             }
             let (server, in_flight) = (&self.server, self.in_flight);
             self.rec.series.tick(now, || {
+                let (waiting, in_service) = server.load();
                 [
-                    server.queue_len(),
-                    server.in_service(),
+                    waiting,
+                    in_service,
                     in_flight.min(u64::from(u32::MAX)) as u32,
                 ]
             });
@@ -178,6 +201,11 @@ impl<'a> Sim<'a> {
                 }
                 Event::ServerArrival { slot, token } => self.server_arrival(slot, token, now),
                 Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
+                Event::OccWrite {
+                    slot,
+                    token,
+                    version,
+                } => self.occ_write(slot, token, version, now),
                 Event::Reply {
                     slot,
                     token,
@@ -281,12 +309,38 @@ impl<'a> Sim<'a> {
     }
 
     fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
+        let server = match &mut self.server {
+            Server::Queue(q) => q,
+            Server::Occ(row) => {
+                // The read is instant and is not work. The version travels back and the
+                // client writes at once, unless it gave up before the version arrived: its
+                // timer is already scheduled, so whether it is still waiting then is known
+                // now, and the two hops need no event in between.
+                let version = row.read();
+                let back = self.sc.network.latency.sample(&mut self.rng.network);
+                let req = &self.requests[slot as usize];
+                if req.live_token == token && now + back < req.abandon_at {
+                    let forth = self.sc.network.latency.sample(&mut self.rng.network);
+                    self.queue.schedule(
+                        now + back + forth,
+                        Event::OccWrite {
+                            slot,
+                            token,
+                            version,
+                        },
+                    );
+                } else {
+                    self.rec.counters.late_replies += 1;
+                }
+                return;
+            }
+        };
         self.rec.counters.attempts += 1;
         self.rec.series.add(Column::Attempts);
         let req = &self.requests[slot as usize];
         let live = req.live_token == token;
         let abandon_at = if live { req.abandon_at } else { SimTime::ZERO };
-        if !live && self.server.config().drop_expired {
+        if !live && server.config().drop_expired {
             // Deadline propagation: the server sees at once that nobody waits for this.
             self.rec.counters.expired_dropped += 1;
             return;
@@ -296,7 +350,7 @@ impl<'a> Sim<'a> {
             token,
             abandon_at,
         };
-        match self.server.arrive(job, &mut self.rng.service) {
+        match server.arrive(job, &mut self.rng.service) {
             Admission::Start(service) => {
                 self.queue
                     .schedule(now + service, Event::ServiceDone { slot, token });
@@ -309,7 +363,47 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// `occ`: a conditional write arrives; it lands even if its client has given up.
+    fn occ_write(&mut self, slot: u32, token: u32, version: u32, now: SimTime) {
+        let Server::Occ(row) = &mut self.server else {
+            unreachable!("writes go to an occ server")
+        };
+        self.rec.counters.attempts += 1;
+        self.rec.series.add(Column::Attempts);
+        self.rec.counters.served += 1;
+        self.rec.series.add(Column::Served);
+        self.rec.counters.last_service_end = now;
+        let req = &self.requests[slot as usize];
+        let live = req.live_token == token;
+        let outcome = if live && req.permanent {
+            Outcome::Permanent
+        } else if row.write(version) {
+            Outcome::Success
+        } else {
+            Outcome::Conflict
+        };
+        if live {
+            self.reply(slot, token, outcome, now);
+        } else {
+            self.rec.counters.wasted += 1;
+            self.rec.series.add(Column::Wasted);
+        }
+    }
+
     fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
+        let Server::Queue(server) = &mut self.server else {
+            unreachable!("service belongs to a queue server")
+        };
+        let error_rate = server.config().error_rate;
+        if let Some((next, service)) = server.complete(now, &mut self.rng.service) {
+            self.queue.schedule(
+                now + service,
+                Event::ServiceDone {
+                    slot: next.slot,
+                    token: next.token,
+                },
+            );
+        }
         self.rec.counters.served += 1;
         self.rec.series.add(Column::Served);
         self.rec.counters.last_service_end = now;
@@ -318,8 +412,7 @@ impl<'a> Sim<'a> {
             let outcome = if req.permanent {
                 Outcome::Permanent
             } else {
-                let e = self.server.config().error_rate;
-                if e > 0.0 && self.rng.failures.random::<f64>() < e {
+                if error_rate > 0.0 && self.rng.failures.random::<f64>() < error_rate {
                     Outcome::Error
                 } else {
                     Outcome::Success
@@ -330,15 +423,6 @@ impl<'a> Sim<'a> {
             // The client gave up before the work was done: nobody reads this answer.
             self.rec.counters.wasted += 1;
             self.rec.series.add(Column::Wasted);
-        }
-        if let Some((next, service)) = self.server.complete(now, &mut self.rng.service) {
-            self.queue.schedule(
-                now + service,
-                Event::ServiceDone {
-                    slot: next.slot,
-                    token: next.token,
-                },
-            );
         }
     }
 
@@ -401,17 +485,20 @@ impl<'a> Sim<'a> {
         let c = &mut self.rec.counters;
         c.events = self.queue.events_processed();
         c.end_time = self.queue.now();
-        c.busy_nanos = self.server.busy_nanos;
-        c.max_queue = u64::from(self.server.max_queue);
-        c.max_in_service = u64::from(self.server.max_in_service);
-        c.expired_dropped += self.server.expired_dropped;
-        c.workers = match self.server.config().concurrency {
-            Some(n) => u64::from(n),
-            None => u64::from(self.server.max_in_service),
-        };
+        if let Server::Queue(server) = &self.server {
+            c.busy_nanos = server.busy_nanos;
+            c.max_queue = u64::from(server.max_queue);
+            c.max_in_service = u64::from(server.max_in_service);
+            c.expired_dropped += server.expired_dropped;
+            c.workers = match server.config().concurrency {
+                Some(n) => u64::from(n),
+                None => u64::from(server.max_in_service),
+            };
+        }
+        let (waiting, in_service) = self.server.load();
         let state = [
-            self.server.queue_len(),
-            self.server.in_service(),
+            waiting,
+            in_service,
             self.in_flight.min(u64::from(u32::MAX)) as u32,
         ];
         self.rec.series.close(state);
@@ -431,6 +518,6 @@ mod tests {
     #[test]
     fn event_stays_small() {
         // The event queue moves events around constantly; keep them compact.
-        assert!(std::mem::size_of::<Event>() <= 12);
+        assert!(std::mem::size_of::<Event>() <= 16);
     }
 }

@@ -137,6 +137,8 @@ pub struct Server {
 pub enum ServerKind {
     /// Workers with a waiting room.
     Queue(QueueConfig),
+    /// One row written with optimistic concurrency control.
+    Occ,
 }
 
 /// `policy`.

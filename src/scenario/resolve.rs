@@ -75,6 +75,10 @@ fn scenario_json(s: &Scenario) -> Value {
             "permanent_error_rate": s.server.permanent_error_rate,
             "drop_expired": q.drop_expired,
         }),
+        ServerKind::Occ => json!({
+            "kind": "occ",
+            "permanent_error_rate": s.server.permanent_error_rate,
+        }),
     };
     out.insert("server".into(), server);
     let p = &s.policy;

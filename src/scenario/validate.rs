@@ -288,14 +288,32 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
 fn server(c: &mut Checker, raw: &RawServer) -> Server {
     let permanent_error_rate =
         c.probability("server.permanent_error_rate", raw.permanent_error_rate);
-    if raw.kind == Some(RawServerKind::Occ) {
-        c.unsupported("server.kind", "the \"occ\" server");
-    }
     if raw.rate_limit.is_some() {
         c.unsupported("server.rate_limit", "a server rate limit");
     }
     if raw.faults.as_ref().is_some_and(|f| !f.is_empty()) {
         c.unsupported("server.faults", "a fault window");
+    }
+    if raw.kind == Some(RawServerKind::Occ) {
+        let queue_only = [
+            ("concurrency", raw.concurrency.is_some()),
+            ("queue_limit", raw.queue_limit.is_some()),
+            ("discipline", raw.discipline.is_some()),
+            ("service_time", raw.service_time.is_some()),
+            ("slowdown_per_inflight", raw.slowdown_per_inflight.is_some()),
+            ("error_rate", raw.error_rate.is_some()),
+            ("drop_expired", raw.drop_expired.is_some()),
+        ];
+        for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
+            c.err(
+                &format!("server.{key}"),
+                "applies to a queue server only; an occ server is one row whose reads are instant and whose writes conflict",
+            );
+        }
+        return Server {
+            kind: ServerKind::Occ,
+            permanent_error_rate,
+        };
     }
     let concurrency = match raw.concurrency {
         None => Some(1),

@@ -165,3 +165,12 @@ fn missing_file_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.json"));
 }
+
+#[test]
+fn queue_settings_on_an_occ_server_are_rejected() {
+    let stderr = reject(&GOOD.replace(
+        "\"server\": { \"service_time\": { \"constant\": \"1ms\" } }",
+        "\"server\": { \"kind\": \"occ\", \"service_time\": { \"constant\": \"1ms\" } }",
+    ));
+    assert_says(&stderr, &["server.service_time", "queue server only"]);
+}

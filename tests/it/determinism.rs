@@ -35,3 +35,26 @@ fn same_seed_gives_identical_outputs_on_one_or_two_threads() {
 fn another_seed_gives_another_summary() {
     assert!(summary_bytes(Some(1), 2) != summary_bytes(Some(2), 2));
 }
+
+#[test]
+fn a_sweep_gives_identical_summaries_on_one_or_two_threads() {
+    let options = LoadOptions {
+        replications: Some(10),
+        sweep: Some(retrystorm::scenario::Sweep {
+            path: "clients.count".into(),
+            values: vec![10.into(), 50.into()],
+        }),
+        ..LoadOptions::default()
+    };
+    let experiment = load_file(&scenario_path("aws-backoff-jitter"), &options).unwrap();
+    let render = |jobs| {
+        let result = retrystorm::runner::run(&experiment, jobs, &|| {});
+        report::render(&experiment, &result).unwrap()[0]
+            .bytes
+            .clone()
+    };
+    assert!(
+        render(1) == render(2),
+        "summary.json differs between --jobs 1 and --jobs 2"
+    );
+}

@@ -154,12 +154,80 @@ fn thundering_herd_without_jitter_keeps_colliding_and_jitter_spreads_it() {
     let none = variant(&result, "no jitter");
     let (none_success, _) = metric(none, "success_rate");
     let (none_attempts, _) = metric(none, "attempts");
-    assert!(none_success < 0.8, "without jitter the herd collides: {none_success}");
+    assert!(
+        none_success < 0.8,
+        "without jitter the herd collides: {none_success}"
+    );
     for name in ["full jitter", "equal jitter", "decorrelated jitter"] {
         let v = variant(&result, name);
         let (success, half) = metric(v, "success_rate");
         assert!(success - half > none_success + 0.3, "{name}: {success}");
-        assert!(metric(v, "attempts").0 < none_attempts * 0.75, "{name} sends fewer attempts");
+        assert!(
+            metric(v, "attempts").0 < none_attempts * 0.75,
+            "{name} sends fewer attempts"
+        );
         assert!(metric(v, "makespan_ms").0 < metric(none, "makespan_ms").0);
+    }
+}
+
+/// REFERENCE.md E3 at N = 100: (strategy, work in writes, completion time in seconds).
+const AWS_TABLE: [(&str, f64, f64); 5] = [
+    ("no backoff", 2424.0, 2.0),
+    ("exponential", 1854.0, 63.0),
+    ("full jitter", 796.0, 4.9),
+    ("equal jitter", 812.0, 6.7),
+    ("decorrelated jitter", 1005.0, 4.6),
+];
+
+fn aws_at(clients: u64) -> retrystorm::runner::ExperimentResult {
+    let options = LoadOptions {
+        sweep: Some(retrystorm::scenario::Sweep {
+            path: "clients.count".into(),
+            values: vec![clients.into()],
+        }),
+        ..LoadOptions::default()
+    };
+    run_bundled("aws-backoff-jitter", &options).1
+}
+
+#[test]
+fn aws_backoff_and_jitter_table_is_reproduced_at_100_clients() {
+    let result = aws_at(100);
+    for (name, work, seconds) in AWS_TABLE {
+        let v = variant(&result, name);
+        let (writes, _) = metric(v, "attempts");
+        let (makespan_ms, _) = metric(v, "makespan_ms");
+        assert_close(&format!("{name}: work"), writes, work, 0.03 * work);
+        assert_close(
+            &format!("{name}: completion time"),
+            makespan_ms / 1000.0,
+            seconds,
+            0.06 * seconds,
+        );
+        assert_eq!(
+            metric(v, "success_rate").0,
+            1.0,
+            "{name}: every client succeeds"
+        );
+    }
+}
+
+#[test]
+fn aws_orderings_hold_at_50_clients() {
+    let result = aws_at(50);
+    let get = |name: &str, path: &str| metric(variant(&result, name), path).0;
+    let work = |name: &str| get(name, "attempts");
+    for (other, _, _) in AWS_TABLE.iter().filter(|(n, _, _)| *n != "full jitter") {
+        assert!(
+            work("full jitter") < work(other),
+            "full jitter does the least work vs {other}"
+        );
+    }
+    let time = |name: &str| get(name, "makespan_ms");
+    for (other, _, _) in AWS_TABLE.iter().filter(|(n, _, _)| *n != "exponential") {
+        assert!(
+            time("exponential") > time(other),
+            "no jitter takes the most time vs {other}"
+        );
     }
 }
