@@ -37,7 +37,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run scenario files and write summary.json, timeseries.csv and scenario.resolved.json.
+    /// Run scenario files and write summary.json, timeseries.csv (and sweep.csv) and
+    /// scenario.resolved.json.
     Run(RunArgs),
     /// Validate scenario files and list every problem, without running them.
     Check {
@@ -153,7 +154,9 @@ fn run_files(args: &RunArgs) -> anyhow::Result<()> {
     let several = experiments.len() > 1;
     for experiment in &experiments {
         let dir = output_dir(args.out.as_deref(), &experiment.name, several);
-        let result = runner::run(experiment, args.jobs, &|| {});
+        let progress = Progress::new(experiment, args.quiet);
+        let result = runner::run(experiment, args.jobs, &|| progress.job_done());
+        progress.finish();
         let files = report::render(experiment, &result)?;
         report::write_files(&dir, &files)?;
         if !args.quiet {
@@ -163,6 +166,60 @@ fn run_files(args: &RunArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A progress bar on stderr that appears only when a run takes longer than about a second,
+/// and never when stderr is not a terminal or with `--quiet`.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    started: std::time::Instant,
+    shown: std::sync::atomic::AtomicBool,
+    quiet: bool,
+}
+
+impl Progress {
+    fn new(experiment: &Experiment, quiet: bool) -> Self {
+        let jobs: usize = experiment
+            .points
+            .iter()
+            .map(|p| p.variants.len() * experiment.replications as usize)
+            .sum();
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(jobs as u64),
+            indicatif::ProgressDrawTarget::hidden(),
+        );
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {pos}/{len} replications, about {eta} left",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> "),
+        );
+        bar.set_message(experiment.name.clone());
+        Progress {
+            bar,
+            started: std::time::Instant::now(),
+            shown: std::sync::atomic::AtomicBool::new(false),
+            quiet,
+        }
+    }
+
+    fn job_done(&self) {
+        use std::sync::atomic::Ordering;
+        self.bar.inc(1);
+        if !self.quiet
+            && self.started.elapsed() > std::time::Duration::from_secs(1)
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
+            // ProgressDrawTarget::stderr draws nothing when stderr is not a terminal.
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 fn output_dir(out: Option<&Path>, name: &str, several: bool) -> PathBuf {

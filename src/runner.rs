@@ -95,13 +95,14 @@ pub fn run(
                     let replications: Vec<Value> = runs.iter().map(|r| r.metrics_json()).collect();
                     let (metrics, ci95) = aggregate(&replications);
                     let series: Vec<_> = runs.iter().map(|r| &r.series).collect();
+                    let (bucket, series) = aggregate_series(&series);
                     VariantResult {
                         name: variant.name.clone(),
                         metrics,
                         ci95,
                         replications,
-                        series: aggregate_series(&series),
-                        bucket: variant.scenario.bucket,
+                        series,
+                        bucket,
                         truncations: runs
                             .iter()
                             .enumerate()

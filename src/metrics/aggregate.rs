@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Row, TimeSeries};
+use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -78,15 +79,31 @@ fn number(x: f64) -> Value {
 }
 
 /// Averages time series bucket by bucket; a replication that ended early counts as zeros (and
-/// an empty state) after its end.
-pub fn aggregate_series(series: &[&TimeSeries]) -> Vec<[f64; COLUMNS]> {
-    let len = series.iter().map(|s| s.rows().len()).max().unwrap_or(0);
-    let n = series.len().max(1) as f64;
+/// an empty state) after its end. Series whose buckets merged (a long run) set the width for
+/// all: the others are merged to match. Returns the bucket width and the mean rows.
+pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
+    let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
+    let aligned: Vec<std::borrow::Cow<TimeSeries>> = series
+        .iter()
+        .map(|s| {
+            if s.bucket() == width {
+                std::borrow::Cow::Borrowed(*s)
+            } else {
+                let mut s = (*s).clone();
+                while s.bucket() < width {
+                    s.coarsen();
+                }
+                std::borrow::Cow::Owned(s)
+            }
+        })
+        .collect();
+    let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
+    let n = aligned.len().max(1) as f64;
     let zero: Row = [0; COLUMNS];
-    (0..len)
+    let rows = (0..len)
         .map(|i| {
             let mut out = [0.0; COLUMNS];
-            for s in series {
+            for s in &aligned {
                 let row = s.rows().get(i).unwrap_or(&zero);
                 for (o, v) in out.iter_mut().zip(row) {
                     *o += f64::from(*v) / n;
@@ -94,7 +111,8 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> Vec<[f64; COLUMNS]> {
             }
             out
         })
-        .collect()
+        .collect();
+    (width, rows)
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! Buckets are filled lazily: the driver calls [`TimeSeries::tick`] before each event, and
 //! crossing a bucket boundary copies the current state into the buckets that just ended. So a
 //! state column holds the value at the end of its bucket, and an idle stretch costs nothing.
+//! A run that goes on far longer than its buckets foresaw (a long drain, a storm) does not grow
+//! the series without bound: past [`MAX_ROWS`] buckets, neighbours merge and the width doubles.
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::Outcome;
@@ -46,6 +48,9 @@ pub enum Column {
 
 /// Number of columns.
 pub const COLUMNS: usize = 16;
+
+/// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
+pub const MAX_ROWS: usize = 1 << 16;
 
 impl Column {
     /// Every column, in CSV order.
@@ -155,7 +160,12 @@ impl TimeSeries {
 
     #[cold]
     fn roll(&mut self, now: SimTime, [queue, in_service, in_flight]: [u32; 3]) {
-        let target = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+        let mut target = now.as_nanos() / self.bucket.as_nanos();
+        while target >= MAX_ROWS as u64 {
+            self.coarsen();
+            target = now.as_nanos() / self.bucket.as_nanos();
+        }
+        let target = target as usize;
         let set_state = |row: &mut Row| {
             row[Column::QueueLen as usize] = queue;
             row[Column::InService as usize] = in_service;
@@ -168,6 +178,29 @@ impl TimeSeries {
             self.rows.push(row);
         }
         self.next_boundary = SimTime((target as u64 + 1).saturating_mul(self.bucket.as_nanos()));
+    }
+
+    /// Merges neighbouring buckets pairwise, doubling the width: counts add up, states keep
+    /// the later bucket's value (the state at the end of the merged bucket).
+    pub fn coarsen(&mut self) {
+        let merged: Vec<Row> = self
+            .rows
+            .chunks(2)
+            .map(|pair| {
+                let mut row = *pair.last().expect("chunks are never empty");
+                if let [first, second] = pair {
+                    for col in Column::ALL.iter().filter(|c| !c.is_state()) {
+                        let i = *col as usize;
+                        row[i] = first[i].saturating_add(second[i]);
+                    }
+                }
+                row
+            })
+            .collect();
+        self.rows = merged;
+        self.bucket = SimDuration::from_nanos(self.bucket.as_nanos().saturating_mul(2));
+        self.next_boundary =
+            SimTime((self.rows.len() as u64).saturating_mul(self.bucket.as_nanos()));
     }
 
     /// Adds one to `col` in the current bucket.
@@ -189,6 +222,23 @@ impl TimeSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_run_merges_buckets_instead_of_growing() {
+        let mut s = TimeSeries::new(SimDuration::from_millis(1));
+        for ms in 0..(3 * MAX_ROWS as u64) {
+            s.tick(SimTime(ms * 1_000_000), || [1, 2, 3]);
+            s.add(Column::Attempts);
+        }
+        assert!(s.rows().len() <= MAX_ROWS);
+        assert_eq!(s.bucket(), SimDuration::from_millis(4));
+        let total: u64 = s
+            .rows()
+            .iter()
+            .map(|r| u64::from(r[Column::Attempts as usize]))
+            .sum();
+        assert_eq!(total, 3 * MAX_ROWS as u64, "merging keeps every count");
+    }
 
     #[test]
     fn counts_land_in_their_bucket_and_states_carry_over() {

@@ -1,4 +1,4 @@
-//! Turning results into files and text: summary.json, timeseries.csv,
+//! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
 //! scenario.resolved.json and the terminal table.
 //!
 //! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
@@ -6,10 +6,12 @@
 //! leaves no partial output behind.
 
 mod summary;
+mod sweep;
 mod table;
 mod timeseries;
 
 pub use summary::summary_json;
+pub use sweep::{flatten, sweep_csv};
 pub use table::table;
 pub use timeseries::timeseries_csv;
 
@@ -37,7 +39,7 @@ pub fn render(
         bytes.push(b'\n');
         Ok(bytes)
     };
-    Ok(vec![
+    let mut files = vec![
         OutputFile {
             name: "summary.json".into(),
             bytes: json(&summary_json(experiment, result))?,
@@ -50,7 +52,14 @@ pub fn render(
             name: "scenario.resolved.json".into(),
             bytes: json(&resolved_json(experiment))?,
         },
-    ])
+    ];
+    if let Some(sweep) = &experiment.sweep {
+        files.push(OutputFile {
+            name: "sweep.csv".into(),
+            bytes: sweep_csv(&sweep.path, result)?,
+        });
+    }
+    Ok(files)
 }
 
 /// Writes `files` into `dir`, creating it. The one place that writes.
