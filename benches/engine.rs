@@ -1,0 +1,193 @@
+//! Engine speed: a whole overloaded-queue run beside a bare binary-heap loop.
+//!
+//! `simulate/bench-1m` runs one replication of `scenarios/bench-1m.json` (the perf-storm retry
+//! storm of shared/bench for 909.1 s of arrivals: about 1.0 million logical requests and
+//! 8.6 million events) through the library API, on one thread. Its throughput is in events.
+//!
+//! `bare-heap/hold` is the ceiling for this design: a `std::collections::BinaryHeap` of entries
+//! shaped like the engine's (u64 time, u64 seq, 12-byte payload, the same reversed ordering),
+//! held at the mean size the scenario's event list has (about 470 pending events), doing one
+//! pop and one push per event for as many events as the run processes. Nothing else: no model,
+//! no random draws beyond a xorshift for the time increments, no metrics.
+//!
+//! After both, a summary line gives events/s and logical requests/s of the run, events/s of the
+//! bare loop, and their ratio (medians of the timed iterations). Targets: at least 20 million
+//! events/s on one core, within 3x of the bare loop. See BENCHMARKS.md.
+//!
+//! Run with `cargo bench --bench engine` (about a minute on 2 cores).
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use retrystorm::scenario::{LoadOptions, Scenario, load_str};
+
+const SCENARIO: &str = include_str!("../scenarios/bench-1m.json");
+const SEED: u64 = 1;
+const REPLICATION: u64 = 0;
+
+/// Mean number of pending events while `bench-1m` runs (measured by instrumenting the event
+/// loop in a scratch copy: mean 469, peak 820).
+const HELD: usize = 470;
+
+fn scenario() -> Scenario {
+    let experiment =
+        load_str(SCENARIO, "scenarios/bench-1m.json", &LoadOptions::default()).expect("valid");
+    experiment.points[0].variants[0].scenario.clone()
+}
+
+/// An entry of the bare heap: the engine's layout (32 bytes with padding).
+struct Entry {
+    time: u64,
+    seq: u64,
+    payload: [u32; 3],
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.time == other.time && self.seq == other.seq
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed: the max-heap pops the earliest (time, seq).
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// xorshift64*: a cheap source of time increments.
+struct XorShift(u64);
+
+impl XorShift {
+    #[inline]
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform on [0, n) for n < 2^32, by multiply-shift (no division).
+    #[inline]
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() >> 32) * n) >> 32
+    }
+}
+
+/// The classic hold model: `held` pending entries, then `events` pops, each but the last
+/// `held` followed by a push at the popped time plus a random increment (uniform on
+/// [0, 200 ms), about the spread of the scenario's delays). Returns a checksum.
+fn bare_heap(events: u64, held: usize) -> u64 {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut heap = BinaryHeap::with_capacity(held + 1);
+    let mut seq = 0u64;
+    const SPREAD: u64 = 200_000_000;
+    for _ in 0..held {
+        heap.push(Entry {
+            time: rng.below(SPREAD),
+            seq,
+            payload: [seq as u32, 0, 0],
+        });
+        seq += 1;
+    }
+    let mut sum = 0u64;
+    let holds = events.saturating_sub(held as u64);
+    for _ in 0..holds {
+        let e = heap.pop().expect("held entries");
+        sum = sum.wrapping_add(u64::from(e.payload[0]));
+        heap.push(Entry {
+            time: e.time + rng.below(SPREAD),
+            seq,
+            payload: [seq as u32, e.payload[1], e.payload[2]],
+        });
+        seq += 1;
+    }
+    while let Some(e) = heap.pop() {
+        sum = sum.wrapping_add(u64::from(e.payload[0]));
+    }
+    sum
+}
+
+fn median(xs: &mut [Duration]) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn engine(c: &mut Criterion) {
+    let sc = scenario();
+    let probe = retrystorm::simulate::run(&sc, SEED, REPLICATION);
+    let (events, requests) = (probe.counters.events, probe.counters.requests);
+    eprintln!(
+        "bench-1m: {requests} logical requests, {events} events ({:.2} events/request)",
+        events as f64 / requests as f64
+    );
+
+    let sim_times = RefCell::new(Vec::new());
+    let heap_times = RefCell::new(Vec::new());
+
+    let mut group = c.benchmark_group("engine");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(events));
+
+    group.bench_function("simulate/bench-1m", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let result = retrystorm::simulate::run(black_box(&sc), SEED, REPLICATION);
+                assert_eq!(result.counters.events, events, "runs are deterministic");
+                black_box(result);
+            }
+            let elapsed = start.elapsed();
+            sim_times.borrow_mut().push(elapsed / iters as u32);
+            elapsed
+        })
+    });
+
+    group.bench_function(format!("bare-heap/hold-{HELD}"), |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(bare_heap(black_box(events), HELD));
+            }
+            let elapsed = start.elapsed();
+            heap_times.borrow_mut().push(elapsed / iters as u32);
+            elapsed
+        })
+    });
+    group.finish();
+
+    let sim = median(&mut sim_times.borrow_mut()).as_secs_f64();
+    let heap = median(&mut heap_times.borrow_mut()).as_secs_f64();
+    eprintln!(
+        "summary: simulate {:.1} M events/s, {:.2} M logical requests/s; bare heap {:.1} M events/s; \
+         ratio {:.2}x (targets: >= 20 M events/s, <= 3x)",
+        events as f64 / sim / 1e6,
+        requests as f64 / sim / 1e6,
+        events as f64 / heap / 1e6,
+        sim / heap
+    );
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    engine(&mut c);
+    c.final_summary();
+}
