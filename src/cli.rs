@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use crate::report;
+use crate::report::{self, ImageFormat};
 use crate::runner;
 use crate::scenario::{
     Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
@@ -71,6 +71,9 @@ pub struct RunArgs {
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
+    /// Image format of the figures.
+    #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
+    pub format: ImageFormat,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -86,10 +89,7 @@ fn parse_sweep(text: &str) -> Result<Sweep, String> {
             serde_json::from_str(v.trim()).unwrap_or_else(|_| Value::String(v.trim().to_string()))
         })
         .collect();
-    Ok(Sweep {
-        path: path.trim().to_string(),
-        values,
-    })
+    Ok(Sweep::new(path.trim(), values))
 }
 
 /// Runs the parsed command line.
@@ -157,7 +157,7 @@ fn run_files(args: &RunArgs) -> anyhow::Result<()> {
         let progress = Progress::new(experiment, args.quiet);
         let result = runner::run(experiment, args.jobs, &|| progress.job_done());
         progress.finish();
-        let files = report::render(experiment, &result)?;
+        let files = report::render(experiment, &result, args.format)?;
         report::write_files(&dir, &files)?;
         if !args.quiet {
             let mut out = std::io::stdout().lock();

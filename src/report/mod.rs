@@ -1,15 +1,17 @@
 //! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
-//! scenario.resolved.json and the terminal table.
+//! scenario.resolved.json, the figures (each with its CSV) and the terminal table.
 //!
 //! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
 //! writes files. Everything is rendered before anything is written, so a run that fails
 //! leaves no partial output behind.
 
+pub mod charts;
 mod summary;
 mod sweep;
 mod table;
 mod timeseries;
 
+pub use charts::ImageFormat;
 pub use summary::summary_json;
 pub use sweep::{flatten, sweep_csv};
 pub use table::table;
@@ -29,10 +31,11 @@ pub struct OutputFile {
     pub bytes: Vec<u8>,
 }
 
-/// Renders every output of a finished run.
+/// Renders every output of a finished run, with figures in `format`.
 pub fn render(
     experiment: &Experiment,
     result: &ExperimentResult,
+    format: ImageFormat,
 ) -> anyhow::Result<Vec<OutputFile>> {
     let json = |v: &serde_json::Value| -> anyhow::Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(v)?;
@@ -57,6 +60,16 @@ pub fn render(
         files.push(OutputFile {
             name: "sweep.csv".into(),
             bytes: sweep_csv(&sweep.path, result)?,
+        });
+    }
+    for figure in charts::figures(experiment, result, format)? {
+        files.push(OutputFile {
+            name: format!("{}.{}", figure.stem, format.extension()),
+            bytes: figure.image,
+        });
+        files.push(OutputFile {
+            name: format!("{}.csv", figure.stem),
+            bytes: figure.csv,
         });
     }
     Ok(files)

@@ -79,13 +79,24 @@ pub fn load_str(
             format!("must be between 1 and 1000000 (got {replications})"),
         ));
     }
-    let sweep = match &options.sweep {
+    let mut sweep = match &options.sweep {
         Some(s) => Some(s.clone()),
-        None => raw.sweep.as_ref().map(|s| Sweep {
-            path: s.path.clone(),
-            values: s.values.clone(),
-        }),
+        None => raw
+            .sweep
+            .as_ref()
+            .map(|s| Sweep::new(s.path.clone(), s.values.clone())),
     };
+    if let Some(s) = &mut sweep {
+        s.base_value = s
+            .path
+            .split('.')
+            .try_fold(&doc, |v, key| match v {
+                Value::Object(map) => map.get(key),
+                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            })
+            .cloned();
+    }
     if let Some(s) = &sweep {
         check_sweep(s, &mut problems);
     }

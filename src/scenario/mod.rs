@@ -46,6 +46,29 @@ pub struct Sweep {
     pub path: String,
     /// The values, in order.
     pub values: Vec<Value>,
+    /// The value the scenario itself has at `path`, if any (filled in by loading). Figures
+    /// that show one sweep value show the point with this value.
+    pub base_value: Option<Value>,
+}
+
+impl Sweep {
+    /// A sweep of `path` over `values`.
+    pub fn new(path: impl Into<String>, values: Vec<Value>) -> Self {
+        Sweep {
+            path: path.into(),
+            values,
+            base_value: None,
+        }
+    }
+
+    /// The index of the point that figures of a single sweep value show: the point at the
+    /// scenario's own value, else the middle one.
+    pub fn focus(&self) -> usize {
+        self.base_value
+            .as_ref()
+            .and_then(|b| self.values.iter().position(|v| v == b))
+            .unwrap_or(self.values.len() / 2)
+    }
 }
 
 /// Every variant at one sweep value.

@@ -155,3 +155,81 @@ fn every_bundled_scenario_is_valid() {
     let out = retrystorm(dir.path(), &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+#[test]
+fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("aws-backoff-jitter");
+    let out = retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "5",
+            "--sweep",
+            "clients.count=10,50,100",
+            "--quiet",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let folder = dir.path().join("output/aws-backoff-jitter");
+    for stem in [
+        "work",
+        "completion-time",
+        "retries-over-time",
+        "attempts-over-time",
+    ] {
+        let png = image::open(folder.join(format!("{stem}.png")))
+            .unwrap_or_else(|e| panic!("{stem}.png does not decode: {e}"));
+        assert_eq!(png.width(), 1000, "{stem}.png");
+        assert!(png.height() >= 400, "{stem}.png");
+        assert!(
+            folder.join(format!("{stem}.csv")).exists(),
+            "{stem}.csv beside the figure"
+        );
+    }
+    // The work curve's CSV holds exactly summary.json's means.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(folder.join("work.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 3 * 5, "one row per (sweep value, variant)");
+    for row in rows {
+        let point = summary["sweep"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["value"].as_u64().map(|v| v.to_string()).as_deref() == Some(row[0]))
+            .unwrap();
+        let variant = point["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == row[1])
+            .unwrap();
+        let mean: f64 = row[2].parse().unwrap();
+        assert_eq!(mean, variant["metrics"]["attempts"].as_f64().unwrap());
+    }
+}
+
+#[test]
+fn svg_format_writes_svg_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("retry-chapter");
+    let out = retrystorm(
+        dir.path(),
+        &["run", file.to_str().unwrap(), "--format", "svg", "--quiet"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(
+        dir.path()
+            .join("output/retry-chapter/retries-over-time.svg"),
+    )
+    .unwrap();
+    assert!(svg.starts_with("<svg"));
+}

@@ -13,7 +13,7 @@ fn summary_bytes(seed: Option<u64>, jobs: usize) -> Vec<u8> {
     };
     let experiment = load_file(&scenario_path("thundering-herd"), &options).unwrap();
     let result = retrystorm::runner::run(&experiment, jobs, &|| {});
-    let files = report::render(&experiment, &result).unwrap();
+    let files = report::render(&experiment, &result, report::ImageFormat::Png).unwrap();
     let mut bytes = Vec::new();
     for f in files.iter().filter(|f| f.name != "scenario.resolved.json") {
         bytes.extend_from_slice(f.name.as_bytes());
@@ -40,16 +40,16 @@ fn another_seed_gives_another_summary() {
 fn a_sweep_gives_identical_summaries_on_one_or_two_threads() {
     let options = LoadOptions {
         replications: Some(10),
-        sweep: Some(retrystorm::scenario::Sweep {
-            path: "clients.count".into(),
-            values: vec![10.into(), 50.into()],
-        }),
+        sweep: Some(retrystorm::scenario::Sweep::new(
+            "clients.count",
+            vec![10.into(), 50.into()],
+        )),
         ..LoadOptions::default()
     };
     let experiment = load_file(&scenario_path("aws-backoff-jitter"), &options).unwrap();
     let render = |jobs| {
         let result = retrystorm::runner::run(&experiment, jobs, &|| {});
-        report::render(&experiment, &result).unwrap()[0]
+        report::render(&experiment, &result, report::ImageFormat::Png).unwrap()[0]
             .bytes
             .clone()
     };

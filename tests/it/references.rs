@@ -181,10 +181,10 @@ const AWS_TABLE: [(&str, f64, f64); 5] = [
 
 fn aws_at(clients: u64) -> retrystorm::runner::ExperimentResult {
     let options = LoadOptions {
-        sweep: Some(retrystorm::scenario::Sweep {
-            path: "clients.count".into(),
-            values: vec![clients.into()],
-        }),
+        sweep: Some(retrystorm::scenario::Sweep::new(
+            "clients.count",
+            vec![clients.into()],
+        )),
         ..LoadOptions::default()
     };
     run_bundled("aws-backoff-jitter", &options).1

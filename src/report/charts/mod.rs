@@ -1,0 +1,227 @@
+//! Figures: each kind of chart is one file here plus one [`Chart`] variant. A chart turns
+//! results into an image (PNG or SVG) and the CSV of exactly the data it plots; it never
+//! writes files itself.
+//!
+//! Text is drawn with the DejaVu Sans font compiled into the binary, so figures look the same
+//! on every machine and need no fonts from the operating system. A variant keeps one colour in
+//! every figure of a run.
+
+mod style;
+mod sweep_curves;
+mod time_histogram;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub use style::{tick, variant_color};
+
+use crate::metrics::Column;
+use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
+
+/// Image formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ImageFormat {
+    /// Portable Network Graphics.
+    #[default]
+    Png,
+    /// Scalable Vector Graphics.
+    Svg,
+}
+
+impl ImageFormat {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Svg => "svg",
+        }
+    }
+}
+
+/// A rendered figure.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// File stem: the image is `<stem>.png` (or `.svg`), its data `<stem>.csv`.
+    pub stem: String,
+    /// One line saying what to look at.
+    pub caption: String,
+    /// The encoded image.
+    pub image: Vec<u8>,
+    /// The plotted data.
+    pub csv: Vec<u8>,
+}
+
+/// The kinds of chart.
+#[derive(Debug, Clone)]
+pub enum Chart {
+    /// A metric against the swept value, a line per variant with its 95 % band.
+    SweepCurve {
+        /// File stem.
+        stem: &'static str,
+        /// Dotted path into the metrics.
+        metric: &'static str,
+        /// Axis label, with its unit.
+        label: &'static str,
+        /// Factor from the metric's unit to the label's.
+        scale: f64,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A time-series column over time, one panel per variant (at the focus sweep value).
+    TimeHistogram {
+        /// File stem.
+        stem: &'static str,
+        /// The column.
+        column: Column,
+        /// What the column counts, for the axis.
+        label: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+}
+
+/// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
+pub const SIZE: (u32, u32) = (1000, 620);
+
+impl Chart {
+    /// The figure's size: panels per variant get room to breathe.
+    fn size(&self, variants: usize) -> (u32, u32) {
+        match self {
+            Chart::SweepCurve { .. } => SIZE,
+            Chart::TimeHistogram { .. } => (SIZE.0, (150 * variants as u32 + 60).max(400)),
+        }
+    }
+}
+
+/// The figures of a run.
+pub fn figures(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    format: ImageFormat,
+) -> anyhow::Result<Vec<Figure>> {
+    charts_for(experiment, result)
+        .iter()
+        .map(|chart| render(chart, experiment, result, format))
+        .collect()
+}
+
+/// Which charts a run gets.
+pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    if experiment.sweep.is_some() {
+        charts.push(Chart::SweepCurve {
+            stem: "work",
+            metric: "attempts",
+            label: "work (attempts that reached the server)",
+            scale: 1.0,
+            caption: "Work against the swept value: lower is less load on the server.",
+        });
+        charts.push(Chart::SweepCurve {
+            stem: "completion-time",
+            metric: "makespan_ms",
+            label: "completion time (s)",
+            scale: 1e-3,
+            caption: "When the last request ended: lower is faster.",
+        });
+    }
+    let any_retries = result
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.series.iter().any(|r| r[Column::Retries as usize] > 0.0));
+    if any_retries {
+        charts.push(Chart::TimeHistogram {
+            stem: "retries-over-time",
+            column: Column::Retries,
+            label: "retries sent",
+            caption: "When retries were sent: without jitter they pile up on a few instants; with jitter they spread.",
+        });
+    }
+    charts.push(Chart::TimeHistogram {
+        stem: "attempts-over-time",
+        column: Column::Attempts,
+        label: "attempts at the server",
+        caption: "When attempts reached the server (for the occ server, when writes happened).",
+    });
+    charts
+}
+
+fn render(
+    chart: &Chart,
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    format: ImageFormat,
+) -> anyhow::Result<Figure> {
+    style::register_fonts();
+    let (stem, caption) = match chart {
+        Chart::SweepCurve { stem, caption, .. } | Chart::TimeHistogram { stem, caption, .. } => {
+            (*stem, *caption)
+        }
+    };
+    let size = chart.size(result.points[0].variants.len());
+    let (image, csv) = match format {
+        ImageFormat::Png => {
+            let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
+            let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
+            let csv = draw_chart(chart, experiment, result, root)?;
+            let mut png = Vec::new();
+            image::ImageEncoder::write_image(
+                image::codecs::png::PngEncoder::new(&mut png),
+                &buf,
+                size.0,
+                size.1,
+                image::ColorType::Rgb8,
+            )?;
+            (png, csv)
+        }
+        ImageFormat::Svg => {
+            let mut svg = String::new();
+            let csv = draw_svg(chart, experiment, result, size, &mut svg)?;
+            (svg.into_bytes(), csv)
+        }
+    };
+    Ok(Figure {
+        stem: stem.to_string(),
+        caption: caption.to_string(),
+        image,
+        csv,
+    })
+}
+
+fn draw_svg(
+    chart: &Chart,
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    size: (u32, u32),
+    svg: &mut String,
+) -> anyhow::Result<Vec<u8>> {
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
+    draw_chart(chart, experiment, result, root)
+}
+
+/// Draws `chart` on `root` and returns its CSV.
+fn draw_chart<DB: DrawingBackend>(
+    chart: &Chart,
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    root: DrawingArea<DB, Shift>,
+) -> anyhow::Result<Vec<u8>>
+where
+    DB::ErrorType: 'static,
+{
+    let csv = match chart {
+        Chart::SweepCurve {
+            metric,
+            label,
+            scale,
+            ..
+        } => sweep_curves::draw(experiment, result, metric, label, *scale, &root)?,
+        Chart::TimeHistogram { column, label, .. } => {
+            time_histogram::draw(experiment, result, *column, label, &root)?
+        }
+    };
+    root.present()
+        .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
+    Ok(csv)
+}

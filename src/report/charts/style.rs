@@ -1,0 +1,74 @@
+//! Fonts and colours shared by every figure.
+
+use std::sync::Once;
+
+use plotters::style::{FontStyle, RGBColor, register_font};
+
+/// The font family every figure uses (DejaVu Sans, compiled in).
+pub const FONT: &str = "sans-serif";
+
+/// Registers the compiled-in fonts with the plotting library, once per process.
+pub fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TrueType font shipped inside the dejavu crate.
+        register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+            .unwrap_or_else(|_| panic!("the bundled DejaVu Sans font is valid"));
+        register_font(FONT, FontStyle::Bold, dejavu::sans::bold())
+            .unwrap_or_else(|_| panic!("the bundled DejaVu Sans Bold font is valid"));
+    });
+}
+
+/// A colour-blind-friendly palette of ten distinct colours (Tableau 10).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The colour of the variant at `index` (its position in the scenario file), the same in
+/// every figure.
+pub fn variant_color(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// A tick label: no trailing zeros, thousands without decimals (`200`, `0.5`, `12000`).
+pub fn tick(x: &f64) -> String {
+    let a = x.abs();
+    if a >= 100.0 || *x == x.round() {
+        format!("{x:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{x:.1}"))
+    } else {
+        trim(format!("{x:.3}"))
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_short() {
+        assert_eq!(tick(&200.0), "200");
+        assert_eq!(tick(&0.5), "0.5");
+        assert_eq!(tick(&2.25), "2.2");
+        assert_eq!(tick(&0.125), "0.125");
+        assert_eq!(tick(&12000.0), "12000");
+    }
+}

@@ -1,0 +1,159 @@
+//! A metric against the swept value: a line per variant, with its 95 % confidence band.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::Value;
+
+use super::style::{FONT, tick, variant_color};
+use crate::report::flatten;
+use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
+
+fn metric_of(doc: &Value, path: &str) -> f64 {
+    flatten(doc)
+        .into_iter()
+        .find(|(k, _)| k == path)
+        .map_or(0.0, |(_, v)| v)
+}
+
+/// Draws the curves of `metric` (scaled by `scale`) and returns their CSV.
+pub fn draw<DB: DrawingBackend>(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    metric: &str,
+    label: &str,
+    scale: f64,
+    root: &DrawingArea<DB, Shift>,
+) -> anyhow::Result<Vec<u8>>
+where
+    DB::ErrorType: 'static,
+{
+    let sweep = experiment
+        .sweep
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("a sweep curve needs a sweep"))?;
+    // Numeric sweep values are plotted at their value; others at their position.
+    let numeric: Option<Vec<f64>> = sweep.values.iter().map(Value::as_f64).collect();
+    let xs: Vec<f64> = numeric
+        .clone()
+        .unwrap_or_else(|| (0..sweep.values.len()).map(|i| i as f64).collect());
+    let names: Vec<String> = result.points[0]
+        .variants
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    // curves[variant][point] = (mean, half-width), scaled.
+    let curves: Vec<Vec<(f64, f64)>> = (0..names.len())
+        .map(|j| {
+            result
+                .points
+                .iter()
+                .map(|p| {
+                    let v = &p.variants[j];
+                    (
+                        metric_of(&v.metrics, metric) * scale,
+                        metric_of(&v.ci95, metric) * scale,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([sweep.path.as_str(), "variant", label, "ci95"])?;
+    for (j, name) in names.iter().enumerate() {
+        for (i, (mean, half)) in curves[j].iter().enumerate() {
+            let value = match &sweep.values[i] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            w.write_record([value, name.clone(), mean.to_string(), half.to_string()])?;
+        }
+    }
+    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let (x0, x1) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let pad = ((x1 - x0) * 0.03).max(0.5);
+    let top = curves
+        .iter()
+        .flatten()
+        .map(|(m, h)| m + h)
+        .fold(0.0, f64::max)
+        .max(1e-9)
+        * 1.08;
+    let title = format!("{}: {label}", experiment.name);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 24))
+        .margin(16)
+        .x_label_area_size(52)
+        .y_label_area_size(80)
+        .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..top)
+        .map_err(err)?;
+    let values = sweep.values.clone();
+    let is_numeric = numeric.is_some();
+    let x_label = move |x: &f64| -> String {
+        if is_numeric {
+            tick(x)
+        } else {
+            values
+                .get(x.round() as usize)
+                .map_or(String::new(), |v| v.to_string())
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc(sweep.path.as_str())
+        .y_desc(label)
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&tick)
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()
+        .map_err(err)?;
+    for (j, name) in names.iter().enumerate() {
+        let color = variant_color(j);
+        let upper = xs.iter().zip(&curves[j]).map(|(x, (m, h))| (*x, m + h));
+        let lower = xs
+            .iter()
+            .zip(&curves[j])
+            .map(|(x, (m, h))| (*x, (m - h).max(0.0)));
+        let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                band,
+                color.mix(0.18).filled(),
+            )))
+            .map_err(err)?;
+        let line: Vec<(f64, f64)> = xs
+            .iter()
+            .zip(&curves[j])
+            .map(|(x, (m, _))| (*x, *m))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(3)))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+        chart
+            .draw_series(line.iter().map(|p| Circle::new(*p, 3, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    Ok(csv)
+}
