@@ -124,7 +124,15 @@ impl Recorder {
     pub fn new(bucket: SimDuration) -> Self {
         Recorder {
             counters: Counters::default(),
-            latency: Histogram::new(3).expect("3 significant figures is valid"),
+            // Nanoseconds, three significant figures, one microsecond resolution at the low end
+            // (a latency is never judged by its nanoseconds), sized for an hour and growing
+            // beyond if needed.
+            latency: {
+                let mut h = Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3)
+                    .expect("valid bounds");
+                h.auto(true);
+                h
+            },
             latency_sum_nanos: 0,
             latency_max_nanos: 0,
             series: TimeSeries::new(bucket),
