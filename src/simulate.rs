@@ -25,7 +25,8 @@ enum Event {
     Arrival,
     /// A closed-workload client starts its next logical request.
     ClientReady { client: u32 },
-    /// A retry's backoff is over: the client sends the next attempt.
+    /// A retry's backoff is over: the client sends the next attempt, or gives up if the
+    /// request's deadline has passed.
     RetryDue { slot: u32 },
     /// An attempt reaches the server (for the `occ` server: its read).
     ServerArrival { slot: u32, token: u32 },
@@ -46,6 +47,9 @@ enum Event {
 
 /// No attempt is awaited.
 const NO_TOKEN: u32 = 0;
+
+/// Pending events below which stale timers are never swept out.
+const COMPACT_MIN: usize = 4096;
 
 /// A logical request in flight.
 #[derive(Debug, Clone, Copy)]
@@ -148,7 +152,22 @@ impl<'a> Sim<'a> {
     fn run(&mut self) -> Option<Truncation> {
         let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
         let max_events = self.sc.limits.max_events;
+        // Timers of answered attempts stay queued until they fire; with long timeouts they
+        // would pile up with finished work. When the queue doubles, they are swept out.
+        let mut compact_at = COMPACT_MIN;
         while let Some((now, event)) = self.queue.pop() {
+            let pending = self.queue.len();
+            if pending > compact_at {
+                let requests = &self.requests;
+                self.queue.retain(|e| match *e {
+                    Event::AttemptTimer { slot, token } => {
+                        requests[slot as usize].live_token == token
+                    }
+                    _ => true,
+                });
+                compact_at = (2 * self.queue.len()).max(COMPACT_MIN);
+            }
+            self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
             if max_time.is_some_and(|m| now > m) {
                 return Some(Truncation::MaxTime {
                     at: self.sc.max_time.expect("checked"),
@@ -280,28 +299,34 @@ impl<'a> Sim<'a> {
         None
     }
 
-    /// The client sends the next attempt of request `slot`.
-    fn send_attempt(&mut self, slot: u32, now: SimTime) {
+    /// The client sends the next attempt of request `slot` at `at`: now, or when a retry's
+    /// backoff ends. Nothing a client checks at send time can change while it backs off (no
+    /// breaker is modelled yet; a deadline is checked before), so a delayed retry is sent here
+    /// at once, dated `at`, rather than through an event of its own.
+    fn send_attempt(&mut self, slot: u32, at: SimTime) {
         let timeout = self.sc.policy.timeout;
         let req = &mut self.requests[slot as usize];
         req.attempts += 1;
         let token = req.next_token;
         req.next_token = req.next_token.wrapping_add(1).max(1);
         req.live_token = token;
-        req.abandon_at = timeout
-            .map_or(SimTime::NEVER, |t| now + t)
-            .min(req.deadline);
+        req.abandon_at = timeout.map_or(SimTime::NEVER, |t| at + t).min(req.deadline);
         let abandon_at = req.abandon_at;
-        if req.attempts == 1 {
+        let column = if req.attempts == 1 {
             self.rec.counters.first_attempts += 1;
-            self.rec.series.add(Column::FirstAttempts);
+            Column::FirstAttempts
         } else {
             self.rec.counters.retries += 1;
-            self.rec.series.add(Column::Retries);
+            Column::Retries
+        };
+        if at == self.queue.now() {
+            self.rec.series.add(column);
+        } else {
+            self.rec.series.add_at(at, column);
         }
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
         self.queue
-            .schedule(now + hop, Event::ServerArrival { slot, token });
+            .schedule(at + hop, Event::ServerArrival { slot, token });
         if abandon_at != SimTime::NEVER {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
@@ -454,12 +479,11 @@ impl<'a> Sim<'a> {
             .delay(req.attempts, &mut req.decorrelated, &mut self.rng.jitter);
         let due = now + delay;
         if due >= req.deadline {
+            // The retry would start after the deadline: the request ends at the deadline.
             let deadline = req.deadline;
             self.queue.schedule(deadline, Event::RetryDue { slot });
-        } else if delay == SimDuration::ZERO {
-            self.send_attempt(slot, now);
         } else {
-            self.queue.schedule(due, Event::RetryDue { slot });
+            self.send_attempt(slot, due);
         }
     }
 

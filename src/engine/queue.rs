@@ -137,6 +137,13 @@ impl<E> EventQueue<E> {
         Some((time, entry.event))
     }
 
+    /// Drops every pending event for which `keep` is false (events the model knows to be
+    /// stale, such as timers of attempts already answered). The order of the rest is kept.
+    pub fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+        self.lane.retain(|e| keep(&e.event));
+        self.heap.retain(|e| keep(&e.event));
+    }
+
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
         match (self.lane.front(), self.heap.peek()) {

@@ -59,6 +59,8 @@ pub struct Counters {
     pub makespan: SimTime,
     /// Events processed.
     pub events: u64,
+    /// Most events pending at once (what the event list's memory follows).
+    pub max_pending: u64,
     /// Time of the last event processed.
     pub end_time: SimTime,
 }
@@ -128,8 +130,8 @@ impl Recorder {
             // (a latency is never judged by its nanoseconds), sized for an hour and growing
             // beyond if needed.
             latency: {
-                let mut h = Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3)
-                    .expect("valid bounds");
+                let mut h =
+                    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("valid bounds");
                 h.auto(true);
                 h
             },

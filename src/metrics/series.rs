@@ -124,7 +124,11 @@ pub type Row = [u32; COLUMNS];
 #[derive(Debug, Clone)]
 pub struct TimeSeries {
     bucket: SimDuration,
+    /// Rows up to the current bucket, and beyond it any bucket a count was already scheduled
+    /// into ([`TimeSeries::add_at`]).
     rows: Vec<Row>,
+    /// Index of the bucket holding the present.
+    current: usize,
     next_boundary: SimTime,
 }
 
@@ -134,6 +138,7 @@ impl TimeSeries {
         TimeSeries {
             bucket,
             rows: vec![[0; COLUMNS]],
+            current: 0,
             next_boundary: SimTime::ZERO + bucket,
         }
     }
@@ -158,25 +163,28 @@ impl TimeSeries {
         self.roll(now, state());
     }
 
-    #[cold]
-    fn roll(&mut self, now: SimTime, [queue, in_service, in_flight]: [u32; 3]) {
-        let mut target = now.as_nanos() / self.bucket.as_nanos();
-        while target >= MAX_ROWS as u64 {
+    /// The index of the bucket holding `t`, merging buckets first if it lies past
+    /// [`MAX_ROWS`]; the rows reach at least that far afterwards.
+    fn index_of(&mut self, t: SimTime) -> usize {
+        let mut i = t.as_nanos() / self.bucket.as_nanos();
+        while i >= MAX_ROWS as u64 {
             self.coarsen();
-            target = now.as_nanos() / self.bucket.as_nanos();
+            i = t.as_nanos() / self.bucket.as_nanos();
         }
-        let target = target as usize;
-        let set_state = |row: &mut Row| {
-            row[Column::QueueLen as usize] = queue;
-            row[Column::InService as usize] = in_service;
-            row[Column::InFlight as usize] = in_flight;
-        };
-        set_state(self.rows.last_mut().expect("never empty"));
-        while self.rows.len() <= target {
-            let mut row = [0; COLUMNS];
-            set_state(&mut row);
-            self.rows.push(row);
+        let i = i as usize;
+        if self.rows.len() <= i {
+            self.rows.resize(i + 1, [0; COLUMNS]);
         }
+        i
+    }
+
+    #[cold]
+    fn roll(&mut self, now: SimTime, state: [u32; 3]) {
+        let target = self.index_of(now);
+        for row in &mut self.rows[self.current..target] {
+            set_state(row, state);
+        }
+        self.current = target;
         self.next_boundary = SimTime((target as u64 + 1).saturating_mul(self.bucket.as_nanos()));
     }
 
@@ -198,25 +206,41 @@ impl TimeSeries {
             })
             .collect();
         self.rows = merged;
+        self.current /= 2;
         self.bucket = SimDuration::from_nanos(self.bucket.as_nanos().saturating_mul(2));
         self.next_boundary =
-            SimTime((self.rows.len() as u64).saturating_mul(self.bucket.as_nanos()));
+            SimTime((self.current as u64 + 1).saturating_mul(self.bucket.as_nanos()));
     }
 
     /// Adds one to `col` in the current bucket.
     #[inline]
     pub fn add(&mut self, col: Column) {
-        let row = self.rows.last_mut().expect("never empty");
+        let row = &mut self.rows[self.current];
         row[col as usize] = row[col as usize].saturating_add(1);
     }
 
-    /// Closes the last bucket with the final state.
-    pub fn close(&mut self, state: [u32; 3]) {
-        let row = self.rows.last_mut().expect("never empty");
-        row[Column::QueueLen as usize] = state[0];
-        row[Column::InService as usize] = state[1];
-        row[Column::InFlight as usize] = state[2];
+    /// Adds one to `col` in the bucket holding `t`, which may lie in the future (a retry sent
+    /// when its backoff ends). `t` must not be earlier than the present.
+    pub fn add_at(&mut self, t: SimTime, col: Column) {
+        let i = self.index_of(t);
+        debug_assert!(i >= self.current, "counted into the past");
+        let row = &mut self.rows[i];
+        row[col as usize] = row[col as usize].saturating_add(1);
     }
+
+    /// Closes the series with the final state, which also holds in every later bucket a count
+    /// was scheduled into.
+    pub fn close(&mut self, state: [u32; 3]) {
+        for row in &mut self.rows[self.current..] {
+            set_state(row, state);
+        }
+    }
+}
+
+fn set_state(row: &mut Row, [queue, in_service, in_flight]: [u32; 3]) {
+    row[Column::QueueLen as usize] = queue;
+    row[Column::InService as usize] = in_service;
+    row[Column::InFlight as usize] = in_flight;
 }
 
 #[cfg(test)]
@@ -255,5 +279,29 @@ mod tests {
         assert_eq!(rows[1][Column::QueueLen as usize], 7);
         assert_eq!(rows[2][Column::InFlight as usize], 2);
         assert_eq!(rows[3][Column::QueueLen as usize], 0);
+    }
+
+    #[test]
+    fn counts_scheduled_into_the_future_wait_for_their_bucket() {
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        s.add_at(SimTime(5_500_000_000), Column::Retries);
+        s.add(Column::Retries);
+        s.tick(SimTime(2_000_000_000), || [4, 0, 1]);
+        s.add(Column::Retries);
+        s.close([0, 0, 0]);
+        let rows = s.rows();
+        assert_eq!(rows.len(), 6);
+        let retries: Vec<u32> = rows.iter().map(|r| r[Column::Retries as usize]).collect();
+        assert_eq!(retries, vec![1, 0, 1, 0, 0, 1]);
+        assert_eq!(
+            rows[1][Column::QueueLen as usize],
+            4,
+            "state at the end of bucket 1"
+        );
+        assert_eq!(
+            rows[5][Column::QueueLen as usize],
+            0,
+            "closed with the final state"
+        );
     }
 }

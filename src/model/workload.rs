@@ -95,14 +95,21 @@ impl RateProfile {
             // A constant rate, the common case.
             return (only.rate > 0.0).then(|| now + SimDuration::from_secs_f64(budget / only.rate));
         }
-        let mut t = now.as_secs_f64();
-        let mut i = self.segments.partition_point(|s| s.start <= t).max(1) - 1;
+        let start = now.as_secs_f64();
+        // The offset from `now`, accumulated piece by piece, so that the result does not
+        // depend on rounding an absolute time (a stepped profile gives the same arrivals as a
+        // constant one while its rate is the same).
+        let mut offset = 0.0;
+        let mut i = self.segments.partition_point(|s| s.start <= start).max(1) - 1;
         loop {
             let seg = self.segments[i];
+            let t = start + offset;
             let rate = (seg.rate + seg.slope * (t - seg.start)).max(0.0);
-            let end = self.segments.get(i + 1).map_or(f64::INFINITY, |s| s.start);
-            let span = end - t;
-            // Integral of the rate over [t, end).
+            let span = self
+                .segments
+                .get(i + 1)
+                .map_or(f64::INFINITY, |s| s.start - t);
+            // Integral of the rate over the rest of this piece.
             let mass = if span.is_infinite() {
                 if rate > 0.0 || seg.slope > 0.0 {
                     f64::INFINITY
@@ -116,13 +123,13 @@ impl RateProfile {
                 // Solve rate * x + slope * x^2 / 2 = budget in a cancellation-free form.
                 let disc = (rate * rate + 2.0 * seg.slope * budget).max(0.0);
                 let x = 2.0 * budget / (rate + disc.sqrt());
-                return Some(now + SimDuration::from_secs_f64(t + x - now.as_secs_f64()));
+                return Some(now + SimDuration::from_secs_f64(offset + x));
             }
-            if end.is_infinite() {
+            if span.is_infinite() {
                 return None;
             }
             budget -= mass;
-            t = end;
+            offset += span;
             i += 1;
         }
     }

@@ -148,3 +148,24 @@ proptest! {
         prop_assert!(c.makespan <= c.end_time);
     }
 }
+
+/// Regression: timers of answered attempts used to stay queued until they fired, so with a
+/// long timeout the event list grew with finished work instead of with what is in flight.
+#[test]
+fn stale_timers_do_not_pile_up_with_long_timeouts() {
+    let text = r#"{
+      "name": "long-timeout", "duration": "200s",
+      "clients": {"count": 100, "workload": {"open": {"rate_per_s": 1000}}},
+      "server": {"concurrency": 4, "service_time": {"exponential": {"mean": "2ms"}}},
+      "policy": {"timeout": "1h"}
+    }"#;
+    let experiment = load_str(text, "test", &LoadOptions::default()).unwrap();
+    let r = retrystorm::simulate::run(&experiment.points[0].variants[0].scenario, 1, 0);
+    assert!(r.counters.requests > 150_000);
+    assert!(
+        r.counters.max_pending < 20_000,
+        "{} events pending at once for {} requests",
+        r.counters.max_pending,
+        r.counters.requests
+    );
+}
