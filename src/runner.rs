@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::engine::SimDuration;
-use crate::metrics::{Truncation, aggregate, aggregate_series, series::COLUMNS};
+use crate::metrics::{RunResult, Truncation, aggregate, aggregate_series, series::COLUMNS};
 use crate::scenario::Experiment;
 use crate::simulate;
 
@@ -60,57 +60,75 @@ pub fn run(
     on_job_done: &(dyn Fn() + Sync),
 ) -> ExperimentResult {
     let reps = experiment.replications;
-    let tasks: Vec<(usize, usize, u32)> = experiment
+    // One group per (point, variant): its replications run as separate jobs, then the group
+    // is aggregated, also in parallel. Gathering keeps job order, so threads change nothing.
+    let groups: Vec<(usize, usize)> = experiment
         .points
         .iter()
         .enumerate()
-        .flat_map(|(p, point)| {
-            (0..point.variants.len()).flat_map(move |v| (0..reps).map(move |r| (p, v, r)))
-        })
+        .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
         .collect();
-    let work = |&(p, v, r): &(usize, usize, u32)| {
+    let replicate = |&(p, v, r): &(usize, usize, u32)| {
         let scenario = &experiment.points[p].variants[v].scenario;
         let result = simulate::run(scenario, experiment.seed, u64::from(r));
         on_job_done();
-        result
+        let metrics = result.metrics_json();
+        (metrics, result)
     };
-    let results: Vec<_> = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-        Ok(pool) => pool.install(|| tasks.par_iter().map(work).collect()),
-        Err(_) => tasks.iter().map(work).collect(),
+    let summarise = |&(p, v): &(usize, usize), runs: &[(Value, RunResult)]| {
+        let replications: Vec<Value> = runs.iter().map(|(m, _)| m.clone()).collect();
+        let (metrics, ci95) = aggregate(&replications);
+        let series: Vec<_> = runs.iter().map(|(_, r)| &r.series).collect();
+        let (bucket, series) = aggregate_series(&series);
+        let variant = VariantResult {
+            name: experiment.points[p].variants[v].name.clone(),
+            metrics,
+            ci95,
+            replications,
+            series,
+            bucket,
+            truncations: runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, r))| r.truncated.clone().map(|t| (i as u32, t)))
+                .collect(),
+        };
+        let events: u64 = runs.iter().map(|(_, r)| r.counters.events).sum();
+        let requests: u64 = runs.iter().map(|(_, r)| r.counters.requests).sum();
+        (variant, events, requests)
     };
-    let events = results.iter().map(|r| r.counters.events).sum();
-    let requests = results.iter().map(|r| r.counters.requests).sum();
-
-    let mut chunks = results.chunks(reps as usize);
+    let tasks: Vec<(usize, usize, u32)> = groups
+        .iter()
+        .flat_map(|&(p, v)| (0..reps).map(move |r| (p, v, r)))
+        .collect();
+    let summaries: Vec<(VariantResult, u64, u64)> =
+        match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+            Ok(pool) => pool.install(|| {
+                let runs: Vec<_> = tasks.par_iter().map(replicate).collect();
+                groups
+                    .par_iter()
+                    .zip(runs.par_chunks(reps as usize))
+                    .map(|(g, chunk)| summarise(g, chunk))
+                    .collect()
+            }),
+            Err(_) => {
+                let runs: Vec<_> = tasks.iter().map(replicate).collect();
+                groups
+                    .iter()
+                    .zip(runs.chunks(reps as usize))
+                    .map(|(g, chunk)| summarise(g, chunk))
+                    .collect()
+            }
+        };
+    let events = summaries.iter().map(|s| s.1).sum();
+    let requests = summaries.iter().map(|s| s.2).sum();
+    let mut variants = summaries.into_iter().map(|s| s.0);
     let points = experiment
         .points
         .iter()
         .map(|point| PointResult {
             value: point.value.clone(),
-            variants: point
-                .variants
-                .iter()
-                .map(|variant| {
-                    let runs = chunks.next().expect("one chunk per variant");
-                    let replications: Vec<Value> = runs.iter().map(|r| r.metrics_json()).collect();
-                    let (metrics, ci95) = aggregate(&replications);
-                    let series: Vec<_> = runs.iter().map(|r| &r.series).collect();
-                    let (bucket, series) = aggregate_series(&series);
-                    VariantResult {
-                        name: variant.name.clone(),
-                        metrics,
-                        ci95,
-                        replications,
-                        series,
-                        bucket,
-                        truncations: runs
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, r)| r.truncated.clone().map(|t| (i as u32, t)))
-                            .collect(),
-                    }
-                })
-                .collect(),
+            variants: variants.by_ref().take(point.variants.len()).collect(),
         })
         .collect();
     ExperimentResult {
