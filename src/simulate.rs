@@ -301,8 +301,8 @@ impl<'a> Sim<'a> {
 
     /// The client sends the next attempt of request `slot` at `at`: now, or when a retry's
     /// backoff ends. Nothing a client checks at send time can change while it backs off (no
-    /// breaker is modelled yet; a deadline is checked before), so a delayed retry is sent here
-    /// at once, dated `at`, rather than through an event of its own.
+    /// breaker is modelled yet; a deadline is checked before), so a delayed retry without a
+    /// timeout is sent here at once, dated `at`, rather than through an event of its own.
     fn send_attempt(&mut self, slot: u32, at: SimTime) {
         let timeout = self.sc.policy.timeout;
         let req = &mut self.requests[slot as usize];
@@ -482,8 +482,12 @@ impl<'a> Sim<'a> {
             // The retry would start after the deadline: the request ends at the deadline.
             let deadline = req.deadline;
             self.queue.schedule(deadline, Event::RetryDue { slot });
-        } else {
+        } else if delay == SimDuration::ZERO || self.sc.policy.timeout.is_none() {
             self.send_attempt(slot, due);
+        } else {
+            // Sent from its own event, so that its timeout timer, scheduled then, stays in
+            // order with the others and takes the event list's cheap lane.
+            self.queue.schedule(due, Event::RetryDue { slot });
         }
     }
 
