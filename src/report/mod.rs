@@ -1,17 +1,19 @@
 //! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
-//! scenario.resolved.json, the figures (each with its CSV) and the terminal table.
+//! scenario.resolved.json, the figures (each with its CSV), report.md and the terminal table.
 //!
 //! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
 //! writes files. Everything is rendered before anything is written, so a run that fails
 //! leaves no partial output behind.
 
 pub mod charts;
+mod markdown;
 mod summary;
 mod sweep;
 mod table;
 mod timeseries;
 
 pub use charts::ImageFormat;
+pub use markdown::{findings, report_md};
 pub use summary::summary_json;
 pub use sweep::{flatten, sweep_csv};
 pub use table::table;
@@ -62,7 +64,19 @@ pub fn render(
             bytes: sweep_csv(&sweep.path, result)?,
         });
     }
-    for figure in charts::figures(experiment, result, format)? {
+    let figures = charts::figures(experiment, result, format)?;
+    let refs: Vec<markdown::FigureRef> = figures
+        .iter()
+        .map(|f| markdown::FigureRef {
+            file: format!("{}.{}", f.stem, format.extension()),
+            caption: f.caption.clone(),
+        })
+        .collect();
+    files.push(OutputFile {
+        name: "report.md".into(),
+        bytes: report_md(experiment, result, &refs).into_bytes(),
+    });
+    for figure in figures {
         files.push(OutputFile {
             name: format!("{}.{}", figure.stem, format.extension()),
             bytes: figure.image,

@@ -6,6 +6,7 @@
 //! on every machine and need no fonts from the operating system. A variant keeps one colour in
 //! every figure of a run.
 
+mod comparison_bars;
 mod style;
 mod sweep_curves;
 mod time_histogram;
@@ -55,6 +56,13 @@ pub struct Figure {
 /// The kinds of chart.
 #[derive(Debug, Clone)]
 pub enum Chart {
+    /// Work, amplification, success, p99 latency and completion time, a bar per variant.
+    ComparisonBars {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
     /// A metric against the swept value, a line per variant with its 95 % band.
     SweepCurve {
         /// File stem.
@@ -88,7 +96,7 @@ impl Chart {
     /// The figure's size: panels per variant get room to breathe.
     fn size(&self, variants: usize) -> (u32, u32) {
         match self {
-            Chart::SweepCurve { .. } => SIZE,
+            Chart::SweepCurve { .. } | Chart::ComparisonBars { .. } => SIZE,
             Chart::TimeHistogram { .. } => (SIZE.0, (150 * variants as u32 + 60).max(400)),
         }
     }
@@ -108,7 +116,10 @@ pub fn figures(
 
 /// Which charts a run gets.
 pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Chart> {
-    let mut charts = Vec::new();
+    let mut charts = vec![Chart::ComparisonBars {
+        stem: "comparison",
+        caption: "The headline numbers side by side; a bar's whisker is its 95 % confidence interval.",
+    }];
     if experiment.sweep.is_some() {
         charts.push(Chart::SweepCurve {
             stem: "work",
@@ -155,9 +166,9 @@ fn render(
 ) -> anyhow::Result<Figure> {
     style::register_fonts();
     let (stem, caption) = match chart {
-        Chart::SweepCurve { stem, caption, .. } | Chart::TimeHistogram { stem, caption, .. } => {
-            (*stem, *caption)
-        }
+        Chart::SweepCurve { stem, caption, .. }
+        | Chart::TimeHistogram { stem, caption, .. }
+        | Chart::ComparisonBars { stem, caption } => (*stem, *caption),
     };
     let size = chart.size(result.points[0].variants.len());
     let (image, csv) = match format {
@@ -220,6 +231,7 @@ where
         Chart::TimeHistogram { column, label, .. } => {
             time_histogram::draw(experiment, result, *column, label, &root)?
         }
+        Chart::ComparisonBars { .. } => comparison_bars::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;

@@ -1,0 +1,144 @@
+//! Headline metrics side by side: a panel per metric, a bar per variant with its 95 %
+//! confidence interval as an error bar.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{FONT, tick, variant_color};
+use crate::report::flatten;
+use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
+
+/// The metrics compared: (dotted path, panel title, scale to the title's unit).
+const PANELS: [(&str, &str, f64); 5] = [
+    ("attempts", "work (attempts)", 1.0),
+    ("amplification", "amplification (x)", 1.0),
+    ("success_rate", "success (%)", 100.0),
+    ("latency_ms.p99", "p99 latency (ms)", 1.0),
+    ("makespan_ms", "completion (s)", 1e-3),
+];
+
+fn get(doc: &serde_json::Value, path: &str) -> f64 {
+    flatten(doc)
+        .into_iter()
+        .find(|(k, _)| k == path)
+        .map_or(0.0, |(_, v)| v)
+}
+
+/// Draws the panels and returns their CSV.
+pub fn draw<DB: DrawingBackend>(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    root: &DrawingArea<DB, Shift>,
+) -> anyhow::Result<Vec<u8>>
+where
+    DB::ErrorType: 'static,
+{
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let point = &result.points[focus];
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["metric", "variant", "mean", "ci95"])?;
+    for (path, title, scale) in PANELS {
+        for v in &point.variants {
+            w.write_record([
+                title.to_string(),
+                v.name.clone(),
+                (get(&v.metrics, path) * scale).to_string(),
+                (get(&v.ci95, path) * scale).to_string(),
+            ])?;
+        }
+    }
+    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let at = point
+        .value
+        .as_ref()
+        .zip(experiment.sweep.as_ref())
+        .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
+    let (title_area, body) = root.split_vertically(44);
+    title_area
+        .titled(
+            &format!(
+                "{}: variants compared{at} (bars: 95 % intervals)",
+                experiment.name
+            ),
+            (FONT, 21),
+        )
+        .map_err(err)?;
+    let (legend_area, panels_area) = body.split_vertically(36);
+    // Legend: one swatch per variant, in file order.
+    let n = point.variants.len();
+    for (j, v) in point.variants.iter().enumerate() {
+        let x = 20 + (j as i32) * (960 / n.max(1) as i32);
+        let color = variant_color(j);
+        legend_area
+            .draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
+            .map_err(err)?;
+        legend_area
+            .draw(&Text::new(v.name.clone(), (x + 24, 10), (FONT, 15)))
+            .map_err(err)?;
+    }
+    let areas = panels_area.split_evenly((1, PANELS.len()));
+    for ((path, title, scale), area) in PANELS.iter().zip(&areas) {
+        let bars: Vec<(f64, f64)> = point
+            .variants
+            .iter()
+            .map(|v| (get(&v.metrics, path) * scale, get(&v.ci95, path) * scale))
+            .collect();
+        let top = bars
+            .iter()
+            .map(|(m, h)| m + h)
+            .fold(0.0, f64::max)
+            .max(1e-9)
+            * 1.12;
+        let mut chart = ChartBuilder::on(area)
+            .margin(8)
+            .caption(*title, (FONT, 15))
+            .x_label_area_size(8)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..n as f64, 0.0..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .disable_x_axis()
+            .y_labels(6)
+            .y_label_formatter(&tick)
+            .label_style((FONT, 13))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .draw()
+            .map_err(err)?;
+        for (j, (mean, half)) in bars.iter().enumerate() {
+            let color = variant_color(j);
+            let x0 = j as f64 + 0.15;
+            let x1 = j as f64 + 0.85;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, 0.0), (x1, *mean)],
+                    color.filled(),
+                )))
+                .map_err(err)?;
+            if *half > 0.0 {
+                // A whisker with caps; no marker, which would hide a short interval.
+                let (xm, lo, hi) = (j as f64 + 0.5, (mean - half).max(0.0), mean + half);
+                let (c0, c1) = (j as f64 + 0.38, j as f64 + 0.62);
+                let whisker = [
+                    vec![(xm, lo), (xm, hi)],
+                    vec![(c0, lo), (c1, lo)],
+                    vec![(c0, hi), (c1, hi)],
+                ];
+                chart
+                    .draw_series(
+                        whisker
+                            .into_iter()
+                            .map(|line| PathElement::new(line, BLACK.stroke_width(2))),
+                    )
+                    .map_err(err)?;
+            }
+        }
+    }
+    Ok(csv)
+}

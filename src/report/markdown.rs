@@ -1,0 +1,440 @@
+//! `report.md`: a page a team can paste into a design review. What the scenario models in
+//! words, the results with their 95 % intervals, findings written as sentences computed from
+//! the numbers, and every figure with a caption saying what to look at.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::flatten;
+use crate::engine::SimDuration;
+use crate::model::{Backoff, Discipline, Dist, Outcome};
+use crate::runner::{ExperimentResult, VariantResult};
+use crate::scenario::{Experiment, Scenario, ServerKind, Workload};
+
+/// A figure as the report shows it.
+pub struct FigureRef {
+    /// File name inside the output folder.
+    pub file: String,
+    /// What to look at.
+    pub caption: String,
+}
+
+fn get(doc: &Value, path: &str) -> f64 {
+    flatten(doc)
+        .into_iter()
+        .find(|(k, _)| k == path)
+        .map_or(0.0, |(_, v)| v)
+}
+
+/// Renders report.md.
+pub fn report_md(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    figures: &[FigureRef],
+) -> String {
+    let mut out = String::new();
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let point = &result.points[focus];
+    let _ = writeln!(out, "# {}\n", experiment.name);
+    if let Some(d) = &experiment.description {
+        let _ = writeln!(out, "{d}\n");
+    }
+
+    let _ = writeln!(out, "## What this models\n");
+    let scenarios: Vec<&Scenario> = experiment.points[focus]
+        .variants
+        .iter()
+        .map(|v| &v.scenario)
+        .collect();
+    let base = describe(scenarios[0]);
+    for line in &base {
+        let _ = writeln!(out, "- {line}");
+    }
+    let reps = experiment.replications;
+    let _ = writeln!(
+        out,
+        "- Each variant runs {reps} replication{} with seed {}; variants share their random numbers, so they meet the same traffic.",
+        if reps == 1 { "" } else { "s" },
+        experiment.seed
+    );
+    if let Some(s) = &experiment.sweep {
+        let values: Vec<String> = s.values.iter().map(Value::to_string).collect();
+        let _ = writeln!(
+            out,
+            "- Every variant runs at every value of `{}`: {}. Results below are at `{}` = {}.",
+            s.path,
+            values.join(", "),
+            s.path,
+            point.value.as_ref().map_or(String::new(), Value::to_string)
+        );
+    }
+    let _ = writeln!(out, "\nThe variants:\n");
+    for (v, sc) in point.variants.iter().zip(&scenarios) {
+        let differs: Vec<String> = describe(sc)
+            .into_iter()
+            .filter(|l| !base.contains(l))
+            .collect();
+        if differs.is_empty() {
+            let _ = writeln!(out, "- **{}**: as above.", v.name);
+        } else {
+            let _ = writeln!(out, "- **{}**: {}", v.name, differs.join(" "));
+        }
+    }
+
+    let _ = writeln!(out, "\n## Results\n");
+    if reps > 1 {
+        let _ = writeln!(
+            out,
+            "Means over {reps} replications, ± the 95 % confidence half-width.\n"
+        );
+    }
+    results_table(&mut out, &point.variants, reps > 1);
+
+    let _ = writeln!(out, "\n## Findings\n");
+    for f in findings(&point.variants) {
+        let _ = writeln!(out, "- {f}");
+    }
+
+    if !figures.is_empty() {
+        let _ = writeln!(out, "\n## Figures\n");
+        for f in figures {
+            let _ = writeln!(out, "![{}]({})\n\n*{}*\n", f.caption, f.file, f.caption);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "---\nMade by retrystorm {} from `summary.json` in this folder; every figure has its data beside it as CSV.",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
+
+fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
+    const COLS: [(&str, &str, f64, usize); 8] = [
+        ("requests", "requests", 1.0, 0),
+        ("success %", "success_rate", 100.0, 1),
+        ("attempts", "attempts", 1.0, 0),
+        ("amplification", "amplification", 1.0, 2),
+        ("p50 ms", "latency_ms.p50", 1.0, 1),
+        ("p99 ms", "latency_ms.p99", 1.0, 1),
+        ("completion s", "makespan_ms", 1e-3, 2),
+        ("wasted", "server.wasted", 1.0, 0),
+    ];
+    let _ = write!(out, "| variant |");
+    for (h, ..) in COLS {
+        let _ = write!(out, " {h} |");
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in COLS {
+        let _ = write!(out, "---:|");
+    }
+    let _ = writeln!(out);
+    for v in variants {
+        let _ = write!(out, "| {} |", v.name);
+        for (_, path, scale, d) in COLS {
+            let m = get(&v.metrics, path) * scale;
+            if with_ci {
+                let h = get(&v.ci95, path) * scale;
+                let _ = write!(out, " {m:.d$} ± {h:.d$} |");
+            } else {
+                let _ = write!(out, " {m:.d$} |");
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// Whether two estimates' 95 % intervals are apart.
+fn apart(a: (f64, f64), b: (f64, f64)) -> bool {
+    (a.0 - b.0).abs() > a.1 + b.1
+}
+
+/// Sentences computed from the numbers.
+pub fn findings(variants: &[VariantResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    let est = |v: &VariantResult, path: &str| (get(&v.metrics, path), get(&v.ci95, path));
+    let by = |path: &str| -> (usize, usize) {
+        let values: Vec<f64> = variants.iter().map(|v| get(&v.metrics, path)).collect();
+        let lo = (0..values.len())
+            .min_by(|a, b| values[*a].total_cmp(&values[*b]))
+            .unwrap_or(0);
+        let hi = (0..values.len())
+            .max_by(|a, b| values[*a].total_cmp(&values[*b]))
+            .unwrap_or(0);
+        (lo, hi)
+    };
+    if variants.len() > 1 {
+        let (lo, hi) = by("attempts");
+        let (a, b) = (
+            est(&variants[lo], "attempts"),
+            est(&variants[hi], "attempts"),
+        );
+        if apart(a, b) && b.0 > 0.0 {
+            out.push(format!(
+                "**{}** sends {:.0} % fewer attempts to the server than **{}** ({:.0} against {:.0}).",
+                variants[lo].name,
+                100.0 * (1.0 - a.0 / b.0),
+                variants[hi].name,
+                a.0,
+                b.0
+            ));
+        } else {
+            out.push("Every variant puts about the same work on the server (the 95 % intervals overlap).".into());
+        }
+        let (lo, hi) = by("success_rate");
+        let (a, b) = (
+            est(&variants[lo], "success_rate"),
+            est(&variants[hi], "success_rate"),
+        );
+        if apart(a, b) {
+            let best: Vec<String> = variants
+                .iter()
+                .filter(|v| !apart(est(v, "success_rate"), b))
+                .map(|v| format!("**{}**", v.name))
+                .collect();
+            let (verb, names) = match best.as_slice() {
+                [one] => ("succeeds", one.clone()),
+                [init @ .., last] => ("succeed", format!("{} and {last}", init.join(", "))),
+                [] => ("succeeds", String::new()),
+            };
+            out.push(format!(
+                "{names} {verb} for {:.1} % of requests, **{}** for only {:.1} %.",
+                100.0 * b.0,
+                variants[lo].name,
+                100.0 * a.0
+            ));
+        }
+        let (lo, hi) = by("latency_ms.p99");
+        let (a, b) = (
+            est(&variants[lo], "latency_ms.p99"),
+            est(&variants[hi], "latency_ms.p99"),
+        );
+        if apart(a, b) && b.0 > 0.0 {
+            let ratio = if a.0 >= 1.0 {
+                format!(" ({:.1}x)", b.0 / a.0)
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "The slowest 1 % of requests take up to {:.0} ms with **{}** and {:.0} ms with **{}**{ratio}.",
+                b.0, variants[hi].name, a.0, variants[lo].name
+            ));
+        }
+        let (lo, hi) = by("makespan_ms");
+        let (a, b) = (
+            est(&variants[lo], "makespan_ms"),
+            est(&variants[hi], "makespan_ms"),
+        );
+        if apart(a, b) {
+            out.push(format!(
+                "The last request ends after {} with **{}** and after {} with **{}**.",
+                seconds(b.0),
+                variants[hi].name,
+                seconds(a.0),
+                variants[lo].name
+            ));
+        }
+    }
+    if let Some(v) = variants.iter().max_by(|a, b| {
+        get(&a.metrics, "amplification").total_cmp(&get(&b.metrics, "amplification"))
+    }) {
+        let amp = get(&v.metrics, "amplification");
+        if amp >= 1.5 {
+            out.push(format!(
+                "**{}** amplifies the load most, {:.2}x: each logical request reaches the server {:.2} times on average.",
+                v.name, amp, amp
+            ));
+        }
+    }
+    for v in variants {
+        let requests = get(&v.metrics, "requests");
+        let failed: Vec<(Outcome, f64)> = Outcome::FAILURES
+            .iter()
+            .map(|o| (*o, get(&v.metrics, &format!("failed.{}", o.name()))))
+            .filter(|(_, n)| *n > 0.0)
+            .collect();
+        let total: f64 = failed.iter().map(|(_, n)| n).sum();
+        if let Some((o, n)) = failed.iter().max_by(|a, b| a.1.total_cmp(&b.1))
+            && requests > 0.0
+            && total / requests >= 0.01
+        {
+            out.push(format!(
+                "**{}** fails {:.1} % of requests, mostly with `{}` ({:.0} % of its failures).",
+                v.name,
+                100.0 * total / requests,
+                o.name(),
+                100.0 * n / total
+            ));
+        }
+        let wasted = get(&v.metrics, "server.wasted");
+        let served = get(&v.metrics, "server.served");
+        if served > 0.0 && wasted / served >= 0.01 {
+            out.push(format!(
+                "**{}** wastes {:.0} % of the server's work on attempts whose client had already given up.",
+                v.name,
+                100.0 * wasted / served
+            ));
+        }
+        let truncated = get(&v.metrics, "truncated");
+        if truncated > 0.0 {
+            out.push(format!(
+                "**{}** hit a limit and stopped early in {:.0} % of replications: its numbers cover only what finished.",
+                v.name,
+                100.0 * truncated
+            ));
+        }
+    }
+    out
+}
+
+fn seconds(ms: f64) -> String {
+    if ms >= 10_000.0 {
+        format!("{:.0} s", ms / 1000.0)
+    } else if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+/// The scenario in words, one sentence per part.
+fn describe(s: &Scenario) -> Vec<String> {
+    let mut lines = Vec::new();
+    let n = s.clients.count;
+    lines.push(match &s.clients.workload {
+        Workload::Open(p) => {
+            let steps = if p.steps.is_empty() {
+                String::new()
+            } else {
+                let parts: Vec<String> = p
+                    .steps
+                    .iter()
+                    .map(|st| {
+                        format!(
+                            "{} {}/s at {}",
+                            if st.ramp { "ramping to" } else { "then" },
+                            st.rate_per_s,
+                            st.at
+                        )
+                    })
+                    .collect();
+                format!(" ({})", parts.join(", "))
+            };
+            format!(
+                "Clients: {n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
+                p.base_rate, s.duration
+            )
+        }
+        Workload::Closed(c) => {
+            let k = c
+                .requests_per_client
+                .map_or(format!("requests until {}", s.duration), |k| {
+                    format!("{k} request{}", if k == 1 { "" } else { "s" })
+                });
+            let start = if c.start.is_zero() {
+                "all starting at once".to_string()
+            } else {
+                format!("starting after {}", words(&c.start))
+            };
+            let think = if c.think_time.is_zero() {
+                String::new()
+            } else {
+                format!(", thinking {} between requests", words(&c.think_time))
+            };
+            format!("Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}.")
+        }
+    });
+    if !s.network.latency.is_zero() {
+        lines.push(format!(
+            "Network: every one-way message takes {}.",
+            words(&s.network.latency)
+        ));
+    }
+    lines.push(match &s.server.kind {
+        ServerKind::Queue(q) => {
+            let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
+                format!("{c} worker{}", if c == 1 { "" } else { "s" })
+            });
+            let room = q.queue_limit.map_or("an unlimited waiting room".to_string(), |l| {
+                format!("{l} waiting places")
+            });
+            let order = match q.discipline {
+                Discipline::Fifo => "",
+                Discipline::Lifo => ", newest first (LIFO)",
+            };
+            let mut line = format!(
+                "Server: {workers} with {room}{order}; service takes {}",
+                words(&q.service_time)
+            );
+            if q.slowdown_per_inflight > SimDuration::ZERO {
+                let _ = write!(line, " plus {} per attempt already in service", q.slowdown_per_inflight);
+            }
+            if q.error_rate > 0.0 {
+                let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
+            }
+            if q.drop_expired {
+                line.push_str("; attempts whose client gave up are dropped unserved");
+            }
+            line.push('.');
+            line
+        }
+        ServerKind::Occ => "Server: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts.".to_string(),
+    });
+    if s.server.permanent_error_rate > 0.0 {
+        lines.push(format!(
+            "{} % of requests are bad (4xx) and never retried.",
+            100.0 * s.server.permanent_error_rate
+        ));
+    }
+    let p = &s.policy;
+    if let Some(t) = p.timeout {
+        lines.push(format!("Attempts time out after {t}."));
+    }
+    if let Some(d) = p.deadline {
+        lines.push(format!("Requests give up {d} after they start (deadline)."));
+    }
+    lines.push(match p.retry.max_attempts {
+        Some(1) => "No retries: one attempt per request.".to_string(),
+        Some(m) => format!("Up to {m} attempts per request."),
+        None => "Unlimited attempts per request.".to_string(),
+    });
+    if p.retry.max_attempts != Some(1) {
+        lines.push(match &p.retry.backoff {
+            Backoff::None => "Retries go out at once (no backoff).".to_string(),
+            Backoff::Exponential {
+                base,
+                multiplier,
+                cap,
+                jitter,
+            } => format!(
+                "Backoff from {base}, x{multiplier} per retry, capped at {cap}, {}.",
+                match jitter {
+                    crate::model::Jitter::None => "without jitter".to_string(),
+                    j => format!("with {} jitter", j.name()),
+                }
+            ),
+        });
+    }
+    lines
+}
+
+/// A distribution in words.
+fn words(d: &Dist) -> String {
+    match d {
+        Dist::Constant(c) => format!("{c}"),
+        Dist::Exponential { mean, .. } => format!("an exponential time with mean {mean}"),
+        Dist::Uniform { min, max } => format!("between {min} and {max} (uniform)"),
+        Dist::Normal { mean, sd, .. } => format!("|Normal({mean}, {sd})|"),
+        Dist::LogNormal { median, sigma, .. } => {
+            format!("a log-normal time with median {median} (sigma {sigma})")
+        }
+        Dist::Mixture { parts, .. } => {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|(w, d)| format!("{:.0} % {}", 100.0 * w, words(d)))
+                .collect();
+            format!("a mixture: {}", parts.join(", "))
+        }
+    }
+}
