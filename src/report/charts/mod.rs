@@ -135,6 +135,27 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             scale: 1e-3,
             caption: "When the last request ended: lower is faster.",
         });
+        charts.push(Chart::SweepCurve {
+            stem: "amplification",
+            metric: "amplification",
+            label: "amplification (attempts per request)",
+            scale: 1.0,
+            caption: "How many times each request reached the server: 1 is no retries at all.",
+        });
+        charts.push(Chart::SweepCurve {
+            stem: "success-rate",
+            metric: "success_rate",
+            label: "success rate (%)",
+            scale: 100.0,
+            caption: "The share of requests that ended in success.",
+        });
+        charts.push(Chart::SweepCurve {
+            stem: "latency-p99",
+            metric: "latency_ms.p99",
+            label: "p99 latency (ms)",
+            scale: 1.0,
+            caption: "The latency the slowest 1 % of requests exceed, from start to final outcome.",
+        });
     }
     let any_retries = result
         .points
