@@ -83,12 +83,20 @@ fn parse_sweep(text: &str) -> Result<Sweep, String> {
     let (path, values) = text
         .split_once('=')
         .ok_or_else(|| format!("expected PATH=V1,V2,... (got {text:?})"))?;
-    let values: Vec<Value> = values
-        .split(',')
-        .map(|v| {
-            serde_json::from_str(v.trim()).unwrap_or_else(|_| Value::String(v.trim().to_string()))
-        })
-        .collect();
+    // Values are JSON separated by commas, so objects and strings with commas work
+    // (`network.latency={"constant":"1ms"},{"constant":"5ms"}`); a bare word is a string.
+    let values: Vec<Value> = match serde_json::from_str(&format!("[{values}]")) {
+        Ok(values) => values,
+        Err(_) => values
+            .split(',')
+            .map(|v| {
+                serde_json::from_str(v.trim()).unwrap_or_else(|_| Value::String(v.trim().into()))
+            })
+            .collect(),
+    };
+    if values.is_empty() {
+        return Err(format!("no values to sweep in {text:?}"));
+    }
     Ok(Sweep::new(path.trim(), values))
 }
 

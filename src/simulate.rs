@@ -264,8 +264,9 @@ impl<'a> Sim<'a> {
                 at: now,
             });
         }
-        let p = self.sc.server.permanent_error_rate;
-        let permanent = p > 0.0 && self.rng.arrivals.random::<f64>() < p;
+        // Drawn for every request, even at rate 0, so that changing the rate changes nothing
+        // else about the traffic (common random numbers).
+        let permanent = self.rng.arrivals.random::<f64>() < self.sc.server.permanent_error_rate;
         let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
         let fresh = Request {
             client,
@@ -299,34 +300,28 @@ impl<'a> Sim<'a> {
         None
     }
 
-    /// The client sends the next attempt of request `slot` at `at`: now, or when a retry's
-    /// backoff ends. Nothing a client checks at send time can change while it backs off (no
-    /// breaker is modelled yet; a deadline is checked before), so a delayed retry without a
-    /// timeout is sent here at once, dated `at`, rather than through an event of its own.
-    fn send_attempt(&mut self, slot: u32, at: SimTime) {
+    /// The client sends the next attempt of request `slot` now.
+    fn send_attempt(&mut self, slot: u32, now: SimTime) {
         let timeout = self.sc.policy.timeout;
         let req = &mut self.requests[slot as usize];
         req.attempts += 1;
         let token = req.next_token;
         req.next_token = req.next_token.wrapping_add(1).max(1);
         req.live_token = token;
-        req.abandon_at = timeout.map_or(SimTime::NEVER, |t| at + t).min(req.deadline);
+        req.abandon_at = timeout
+            .map_or(SimTime::NEVER, |t| now + t)
+            .min(req.deadline);
         let abandon_at = req.abandon_at;
-        let column = if req.attempts == 1 {
+        if req.attempts == 1 {
             self.rec.counters.first_attempts += 1;
-            Column::FirstAttempts
+            self.rec.series.add(Column::FirstAttempts);
         } else {
             self.rec.counters.retries += 1;
-            Column::Retries
-        };
-        if at == self.queue.now() {
-            self.rec.series.add(column);
-        } else {
-            self.rec.series.add_at(at, column);
+            self.rec.series.add(Column::Retries);
         }
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
         self.queue
-            .schedule(at + hop, Event::ServerArrival { slot, token });
+            .schedule(now + hop, Event::ServerArrival { slot, token });
         if abandon_at != SimTime::NEVER {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
@@ -482,11 +477,12 @@ impl<'a> Sim<'a> {
             // The retry would start after the deadline: the request ends at the deadline.
             let deadline = req.deadline;
             self.queue.schedule(deadline, Event::RetryDue { slot });
-        } else if delay == SimDuration::ZERO || self.sc.policy.timeout.is_none() {
-            self.send_attempt(slot, due);
+        } else if delay == SimDuration::ZERO {
+            self.send_attempt(slot, now);
         } else {
-            // Sent from its own event, so that its timeout timer, scheduled then, stays in
-            // order with the others and takes the event list's cheap lane.
+            // The retry is sent from its own event: the attempt then enters the event list
+            // when it is really sent, so ties with other events at the same instant resolve
+            // in the order things happen, and a run cut off at max_time never counts it.
             self.queue.schedule(due, Event::RetryDue { slot });
         }
     }
@@ -512,7 +508,11 @@ impl<'a> Sim<'a> {
     fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
         let c = &mut self.rec.counters;
         c.events = self.queue.events_processed();
-        c.end_time = self.queue.now();
+        // A run cut off at max_time ends there, not at the first event it did not process.
+        c.end_time = match self.sc.max_time {
+            Some(m) => self.queue.now().min(SimTime::ZERO + m),
+            None => self.queue.now(),
+        };
         if let Server::Queue(server) = &self.server {
             c.busy_nanos = server.busy_nanos;
             c.max_queue = u64::from(server.max_queue);

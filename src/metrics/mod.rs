@@ -100,7 +100,7 @@ impl std::fmt::Display for Truncation {
             ),
             Truncation::MaxEvents { limit, at } => write!(
                 f,
-                "stopped after limits.max_events = {limit} events at t = {at}; raise the limit or set max_time"
+                "stopped after limits.max_events = {limit} events at t = {at}; raise the limit, or set max_time if the storm goes on; if t hardly moved, something takes no time at all (give the service, the network or the think time a duration)"
             ),
             Truncation::MaxInFlight { limit, at } => write!(
                 f,
@@ -175,7 +175,11 @@ impl Recorder {
             if ended == 0 {
                 0.0
             } else {
-                self.latency.value_at_quantile(p) as f64 / 1e6
+                // A bucket reports its upper edge; no percentile can exceed the exact max.
+                self.latency
+                    .value_at_quantile(p)
+                    .min(self.latency_max_nanos) as f64
+                    / 1e6
             }
         };
         let latency = LatencySummary {

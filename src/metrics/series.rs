@@ -124,8 +124,7 @@ pub type Row = [u32; COLUMNS];
 #[derive(Debug, Clone)]
 pub struct TimeSeries {
     bucket: SimDuration,
-    /// Rows up to the current bucket, and beyond it any bucket a count was already scheduled
-    /// into ([`TimeSeries::add_at`]).
+    /// One row per bucket up to the present.
     rows: Vec<Row>,
     /// Index of the bucket holding the present.
     current: usize,
@@ -219,17 +218,7 @@ impl TimeSeries {
         row[col as usize] = row[col as usize].saturating_add(1);
     }
 
-    /// Adds one to `col` in the bucket holding `t`, which may lie in the future (a retry sent
-    /// when its backoff ends). `t` must not be earlier than the present.
-    pub fn add_at(&mut self, t: SimTime, col: Column) {
-        let i = self.index_of(t);
-        debug_assert!(i >= self.current, "counted into the past");
-        let row = &mut self.rows[i];
-        row[col as usize] = row[col as usize].saturating_add(1);
-    }
-
-    /// Closes the series with the final state, which also holds in every later bucket a count
-    /// was scheduled into.
+    /// Closes the series with the final state.
     pub fn close(&mut self, state: [u32; 3]) {
         for row in &mut self.rows[self.current..] {
             set_state(row, state);
@@ -279,29 +268,5 @@ mod tests {
         assert_eq!(rows[1][Column::QueueLen as usize], 7);
         assert_eq!(rows[2][Column::InFlight as usize], 2);
         assert_eq!(rows[3][Column::QueueLen as usize], 0);
-    }
-
-    #[test]
-    fn counts_scheduled_into_the_future_wait_for_their_bucket() {
-        let mut s = TimeSeries::new(SimDuration::from_secs(1));
-        s.add_at(SimTime(5_500_000_000), Column::Retries);
-        s.add(Column::Retries);
-        s.tick(SimTime(2_000_000_000), || [4, 0, 1]);
-        s.add(Column::Retries);
-        s.close([0, 0, 0]);
-        let rows = s.rows();
-        assert_eq!(rows.len(), 6);
-        let retries: Vec<u32> = rows.iter().map(|r| r[Column::Retries as usize]).collect();
-        assert_eq!(retries, vec![1, 0, 1, 0, 0, 1]);
-        assert_eq!(
-            rows[1][Column::QueueLen as usize],
-            4,
-            "state at the end of bucket 1"
-        );
-        assert_eq!(
-            rows[5][Column::QueueLen as usize],
-            0,
-            "closed with the final state"
-        );
     }
 }

@@ -17,13 +17,16 @@ pub fn timeseries_csv(result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
             other => other.to_string(),
         });
         for v in &point.variants {
-            let width = v.bucket.as_secs_f64();
+            let width = v.bucket.as_nanos();
             for (i, row) in v.series.iter().enumerate() {
+                // From integer nanoseconds, so bucket starts print exactly (10.7, not
+                // 10.700000000000001).
+                let start = crate::engine::SimTime(i as u64 * width);
                 let mut record = vec![
                     value.clone(),
                     v.name.clone(),
-                    format_number(i as f64 * width),
-                    format_number(width),
+                    format_number(start.as_nanos() as f64 / 1e9),
+                    format_number(width as f64 / 1e9),
                 ];
                 record.extend(row.iter().map(|x| format_number(*x)));
                 w.write_record(&record)?;

@@ -112,8 +112,15 @@ pub fn load_str(
             for (i, v) in list.iter().enumerate() {
                 check_variant(i, &v.name, &v.patch, list, &mut problems);
             }
+            // A variant without a patch (or with `null`) is the base scenario itself.
             list.iter()
-                .map(|v| (v.name.clone(), v.patch.clone()))
+                .map(|v| {
+                    let patch = match &v.patch {
+                        Value::Null => Value::Object(Default::default()),
+                        p => p.clone(),
+                    };
+                    (v.name.clone(), patch)
+                })
                 .collect()
         }
     };
@@ -132,49 +139,51 @@ pub fn load_str(
         None => vec![None],
     };
     let mut points = Vec::with_capacity(values.len());
-    let mut seen = std::collections::HashSet::new();
+    // A problem the base document has is reported once, without a variant's name (unless
+    // every variant's patch fixes it); a variant is blamed only for what its patch adds.
+    let mut reported = std::collections::HashSet::new();
     for value in values {
         let mut base = doc.clone();
         let context = match (&value, &sweep) {
             (Some(v), Some(s)) => {
                 if let Err(message) = set_path(&mut base, &s.path, v.clone()) {
-                    problems.push(Problem::new("sweep.path", message));
+                    if reported.insert(("sweep.path".to_string(), message.clone())) {
+                        problems.push(Problem::new("sweep.path", message));
+                    }
                     continue;
                 }
                 format!("with {} = {v}", s.path)
             }
             _ => String::new(),
         };
+        let base_problems = check(&base).err().unwrap_or_default();
         let mut point_variants = Vec::with_capacity(variants.len());
         for (i, (vname, patch)) in variants.iter().enumerate() {
             let mut merged = base.clone();
             json_patch::merge(&mut merged, patch);
-            let mut place = context.clone();
-            if raw.variants.is_some() {
-                place = format!("variants[{i}] \"{vname}\" {place}")
-                    .trim()
-                    .to_string();
-            }
-            let found = match serde_path_to_error::deserialize::<_, RawScenario>(&merged) {
-                Err(e) => vec![shape_problem(e, false)],
-                Ok(raw_variant) => match validate(&raw_variant) {
-                    Ok(scenario) => {
-                        point_variants.push(Variant {
-                            name: vname.clone(),
-                            scenario,
-                        });
-                        continue;
+            match check(&merged) {
+                Ok(scenario) => point_variants.push(Variant {
+                    name: vname.clone(),
+                    scenario,
+                }),
+                Err(found) => {
+                    let place = format!("variants[{i}] \"{vname}\" {context}");
+                    for mut p in found {
+                        if base_problems.contains(&p) {
+                            // The base's own problem (a variant may also fix it, so only
+                            // the variants that keep it count).
+                            let from_sweep =
+                                sweep.as_ref().is_some_and(|s| p.path.starts_with(&s.path));
+                            if from_sweep {
+                                p.message = format!("{} ({context})", p.message);
+                            }
+                        } else {
+                            p.message = format!("{} (in {})", p.message, place.trim());
+                        }
+                        if reported.insert((p.path.clone(), p.message.clone())) {
+                            problems.push(p);
+                        }
                     }
-                    Err(found) => found,
-                },
-            };
-            // A problem of the base document shows up in every variant: report it once.
-            for mut p in found {
-                if seen.insert((p.path.clone(), p.message.clone())) {
-                    if !place.is_empty() {
-                        p.message = format!("{} (in {place})", p.message);
-                    }
-                    problems.push(p);
                 }
             }
         }
@@ -194,6 +203,14 @@ pub fn load_str(
         sweep,
         points,
     })
+}
+
+/// Deserializes and validates one merged document.
+fn check(doc: &Value) -> Result<super::Scenario, Vec<Problem>> {
+    match serde_path_to_error::deserialize::<_, RawScenario>(doc) {
+        Err(e) => Err(vec![shape_problem(e, false)]),
+        Ok(raw) => validate(&raw),
+    }
 }
 
 /// Puts `value` at dotted `path` in `doc`, creating objects on the way. A key that is a
@@ -335,7 +352,7 @@ fn shape_problem(e: serde_path_to_error::Error<serde_json::Error>, with_position
         message.push_str(&hint);
     } else if message.contains("expected map with a single key") {
         message.push_str(
-            "; a distribution has exactly one kind: when a variant patch changes the kind, remove the old one with null, e.g. {\"exponential\": null, \"constant\": \"10ms\"}",
+            "; it must have exactly one key (one kind of distribution or workload): when a variant patch changes the kind, remove the old one with null, e.g. {\"exponential\": null, \"constant\": \"10ms\"}",
         );
     }
     if with_position && inner.line() > 0 {

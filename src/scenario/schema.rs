@@ -308,7 +308,7 @@ pub struct RawPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RawAttemptOutcome {
-    /// The attempt succeeded (never retried).
+    /// The attempt succeeded (listing it is an error).
     Success,
     /// 5xx.
     Error,
@@ -320,7 +320,7 @@ pub enum RawAttemptOutcome {
     Timeout,
     /// An optimistic-concurrency write lost.
     Conflict,
-    /// 4xx: never retried, even if listed.
+    /// 4xx: never retried (listing it is an error).
     Permanent,
 }
 

@@ -217,6 +217,17 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     if limits.max_in_flight == 0 {
         c.err("limits.max_in_flight", "must be at least 1 (got 0)");
     }
+    if matches!(clients.workload, Workload::Closed(_))
+        && u64::from(clients.count) > limits.max_in_flight
+    {
+        c.err(
+            "clients.count",
+            format!(
+                "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
+                clients.count, limits.max_in_flight
+            ),
+        );
+    }
     if c.problems.is_empty() {
         Ok(Scenario {
             duration,

@@ -174,3 +174,45 @@ fn queue_settings_on_an_occ_server_are_rejected() {
     ));
     assert_says(&stderr, &["server.service_time", "queue server only"]);
 }
+
+#[test]
+fn a_base_problem_is_reported_once_without_blaming_a_variant() {
+    let text = GOOD
+        .replace("\"max_attempts\": 3", "\"max_attempts\": 0")
+        .replace(
+            "\"policy\"",
+            "\"variants\": [{\"name\": \"a\"}, {\"name\": \"b\"}],\n  \"policy\"",
+        );
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &["1 problem in the scenario", "policy.retry.max_attempts"],
+    );
+    assert!(
+        !stderr.contains("variants[0]"),
+        "blamed a variant:\n{stderr}"
+    );
+}
+
+#[test]
+fn the_same_mistake_in_two_variants_is_reported_for_each() {
+    let text = GOOD.replace(
+        "\"policy\"",
+        "\"variants\": [{\"name\": \"a\", \"patch\": {\"server\": {\"concurrency\": 0}}}, {\"name\": \"b\"}, {\"name\": \"c\", \"patch\": {\"server\": {\"concurrency\": 0}}}],\n  \"policy\"",
+    );
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &["2 problems", "variants[0] \"a\"", "variants[2] \"c\""],
+    );
+}
+
+#[test]
+fn a_closed_workload_larger_than_the_in_flight_limit_is_rejected() {
+    let text = GOOD.replace(
+        "\"count\": 2, \"workload\": { \"open\": { \"rate_per_s\": 10 } }",
+        "\"count\": 400000000, \"workload\": { \"closed\": {} }",
+    );
+    let stderr = reject(&text);
+    assert_says(&stderr, &["clients.count", "limits.max_in_flight"]);
+}

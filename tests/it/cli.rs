@@ -233,3 +233,44 @@ fn svg_format_writes_svg_figures() {
     .unwrap();
     assert!(svg.starts_with("<svg"));
 }
+
+#[test]
+fn a_variant_without_a_patch_is_the_base_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"name": "plain", "duration": "1s",
+      "clients": {"count": 2, "workload": {"open": {"rate_per_s": 10}}},
+      "server": {"service_time": {"constant": "1ms"}},
+      "variants": [{"name": "just the base"}, {"name": "null patch", "patch": null}]}"#;
+    std::fs::write(dir.path().join("s.json"), text).unwrap();
+    let out = retrystorm(dir.path(), &["run", "s.json", "--quiet"]);
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+}
+
+#[test]
+fn sweep_values_on_the_command_line_may_be_json_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("retry-chapter");
+    let out = retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--sweep",
+            r#"network.latency={"constant": "1ms"},{"uniform": {"min": "1ms", "max": "2ms"}}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("output/retry-chapter/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["sweep"]["points"][1]["value"]["uniform"]["max"],
+        "2ms"
+    );
+}
+
+fn text_of(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}

@@ -146,6 +146,12 @@ proptest! {
         prop_assert!(c.attempts <= c.requests * u64::from(p.max_attempts));
         // The last request ended no earlier than the run's events allow.
         prop_assert!(c.makespan <= c.end_time);
+        // Percentiles never exceed the exact maximum; a deadline bounds every latency.
+        let l = &r.latency;
+        prop_assert!(l.p50_ms <= l.p99_ms && l.p99_ms <= l.p999_ms && l.p999_ms <= l.max_ms);
+        if let Some(d) = p.deadline_ms {
+            prop_assert!(l.max_ms <= f64::from(d) + 1e-6, "max {} > deadline {d}", l.max_ms);
+        }
     }
 }
 
@@ -168,4 +174,24 @@ fn stale_timers_do_not_pile_up_with_long_timeouts() {
         r.counters.max_pending,
         r.counters.requests
     );
+}
+
+/// Regression: a delayed retry used to enter the event list when it was decided, without a
+/// timeout, and when it was sent, with one; equal-time ties then resolved differently, so a
+/// timeout that never fires changed the results.
+#[test]
+fn a_timeout_that_never_fires_changes_nothing() {
+    let base = r#"{
+      "name": "ties", "duration": "1s",
+      "clients": {"count": 2, "workload": {"closed": {"requests_per_client": 2}}},
+      "server": {"concurrency": 1, "queue_limit": 0, "service_time": {"constant": "10ms"}},
+      "policy": {POLICY "retry": {"max_attempts": 3,
+        "backoff": {"base": "20ms", "cap": "1s", "jitter": "none"}}}
+    }"#;
+    let run = |policy: &str| {
+        let text = base.replace("POLICY", policy);
+        let e = load_str(&text, "test", &LoadOptions::default()).unwrap();
+        retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0).metrics_json()
+    };
+    assert_eq!(run(""), run(r#""timeout": "1h","#));
 }
