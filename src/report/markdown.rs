@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::flatten;
+use super::metric;
 use crate::engine::SimDuration;
 use crate::model::{Backoff, Discipline, Dist, Outcome};
 use crate::runner::{ExperimentResult, VariantResult};
@@ -18,13 +18,6 @@ pub struct FigureRef {
     pub file: String,
     /// What to look at.
     pub caption: String,
-}
-
-fn get(doc: &Value, path: &str) -> f64 {
-    flatten(doc)
-        .into_iter()
-        .find(|(k, _)| k == path)
-        .map_or(0.0, |(_, v)| v)
 }
 
 /// Renders report.md.
@@ -133,9 +126,9 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
     for v in variants {
         let _ = write!(out, "| {} |", v.name);
         for (_, path, scale, d) in COLS {
-            let m = get(&v.metrics, path) * scale;
+            let m = metric(&v.metrics, path) * scale;
             if with_ci {
-                let h = get(&v.ci95, path) * scale;
+                let h = metric(&v.ci95, path) * scale;
                 let _ = write!(out, " {m:.d$} ± {h:.d$} |");
             } else {
                 let _ = write!(out, " {m:.d$} |");
@@ -153,9 +146,9 @@ fn apart(a: (f64, f64), b: (f64, f64)) -> bool {
 /// Sentences computed from the numbers.
 pub fn findings(variants: &[VariantResult]) -> Vec<String> {
     let mut out = Vec::new();
-    let est = |v: &VariantResult, path: &str| (get(&v.metrics, path), get(&v.ci95, path));
+    let est = |v: &VariantResult, path: &str| (metric(&v.metrics, path), metric(&v.ci95, path));
     let by = |path: &str| -> (usize, usize) {
-        let values: Vec<f64> = variants.iter().map(|v| get(&v.metrics, path)).collect();
+        let values: Vec<f64> = variants.iter().map(|v| metric(&v.metrics, path)).collect();
         let lo = (0..values.len())
             .min_by(|a, b| values[*a].total_cmp(&values[*b]))
             .unwrap_or(0);
@@ -237,9 +230,9 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         }
     }
     if let Some(v) = variants.iter().max_by(|a, b| {
-        get(&a.metrics, "amplification").total_cmp(&get(&b.metrics, "amplification"))
+        metric(&a.metrics, "amplification").total_cmp(&metric(&b.metrics, "amplification"))
     }) {
-        let amp = get(&v.metrics, "amplification");
+        let amp = metric(&v.metrics, "amplification");
         if amp >= 1.5 {
             out.push(format!(
                 "**{}** amplifies the load most, {:.2}x: each logical request reaches the server {:.2} times on average.",
@@ -248,10 +241,10 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         }
     }
     for v in variants {
-        let requests = get(&v.metrics, "requests");
+        let requests = metric(&v.metrics, "requests");
         let failed: Vec<(Outcome, f64)> = Outcome::FAILURES
             .iter()
-            .map(|o| (*o, get(&v.metrics, &format!("failed.{}", o.name()))))
+            .map(|o| (*o, metric(&v.metrics, &format!("failed.{}", o.name()))))
             .filter(|(_, n)| *n > 0.0)
             .collect();
         let total: f64 = failed.iter().map(|(_, n)| n).sum();
@@ -267,8 +260,8 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 100.0 * n / total
             ));
         }
-        let wasted = get(&v.metrics, "server.wasted");
-        let served = get(&v.metrics, "server.served");
+        let wasted = metric(&v.metrics, "server.wasted");
+        let served = metric(&v.metrics, "server.served");
         if served > 0.0 && wasted / served >= 0.01 {
             out.push(format!(
                 "**{}** wastes {:.0} % of the server's work on attempts whose client had already given up.",
@@ -276,7 +269,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 100.0 * wasted / served
             ));
         }
-        let truncated = get(&v.metrics, "truncated");
+        let truncated = metric(&v.metrics, "truncated");
         if truncated > 0.0 {
             out.push(format!(
                 "**{}** hit a limit and stopped early in {:.0} % of replications: its numbers cover only what finished.",

@@ -24,6 +24,14 @@ use std::path::Path;
 use crate::runner::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
+/// A metric by dotted path (`latency_ms.p99`) in a metrics document; 0 if absent.
+pub fn metric(doc: &serde_json::Value, path: &str) -> f64 {
+    path.split('.')
+        .try_fold(doc, |d, key| d.get(key))
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(0.0)
+}
+
 /// A rendered output file: its name inside the output folder and its bytes.
 #[derive(Debug, Clone)]
 pub struct OutputFile {

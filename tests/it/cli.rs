@@ -18,12 +18,23 @@ fn text(out: &[u8]) -> String {
     String::from_utf8_lossy(out).into_owned()
 }
 
+/// Runs retrystorm and asserts that it succeeded.
+fn run_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = retrystorm(dir, args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
+}
+
+/// Reads a JSON file.
+fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
 #[test]
 fn run_writes_summary_timeseries_and_resolved_scenario() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("retry-chapter");
-    let out = retrystorm(dir.path(), &["run", file.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_ok(dir.path(), &["run", file.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     for needle in [
         "no jitter",
@@ -35,8 +46,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         assert!(stdout.contains(needle), "table lacks {needle:?}:\n{stdout}");
     }
     let folder = dir.path().join("output/retry-chapter");
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let summary = json_file(&folder.join("summary.json"));
     assert_eq!(summary["name"], "retry-chapter");
     assert_eq!(summary["seed"], 1);
     let v = &summary["variants"][0];
@@ -71,9 +81,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
     }
     let csv = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
     assert!(csv.starts_with("sweep_value,variant,bucket_start_s,bucket_s,first_attempts,retries"));
-    let resolved: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(folder.join("scenario.resolved.json")).unwrap())
-            .unwrap();
+    let resolved: serde_json::Value = json_file(&folder.join("scenario.resolved.json"));
     assert_eq!(resolved["seed"], 1);
     assert!(resolved["version"].is_string());
     // Defaults are filled in.
@@ -89,7 +97,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
 fn out_seed_replications_and_sweep_flags_apply() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("retry-chapter");
-    let out = retrystorm(
+    let out = run_ok(
         dir.path(),
         &[
             "run",
@@ -105,11 +113,8 @@ fn out_seed_replications_and_sweep_flags_apply() {
             "--quiet",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "--quiet prints nothing");
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("elsewhere/summary.json")).unwrap())
-            .unwrap();
+    let summary = json_file(&dir.path().join("elsewhere/summary.json"));
     assert_eq!(summary["seed"], 9);
     assert_eq!(summary["replications"], 2);
     let points = summary["sweep"]["points"].as_array().unwrap();
@@ -122,7 +127,7 @@ fn out_seed_replications_and_sweep_flags_apply() {
 fn check_lists_ok_files_and_schema_is_json() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("thundering-herd");
-    let out = retrystorm(dir.path(), &["check", file.to_str().unwrap()]);
+    let out = run_ok(dir.path(), &["check", file.to_str().unwrap()]);
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("ok (4 variants"));
     assert!(!dir.path().join("output").exists(), "check writes nothing");
@@ -152,15 +157,14 @@ fn every_bundled_scenario_is_valid() {
     assert!(files.len() >= 5);
     let mut args = vec!["check"];
     args.extend(files.iter().map(String::as_str));
-    let out = retrystorm(dir.path(), &args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_ok(dir.path(), &args);
 }
 
 #[test]
 fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("aws-backoff-jitter");
-    let out = retrystorm(
+    run_ok(
         dir.path(),
         &[
             "run",
@@ -172,7 +176,6 @@ fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
             "--quiet",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let folder = dir.path().join("output/aws-backoff-jitter");
     for stem in [
         "work",
@@ -190,8 +193,7 @@ fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
         );
     }
     // The work curve's CSV holds exactly summary.json's means.
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let summary = json_file(&folder.join("summary.json"));
     let csv = std::fs::read_to_string(folder.join("work.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv
         .lines()
@@ -221,11 +223,10 @@ fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
 fn svg_format_writes_svg_figures() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("retry-chapter");
-    let out = retrystorm(
+    run_ok(
         dir.path(),
         &["run", file.to_str().unwrap(), "--format", "svg", "--quiet"],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let svg = std::fs::read_to_string(
         dir.path()
             .join("output/retry-chapter/retries-over-time.svg"),
@@ -242,15 +243,14 @@ fn a_variant_without_a_patch_is_the_base_scenario() {
       "server": {"service_time": {"constant": "1ms"}},
       "variants": [{"name": "just the base"}, {"name": "null patch", "patch": null}]}"#;
     std::fs::write(dir.path().join("s.json"), text).unwrap();
-    let out = retrystorm(dir.path(), &["run", "s.json", "--quiet"]);
-    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    run_ok(dir.path(), &["run", "s.json", "--quiet"]);
 }
 
 #[test]
 fn sweep_values_on_the_command_line_may_be_json_objects() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("retry-chapter");
-    let out = retrystorm(
+    run_ok(
         dir.path(),
         &[
             "run",
@@ -260,17 +260,10 @@ fn sweep_values_on_the_command_line_may_be_json_objects() {
             r#"network.latency={"constant": "1ms"},{"uniform": {"min": "1ms", "max": "2ms"}}"#,
         ],
     );
-    assert!(out.status.success(), "{}", text_of(&out.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.path().join("output/retry-chapter/summary.json")).unwrap(),
-    )
-    .unwrap();
+    let summary: serde_json::Value =
+        json_file(&dir.path().join("output/retry-chapter/summary.json"));
     assert_eq!(
         summary["sweep"]["points"][1]["value"]["uniform"]["max"],
         "2ms"
     );
-}
-
-fn text_of(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
 }

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{FONT, tick, variant_color};
-use crate::report::flatten;
+use crate::report::metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
@@ -18,13 +18,6 @@ const PANELS: [(&str, &str, f64); 5] = [
     ("makespan_ms", "completion (s)", 1e-3),
 ];
 
-fn get(doc: &serde_json::Value, path: &str) -> f64 {
-    flatten(doc)
-        .into_iter()
-        .find(|(k, _)| k == path)
-        .map_or(0.0, |(_, v)| v)
-}
-
 /// Draws the panels and returns their CSV.
 pub fn draw<DB: DrawingBackend>(
     experiment: &Experiment,
@@ -34,8 +27,7 @@ pub fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let point = &result.points[focus];
+    let (point, at) = super::focus_point(experiment, result);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["metric", "variant", "mean", "ci95"])?;
     for (path, title, scale) in PANELS {
@@ -43,8 +35,8 @@ where
             w.write_record([
                 title.to_string(),
                 v.name.clone(),
-                (get(&v.metrics, path) * scale).to_string(),
-                (get(&v.ci95, path) * scale).to_string(),
+                (metric(&v.metrics, path) * scale).to_string(),
+                (metric(&v.ci95, path) * scale).to_string(),
             ])?;
         }
     }
@@ -52,11 +44,6 @@ where
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let at = point
-        .value
-        .as_ref()
-        .zip(experiment.sweep.as_ref())
-        .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
     let (title_area, body) = root.split_vertically(44);
     title_area
         .titled(
@@ -85,7 +72,12 @@ where
         let bars: Vec<(f64, f64)> = point
             .variants
             .iter()
-            .map(|v| (get(&v.metrics, path) * scale, get(&v.ci95, path) * scale))
+            .map(|v| {
+                (
+                    metric(&v.metrics, path) * scale,
+                    metric(&v.ci95, path) * scale,
+                )
+            })
             .collect();
         let top = bars
             .iter()

@@ -89,6 +89,22 @@ pub enum Chart {
     },
 }
 
+/// The sweep point that figures of a single sweep value show, and the words that say which
+/// (empty without a sweep).
+fn focus_point<'a>(
+    experiment: &Experiment,
+    result: &'a ExperimentResult,
+) -> (&'a crate::runner::PointResult, String) {
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let point = &result.points[focus];
+    let at = point
+        .value
+        .as_ref()
+        .zip(experiment.sweep.as_ref())
+        .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
+    (point, at)
+}
+
 /// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
 pub const SIZE: (u32, u32) = (1000, 620);
 

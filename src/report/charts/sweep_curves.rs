@@ -5,16 +5,9 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::style::{FONT, tick, variant_color};
-use crate::report::flatten;
+use crate::report;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
-
-fn metric_of(doc: &Value, path: &str) -> f64 {
-    flatten(doc)
-        .into_iter()
-        .find(|(k, _)| k == path)
-        .map_or(0.0, |(_, v)| v)
-}
 
 /// Draws the curves of `metric` (scaled by `scale`) and returns their CSV.
 pub fn draw<DB: DrawingBackend>(
@@ -51,8 +44,8 @@ where
                 .map(|p| {
                     let v = &p.variants[j];
                     (
-                        metric_of(&v.metrics, metric) * scale,
-                        metric_of(&v.ci95, metric) * scale,
+                        report::metric(&v.metrics, metric) * scale,
+                        report::metric(&v.ci95, metric) * scale,
                     )
                 })
                 .collect()

@@ -20,8 +20,7 @@ pub fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let point = &result.points[focus];
+    let (point, at) = super::focus_point(experiment, result);
     let col = column as usize;
 
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -50,11 +49,6 @@ where
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let at = point
-        .value
-        .as_ref()
-        .zip(experiment.sweep.as_ref())
-        .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
     let reps = if experiment.replications > 1 {
         format!(" (mean of {} replications)", experiment.replications)
     } else {
