@@ -267,3 +267,79 @@ fn sweep_values_on_the_command_line_may_be_json_objects() {
         "2ms"
     );
 }
+
+#[test]
+fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = [
+        "thundering-herd",
+        "queueing-theory",
+        "retry-chapter",
+        "amplification-closed-form",
+        "backoff-open-vs-closed",
+        "aws-backoff-jitter",
+    ];
+    for name in scenarios {
+        let file = scenario_path(name);
+        let out = dir.path().join(name);
+        run_ok(
+            dir.path(),
+            &[
+                "run",
+                file.to_str().unwrap(),
+                "--replications",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+                "--quiet",
+            ],
+        );
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        let images: Vec<&str> = report
+            .lines()
+            .filter_map(|l| l.strip_prefix("![")?.split("](").nth(1)?.strip_suffix(')'))
+            .collect();
+        assert!(images.len() >= 3, "{name}: {images:?}");
+        for image in &images {
+            let png =
+                image::open(out.join(image)).unwrap_or_else(|e| panic!("{name}/{image}: {e}"));
+            assert_eq!(png.width(), 1000, "{name}/{image}");
+            assert!(png.height() >= 400, "{name}/{image}");
+        }
+        // comparison.csv holds summary.json's numbers for the variants it shows.
+        let summary = json_file(&out.join("summary.json"));
+        let variants = match summary["sweep"]["points"].as_array() {
+            Some(points) => {
+                let focus = points
+                    .iter()
+                    .find(|p| p["value"] == 100)
+                    .unwrap_or(&points[points.len() / 2]);
+                focus["variants"].clone()
+            }
+            None => summary["variants"].clone(),
+        };
+        let mut csv = csv::Reader::from_path(out.join("comparison.csv")).unwrap();
+        let mut checked = 0;
+        for row in csv.records() {
+            let row = row.unwrap();
+            if &row[0] != "work (attempts)" {
+                continue;
+            }
+            let v = variants
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == row[1])
+                .unwrap_or_else(|| panic!("{name}: no variant {}", &row[1]));
+            let mean: f64 = row[2].parse().unwrap();
+            assert_eq!(
+                mean,
+                v["metrics"]["attempts"].as_f64().unwrap(),
+                "{name}: {}",
+                &row[1]
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, variants.as_array().unwrap().len(), "{name}");
+    }
+}

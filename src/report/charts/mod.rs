@@ -7,6 +7,7 @@
 //! every figure of a run.
 
 mod comparison_bars;
+mod load_over_time;
 mod style;
 mod sweep_curves;
 mod time_histogram;
@@ -56,6 +57,13 @@ pub struct Figure {
 /// The kinds of chart.
 #[derive(Debug, Clone)]
 pub enum Chart {
+    /// First attempts and retries stacked, goodput and queue length over time, per variant.
+    LoadOverTime {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
     /// Work, amplification, success, p99 latency and completion time, a bar per variant.
     ComparisonBars {
         /// File stem.
@@ -113,7 +121,9 @@ impl Chart {
     fn size(&self, variants: usize) -> (u32, u32) {
         match self {
             Chart::SweepCurve { .. } | Chart::ComparisonBars { .. } => SIZE,
-            Chart::TimeHistogram { .. } => (SIZE.0, (150 * variants as u32 + 60).max(400)),
+            Chart::TimeHistogram { .. } | Chart::LoadOverTime { .. } => {
+                (SIZE.0, (150 * variants as u32 + 60).max(400))
+            }
         }
     }
 }
@@ -173,6 +183,10 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             caption: "The latency the slowest 1 % of requests exceed, from start to final outcome.",
         });
     }
+    charts.push(Chart::LoadOverTime {
+        stem: "load-over-time",
+        caption: "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
+    });
     let any_retries = result
         .points
         .iter()
@@ -205,7 +219,8 @@ fn render(
     let (stem, caption) = match chart {
         Chart::SweepCurve { stem, caption, .. }
         | Chart::TimeHistogram { stem, caption, .. }
-        | Chart::ComparisonBars { stem, caption } => (*stem, *caption),
+        | Chart::ComparisonBars { stem, caption }
+        | Chart::LoadOverTime { stem, caption } => (*stem, *caption),
     };
     let size = chart.size(result.points[0].variants.len());
     let (image, csv) = match format {
@@ -269,6 +284,7 @@ where
             time_histogram::draw(experiment, result, *column, label, &root)?
         }
         Chart::ComparisonBars { .. } => comparison_bars::draw(experiment, result, &root)?,
+        Chart::LoadOverTime { .. } => load_over_time::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
