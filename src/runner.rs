@@ -46,6 +46,8 @@ pub struct VariantResult {
     pub replications: Vec<Value>,
     /// Mean time series over replications.
     pub series: Vec<[f64; COLUMNS]>,
+    /// Mean logical requests per latency bin over replications.
+    pub latency_bins: Vec<f64>,
     /// Width of a time-series bucket.
     pub bucket: SimDuration,
     /// Replications that stopped early, with the reason.
@@ -80,7 +82,17 @@ pub fn run(
         let (metrics, ci95) = aggregate(&replications);
         let series: Vec<_> = runs.iter().map(|(_, r)| &r.series).collect();
         let (bucket, series) = aggregate_series(&series);
+        let n = runs.len().max(1) as f64;
+        let latency_bins = (0..crate::metrics::LATENCY_BINS)
+            .map(|i| {
+                runs.iter()
+                    .map(|(_, r)| r.latency_bins[i] as f64)
+                    .sum::<f64>()
+                    / n
+            })
+            .collect();
         let variant = VariantResult {
+            latency_bins,
             name: experiment.points[p].variants[v].name.clone(),
             metrics,
             ci95,

@@ -110,6 +110,22 @@ impl std::fmt::Display for Truncation {
     }
 }
 
+/// Latency distribution bins per decade, from 1 us to 10^4 s ([`latency_bin_upper_ms`]).
+pub const LATENCY_BINS_PER_DECADE: usize = 20;
+/// Number of latency distribution bins (ten decades).
+pub const LATENCY_BINS: usize = 10 * LATENCY_BINS_PER_DECADE;
+
+/// The upper edge of latency bin `i`, in milliseconds; bin 0 also holds everything below
+/// 1 us and the last bin everything above 10^4 s.
+pub fn latency_bin_upper_ms(i: usize) -> f64 {
+    1e-3 * 10f64.powf((i + 1) as f64 / LATENCY_BINS_PER_DECADE as f64)
+}
+
+fn latency_bin(nanos: u64) -> usize {
+    let decades = (nanos.max(1) as f64 / 1e3).log10();
+    ((decades * LATENCY_BINS_PER_DECADE as f64).floor().max(0.0) as usize).min(LATENCY_BINS - 1)
+}
+
 /// Collects measurements during one replication.
 pub struct Recorder {
     /// The counters.
@@ -194,7 +210,12 @@ impl Recorder {
             p999_ms: q(0.999),
             max_ms: self.latency_max_nanos as f64 / 1e6,
         };
+        let mut latency_bins = vec![0u64; LATENCY_BINS];
+        for v in self.latency.iter_recorded() {
+            latency_bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+        }
         RunResult {
+            latency_bins,
             counters: self.counters,
             latency,
             series: self.series,
@@ -228,6 +249,8 @@ pub struct RunResult {
     pub counters: Counters,
     /// Latency of logical requests.
     pub latency: LatencySummary,
+    /// Logical requests per latency bin (log-spaced, see [`latency_bin_upper_ms`]).
+    pub latency_bins: Vec<u64>,
     /// The time series.
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
@@ -303,5 +326,20 @@ impl RunResult {
             "timeouts": c.attempt_outcomes[Outcome::Timeout.index()],
             "truncated": if self.truncated.is_some() { 1 } else { 0 },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_bins_are_log_spaced_and_clamped() {
+        assert_eq!(latency_bin(1), 0, "below 1 us lands in the first bin");
+        assert_eq!(latency_bin(1_000), 0);
+        assert_eq!(latency_bin(10_000), LATENCY_BINS_PER_DECADE);
+        assert_eq!(latency_bin(1_000_000), 3 * LATENCY_BINS_PER_DECADE, "1 ms");
+        assert_eq!(latency_bin(u64::MAX), LATENCY_BINS - 1);
+        assert!((latency_bin_upper_ms(3 * LATENCY_BINS_PER_DECADE - 1) - 1.0).abs() < 1e-9);
     }
 }

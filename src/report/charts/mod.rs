@@ -7,6 +7,7 @@
 //! every figure of a run.
 
 mod comparison_bars;
+mod latency_cdf;
 mod load_over_time;
 mod style;
 mod sweep_curves;
@@ -59,6 +60,13 @@ pub struct Figure {
 pub enum Chart {
     /// First attempts and retries stacked, goodput and queue length over time, per variant.
     LoadOverTime {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// The latency distribution per variant, with p50 and p99 marked.
+    LatencyCdf {
         /// File stem.
         stem: &'static str,
         /// Caption.
@@ -120,7 +128,9 @@ impl Chart {
     /// The figure's size: panels per variant get room to breathe.
     fn size(&self, variants: usize) -> (u32, u32) {
         match self {
-            Chart::SweepCurve { .. } | Chart::ComparisonBars { .. } => SIZE,
+            Chart::SweepCurve { .. } | Chart::ComparisonBars { .. } | Chart::LatencyCdf { .. } => {
+                SIZE
+            }
             Chart::TimeHistogram { .. } | Chart::LoadOverTime { .. } => {
                 (SIZE.0, (150 * variants as u32 + 60).max(400))
             }
@@ -183,6 +193,10 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             caption: "The latency the slowest 1 % of requests exceed, from start to final outcome.",
         });
     }
+    charts.push(Chart::LatencyCdf {
+        stem: "latency",
+        caption: "How long requests took, start to final outcome, as a cumulative distribution on a log axis; dots mark each variant's p50 (at 50 %) and p99 (at 99 %).",
+    });
     charts.push(Chart::LoadOverTime {
         stem: "load-over-time",
         caption: "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
@@ -220,7 +234,8 @@ fn render(
         Chart::SweepCurve { stem, caption, .. }
         | Chart::TimeHistogram { stem, caption, .. }
         | Chart::ComparisonBars { stem, caption }
-        | Chart::LoadOverTime { stem, caption } => (*stem, *caption),
+        | Chart::LoadOverTime { stem, caption }
+        | Chart::LatencyCdf { stem, caption } => (*stem, *caption),
     };
     let size = chart.size(result.points[0].variants.len());
     let (image, csv) = match format {
@@ -285,6 +300,7 @@ where
         }
         Chart::ComparisonBars { .. } => comparison_bars::draw(experiment, result, &root)?,
         Chart::LoadOverTime { .. } => load_over_time::draw(experiment, result, &root)?,
+        Chart::LatencyCdf { .. } => latency_cdf::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
