@@ -46,6 +46,15 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Re-render report.md and the figures of a finished run from its output folder,
+    /// without simulating again.
+    Report {
+        /// The output folder of a run (holding summary.json).
+        dir: PathBuf,
+        /// Image format of the figures.
+        #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
+        format: ImageFormat,
+    },
     /// Print the JSON Schema of the scenario format (for editor autocompletion).
     Schema,
 }
@@ -105,6 +114,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run_files(&args),
         Command::Check { files } => check_files(&files),
+        Command::Report { dir, format } => {
+            let (experiment, result) = report::reload(&dir)?;
+            let files = report::render_report(&experiment, &result, format)?;
+            report::write_files(&dir, &files)?;
+            println!(
+                "report.md and {} figure files re-rendered in {}",
+                files.len() - 1,
+                dir.display()
+            );
+            Ok(())
+        }
         Command::Schema => {
             let schema = schemars::schema_for!(RawScenario);
             let mut out = std::io::stdout().lock();

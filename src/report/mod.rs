@@ -7,6 +7,7 @@
 
 pub mod charts;
 mod markdown;
+mod reload;
 mod summary;
 mod sweep;
 mod table;
@@ -14,6 +15,7 @@ mod timeseries;
 
 pub use charts::ImageFormat;
 pub use markdown::{findings, report_md};
+pub use reload::reload;
 pub use summary::summary_json;
 pub use sweep::{flatten, sweep_csv};
 pub use table::table;
@@ -72,6 +74,18 @@ pub fn render(
             bytes: sweep_csv(&sweep.path, result)?,
         });
     }
+    files.extend(render_report(experiment, result, format)?);
+    Ok(files)
+}
+
+/// Renders report.md and the figures (each with its CSV): what `retrystorm report DIR`
+/// re-renders from a finished run.
+pub fn render_report(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    format: ImageFormat,
+) -> anyhow::Result<Vec<OutputFile>> {
+    let mut files = Vec::new();
     let figures = charts::figures(experiment, result, format)?;
     let refs: Vec<markdown::FigureRef> = figures
         .iter()

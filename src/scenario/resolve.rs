@@ -19,7 +19,12 @@ pub fn resolved_json(e: &Experiment) -> Value {
     out.insert("replications".into(), json!(e.replications));
     out.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
     if let Some(s) = &e.sweep {
-        out.insert("sweep".into(), json!({"path": s.path, "values": s.values}));
+        let mut sweep = json!({"path": s.path, "values": s.values});
+        if let Some(v) = &s.base_value {
+            // The value the scenario itself has there: figures of one sweep value show it.
+            sweep["base_value"] = v.clone();
+        }
+        out.insert("sweep".into(), sweep);
     }
     let variants: Vec<Value> = e.points[0]
         .variants

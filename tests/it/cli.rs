@@ -343,3 +343,65 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
         assert_eq!(checked, variants.as_array().unwrap().len(), "{name}");
     }
 }
+
+#[test]
+fn report_re_renders_a_finished_run_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("aws-backoff-jitter");
+    let first = dir.path().join("first");
+    run_ok(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "3",
+            "--sweep",
+            "clients.count=10,100,150",
+            "--out",
+            first.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    // Keep only what a run's data is: the report and the figures must come back from it.
+    let again = dir.path().join("again");
+    std::fs::create_dir(&again).unwrap();
+    for name in [
+        "summary.json",
+        "scenario.resolved.json",
+        "timeseries.csv",
+        "latency.csv",
+    ] {
+        std::fs::copy(first.join(name), again.join(name)).unwrap();
+    }
+    run_ok(dir.path(), &["report", again.to_str().unwrap()]);
+    let mut compared = 0;
+    for entry in std::fs::read_dir(&first).unwrap() {
+        let name = entry.unwrap().file_name();
+        let ext = std::path::Path::new(&name)
+            .extension()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        if ["png", "md"].contains(&ext.as_str()) || name == "comparison.csv" {
+            let a = std::fs::read(first.join(&name)).unwrap();
+            let b = std::fs::read(again.join(&name)).unwrap_or_default();
+            assert!(a == b, "{name:?} differs after re-rendering");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 10, "compared {compared} files");
+}
+
+#[test]
+fn report_of_a_folder_without_a_run_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = retrystorm(dir.path(), &["report", "."]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("scenario.resolved.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
