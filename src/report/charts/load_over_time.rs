@@ -69,16 +69,31 @@ where
             (FONT, 17),
         )
         .map_err(err)?;
-    let end = point
-        .variants
-        .iter()
-        .map(|v| v.series.len() as f64 * v.bucket.as_secs_f64())
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let ends = super::panel_ends(
+        &point
+            .variants
+            .iter()
+            .map(|v| {
+                let busy = |r: &[f64; crate::metrics::series::COLUMNS]| {
+                    r[Column::FirstAttempts as usize]
+                        + r[Column::Retries as usize]
+                        + r[Column::Succeeded as usize]
+                        > 0.0
+                };
+                v.series
+                    .iter()
+                    .rposition(busy)
+                    .map_or(0.0, |last| (last + 1) as f64 * v.bucket.as_secs_f64())
+            })
+            .collect::<Vec<_>>(),
+    );
+    let shared = ends.windows(2).all(|w| w[0] == w[1]);
     let areas = body.split_evenly((point.variants.len(), 1));
     for (j, (v, area)) in point.variants.iter().zip(&areas).enumerate() {
         let color = variant_color(j);
+        let end = ends[j];
         let width = v.bucket.as_secs_f64();
+        let bar = super::bar_width(width, end);
         let sent = |r: &[f64; crate::metrics::series::COLUMNS]| {
             r[Column::FirstAttempts as usize] + r[Column::Retries as usize]
         };
@@ -101,7 +116,7 @@ where
             .margin_left(16)
             .margin_right(16)
             .margin_top(6)
-            .x_label_area_size(if last { 40 } else { 18 })
+            .x_label_area_size(if last || !shared { 40 } else { 18 })
             .y_label_area_size(64)
             .right_y_label_area_size(if any_queue { 56 } else { 0 })
             .caption(v.name.as_str(), (FONT, 17).into_font().color(&color))
@@ -118,7 +133,7 @@ where
             .bold_line_style(BLACK.mix(0.08))
             .axis_desc_style((FONT, 14))
             .y_desc("sent");
-        if last {
+        if last || !shared {
             mesh.x_desc("time (s)");
         }
         mesh.draw().map_err(err)?;
@@ -138,8 +153,8 @@ where
             let first = r[Column::FirstAttempts as usize];
             let total = sent(r);
             [
-                Rectangle::new([(x0, 0.0), (x0 + width, first)], color.mix(0.45).filled()),
-                Rectangle::new([(x0, first), (x0 + width, total)], color.filled()),
+                Rectangle::new([(x0, 0.0), (x0 + bar, first)], color.mix(0.45).filled()),
+                Rectangle::new([(x0, first), (x0 + bar, total)], color.filled()),
             ]
         });
         chart.draw_series(bars).map_err(err)?;

@@ -121,6 +121,29 @@ fn focus_point<'a>(
     (point, at)
 }
 
+/// The time-axis end of each panel of a per-variant figure, given where each panel's activity
+/// ends (in seconds). Panels share one axis unless their spans differ by more than 4x, when a
+/// shared axis would squash the short ones flat; an empty panel takes the longest span.
+fn panel_ends(activity_ends: &[f64]) -> Vec<f64> {
+    let longest = activity_ends.iter().copied().fold(0.0, f64::max).max(1e-9);
+    let spans: Vec<f64> = activity_ends
+        .iter()
+        .map(|e| if *e > 0.0 { *e } else { longest })
+        .collect();
+    let shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
+    let shared = longest <= 4.0 * shortest;
+    spans
+        .iter()
+        .map(|e| if shared { longest } else { *e } * 1.02)
+        .collect()
+}
+
+/// A bar's width in data units: its bucket, but never narrower than about one pixel of a
+/// panel spanning `end`, so that a spike in a narrow bucket stays visible.
+fn bar_width(bucket: f64, end: f64) -> f64 {
+    bucket.max(end / 900.0)
+}
+
 /// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
 pub const SIZE: (u32, u32) = (1000, 620);
 

@@ -66,22 +66,23 @@ where
             (FONT, 21),
         )
         .map_err(err)?;
-    // The end of each panel's activity; panels share the time axis unless their spans differ
-    // by more than 4x, when a shared axis would squash the short ones flat.
-    let ends: Vec<f64> = panels
-        .iter()
-        .map(|(_, width, values)| {
-            let last = values.iter().rposition(|y| *y > 0.0).unwrap_or(0);
-            (last + 1) as f64 * width
-        })
-        .collect();
-    let longest = ends.iter().copied().fold(0.0, f64::max);
-    let shortest = ends.iter().copied().fold(f64::INFINITY, f64::min);
-    let shared = longest <= 4.0 * shortest;
+    let ends = super::panel_ends(
+        &panels
+            .iter()
+            .map(|(_, width, values)| {
+                values
+                    .iter()
+                    .rposition(|y| *y > 0.0)
+                    .map_or(0.0, |last| (last + 1) as f64 * width)
+            })
+            .collect::<Vec<_>>(),
+    );
+    let shared = ends.windows(2).all(|w| w[0] == w[1]);
     let areas = body.split_evenly((panels.len(), 1));
     for (j, ((name, width, values), area)) in panels.iter().zip(&areas).enumerate() {
         let color = variant_color(j);
-        let end = if shared { longest } else { ends[j] } * 1.02;
+        let end = ends[j];
+        let bar = super::bar_width(*width, end);
         let top = values.iter().copied().fold(0.0, f64::max).max(1.0) * 1.1;
         let last = j + 1 == panels.len();
         let mut chart = ChartBuilder::on(area)
@@ -119,7 +120,7 @@ where
                     .filter(|(_, y)| **y > 0.0)
                     .map(|(i, y)| {
                         let x0 = i as f64 * width;
-                        Rectangle::new([(x0, 0.0), (x0 + width, *y)], color.filled())
+                        Rectangle::new([(x0, 0.0), (x0 + bar, *y)], color.filled())
                     }),
             )
             .map_err(err)?;
