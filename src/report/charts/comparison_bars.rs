@@ -55,18 +55,9 @@ where
         )
         .map_err(err)?;
     let (legend_area, panels_area) = body.split_vertically(36);
-    // Legend: one swatch per variant, in file order.
-    let n = point.variants.len();
-    for (j, v) in point.variants.iter().enumerate() {
-        let x = 20 + (j as i32) * (960 / n.max(1) as i32);
-        let color = variant_color(j);
-        legend_area
-            .draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
-            .map_err(err)?;
-        legend_area
-            .draw(&Text::new(v.name.clone(), (x + 24, 10), (FONT, 15)))
-            .map_err(err)?;
-    }
+    let names: Vec<String> = point.variants.iter().map(|v| v.name.clone()).collect();
+    let n = names.len();
+    super::legend_row(&legend_area, &names)?;
     let areas = panels_area.split_evenly((1, PANELS.len()));
     for ((path, title, scale), area) in PANELS.iter().zip(&areas) {
         let bars: Vec<(f64, f64)> = point

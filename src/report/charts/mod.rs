@@ -11,6 +11,7 @@ mod latency_cdf;
 mod load_over_time;
 mod style;
 mod sweep_curves;
+mod sweep_grid;
 mod time_histogram;
 
 use plotters::coord::Shift;
@@ -60,6 +61,13 @@ pub struct Figure {
 pub enum Chart {
     /// First attempts and retries stacked, goodput and queue length over time, per variant.
     LoadOverTime {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// Every headline metric against the swept value, a small panel each.
+    SweepGrid {
         /// File stem.
         stem: &'static str,
         /// Caption.
@@ -144,6 +152,26 @@ fn bar_width(bucket: f64, end: f64) -> f64 {
     bucket.max(end / 900.0)
 }
 
+/// A row of colour swatches naming the variants, in file order.
+fn legend_row<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    names: &[String],
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let step = 960 / names.len().max(1) as i32;
+    for (j, name) in names.iter().enumerate() {
+        let x = 20 + j as i32 * step;
+        let color = variant_color(j);
+        area.draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
+            .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
+        area.draw(&Text::new(name.clone(), (x + 24, 10), (style::FONT, 15)))
+            .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
 pub const SIZE: (u32, u32) = (1000, 620);
 
@@ -154,6 +182,7 @@ impl Chart {
             Chart::SweepCurve { .. } | Chart::ComparisonBars { .. } | Chart::LatencyCdf { .. } => {
                 SIZE
             }
+            Chart::SweepGrid { .. } => (SIZE.0, 820),
             Chart::TimeHistogram { .. } | Chart::LoadOverTime { .. } => {
                 (SIZE.0, (150 * variants as u32 + 60).max(400))
             }
@@ -193,6 +222,10 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             label: "completion time (s)",
             scale: 1e-3,
             caption: "When the last request ended: lower is faster.",
+        });
+        charts.push(Chart::SweepGrid {
+            stem: "sweep-metrics",
+            caption: "Every headline metric against the swept value, a line per variant with its 95 % band (all metrics with their intervals are in sweep.csv).",
         });
         charts.push(Chart::SweepCurve {
             stem: "amplification",
@@ -258,7 +291,8 @@ fn render(
         | Chart::TimeHistogram { stem, caption, .. }
         | Chart::ComparisonBars { stem, caption }
         | Chart::LoadOverTime { stem, caption }
-        | Chart::LatencyCdf { stem, caption } => (*stem, *caption),
+        | Chart::LatencyCdf { stem, caption }
+        | Chart::SweepGrid { stem, caption } => (*stem, *caption),
     };
     let size = chart.size(result.points[0].variants.len());
     let (image, csv) = match format {
@@ -317,7 +351,8 @@ where
             label,
             scale,
             ..
-        } => sweep_curves::draw(experiment, result, metric, label, *scale, &root)?,
+        } => sweep_curves::draw(experiment, result, metric, label, *scale, false, &root)?,
+        Chart::SweepGrid { .. } => sweep_grid::draw(experiment, result, &root)?,
         Chart::TimeHistogram { column, label, .. } => {
             time_histogram::draw(experiment, result, *column, label, &root)?
         }

@@ -16,6 +16,7 @@ pub fn draw<DB: DrawingBackend>(
     metric: &str,
     label: &str,
     scale: f64,
+    compact: bool,
     root: &DrawingArea<DB, Shift>,
 ) -> anyhow::Result<Vec<u8>>
 where
@@ -76,15 +77,20 @@ where
         .iter()
         .flatten()
         .map(|(m, h)| m + h)
-        .fold(0.0, f64::max)
-        .max(1e-9)
-        * 1.08;
-    let title = format!("{}: {label}", experiment.name);
+        .fold(0.0, f64::max);
+    // An all-zero metric still gets a readable axis.
+    let top = if top > 0.0 { top * 1.08 } else { 1.0 };
+    // Compact: one panel of a grid, titled by its metric, the legend drawn once outside.
+    let (title, title_size, margin, x_area, y_area, font) = if compact {
+        (label.to_string(), 15, 6, 24, 56, 12)
+    } else {
+        (format!("{}: {label}", experiment.name), 24, 16, 52, 80, 16)
+    };
     let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, 24))
-        .margin(16)
-        .x_label_area_size(52)
-        .y_label_area_size(80)
+        .caption(title, (FONT, title_size))
+        .margin(margin)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
         .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..top)
         .map_err(err)?;
     let values = sweep.values.clone();
@@ -98,18 +104,19 @@ where
                 .map_or(String::new(), |v| v.to_string())
         }
     };
-    chart
-        .configure_mesh()
-        .x_desc(sweep.path.as_str())
-        .y_desc(label)
-        .x_label_formatter(&x_label)
+    let mut mesh = chart.configure_mesh();
+    mesh.x_label_formatter(&x_label)
         .y_label_formatter(&tick)
-        .label_style((FONT, 16))
+        .x_labels(if compact { 5 } else { 10 })
+        .y_labels(if compact { 4 } else { 10 })
+        .label_style((FONT, font))
         .axis_desc_style((FONT, 18))
         .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
-        .draw()
-        .map_err(err)?;
+        .bold_line_style(BLACK.mix(0.08));
+    if !compact {
+        mesh.x_desc(sweep.path.as_str()).y_desc(label);
+    }
+    mesh.draw().map_err(err)?;
     for (j, name) in names.iter().enumerate() {
         let color = variant_color(j);
         let upper = xs.iter().zip(&curves[j]).map(|(x, (m, h))| (*x, m + h));
@@ -130,23 +137,31 @@ where
             .map(|(x, (m, _))| (*x, *m))
             .collect();
         chart
-            .draw_series(LineSeries::new(line.clone(), color.stroke_width(3)))
+            .draw_series(LineSeries::new(
+                line.clone(),
+                color.stroke_width(if compact { 2 } else { 3 }),
+            ))
             .map_err(err)?
             .label(name.as_str())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
             });
         chart
-            .draw_series(line.iter().map(|p| Circle::new(*p, 3, color.filled())))
+            .draw_series(
+                line.iter()
+                    .map(|p| Circle::new(*p, if compact { 2 } else { 3 }, color.filled())),
+            )
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 16))
-        .draw()
-        .map_err(err)?;
+    if !compact {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 16))
+            .draw()
+            .map_err(err)?;
+    }
     Ok(csv)
 }

@@ -1,0 +1,82 @@
+//! Every headline metric against the swept value, one small panel each, with one legend.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::FONT;
+use super::sweep_curves;
+use crate::report::metric;
+use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
+
+/// The panels: (dotted path, title with unit, scale to that unit).
+const PANELS: [(&str, &str, f64); 12] = [
+    ("requests", "requests", 1.0),
+    ("success_rate", "success rate (%)", 100.0),
+    ("attempts", "work (attempts)", 1.0),
+    ("retries", "retries", 1.0),
+    ("amplification", "amplification (x)", 1.0),
+    ("latency_ms.p50", "p50 latency (ms)", 1.0),
+    ("latency_ms.p99", "p99 latency (ms)", 1.0),
+    ("makespan_ms", "completion time (s)", 1e-3),
+    ("server.served", "served", 1.0),
+    ("server.wasted", "wasted (served too late)", 1.0),
+    ("server.rejected", "rejected", 1.0),
+    ("server.utilization", "utilization (%)", 100.0),
+];
+
+/// Draws the grid and returns its CSV (long format: value, variant, metric, mean, ci95).
+pub fn draw<DB: DrawingBackend>(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    root: &DrawingArea<DB, Shift>,
+) -> anyhow::Result<Vec<u8>>
+where
+    DB::ErrorType: 'static,
+{
+    let sweep = experiment
+        .sweep
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("a sweep grid needs a sweep"))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([sweep.path.as_str(), "variant", "metric", "mean", "ci95"])?;
+    for point in &result.points {
+        let value = point.value.as_ref().map_or(String::new(), |v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        for v in &point.variants {
+            for (path, title, scale) in PANELS {
+                w.write_record([
+                    value.clone(),
+                    v.name.clone(),
+                    title.to_string(),
+                    (metric(&v.metrics, path) * scale).to_string(),
+                    (metric(&v.ci95, path) * scale).to_string(),
+                ])?;
+            }
+        }
+    }
+    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let (title_area, body) = root.split_vertically(40);
+    title_area
+        .titled(
+            &format!("{}: every metric against {}", experiment.name, sweep.path),
+            (FONT, 21),
+        )
+        .map_err(err)?;
+    let (legend_area, grid) = body.split_vertically(36);
+    let names: Vec<String> = result.points[0]
+        .variants
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    super::legend_row(&legend_area, &names)?;
+    for ((path, title, scale), area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
+        sweep_curves::draw(experiment, result, path, title, *scale, true, &area)?;
+    }
+    Ok(csv)
+}
