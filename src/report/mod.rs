@@ -26,6 +26,16 @@ use std::path::Path;
 use crate::runner::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
+/// A sweep value as tables and CSV files show it: a string without its quotes, anything else
+/// as JSON; no value (no sweep) is empty.
+pub fn value_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// A metric by dotted path (`latency_ms.p99`) in a metrics document; 0 if absent.
 pub fn metric(doc: &serde_json::Value, path: &str) -> f64 {
     path.split('.')

@@ -26,14 +26,6 @@ fn read_json(dir: &Path, name: &str) -> anyhow::Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
 }
 
-/// The text a sweep value has in the CSV files.
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Reads the run in `dir`.
 pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
     let resolved = read_json(dir, "scenario.resolved.json")?;
@@ -106,7 +98,7 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
     }
     let mut points = Vec::new();
     for (i, (value, variants)) in summary_points.into_iter().enumerate() {
-        let key = value.as_ref().map_or(String::new(), value_text);
+        let key = super::value_text(value.as_ref());
         let variants = variants
             .as_array()
             .context("summary.json: variants is not a list")?

@@ -44,11 +44,7 @@ pub fn sweep_csv(path: &str, result: &ExperimentResult) -> anyhow::Result<Vec<u8
     }
     w.write_record(&header)?;
     for point in &result.points {
-        let value = match &point.value {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
-        };
+        let value = super::value_text(point.value.as_ref());
         for v in &point.variants {
             let mut record = vec![value.clone(), v.name.clone()];
             let halves = flatten(&v.ci95);

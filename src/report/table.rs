@@ -77,11 +77,8 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     for point in &result.points {
         for v in &point.variants {
             let mut row = Vec::new();
-            if let Some(value) = &point.value {
-                row.push(match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
+            if point.value.is_some() {
+                row.push(super::value_text(point.value.as_ref()));
             }
             row.push(v.name.clone());
             row.extend(COLS.iter().map(|c| cell(v, c, with_ci)));

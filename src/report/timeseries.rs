@@ -12,10 +12,7 @@ pub fn timeseries_csv(result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
     header.extend(Column::ALL.iter().map(|c| c.name()));
     w.write_record(&header)?;
     for point in &result.points {
-        let value = point.value.as_ref().map_or(String::new(), |v| match v {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
+        let value = crate::report::value_text(point.value.as_ref());
         for v in &point.variants {
             let width = v.bucket.as_nanos();
             for (i, row) in v.series.iter().enumerate() {

@@ -57,10 +57,7 @@ where
     w.write_record([sweep.path.as_str(), "variant", label, "ci95"])?;
     for (j, name) in names.iter().enumerate() {
         for (i, (mean, half)) in curves[j].iter().enumerate() {
-            let value = match &sweep.values[i] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let value = report::value_text(Some(&sweep.values[i]));
             w.write_record([value, name.clone(), mean.to_string(), half.to_string()])?;
         }
     }

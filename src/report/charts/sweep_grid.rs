@@ -41,10 +41,7 @@ where
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([sweep.path.as_str(), "variant", "metric", "mean", "ci95"])?;
     for point in &result.points {
-        let value = point.value.as_ref().map_or(String::new(), |v| match v {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
+        let value = crate::report::value_text(point.value.as_ref());
         for v in &point.variants {
             for (path, title, scale) in PANELS {
                 w.write_record([
