@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::report::{self, ImageFormat};
 use crate::runner;
 use crate::scenario::{
-    Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
+    Axis, Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
 };
 
 /// Exit code for a bad scenario or bad usage.
@@ -75,8 +75,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub replications: Option<u64>,
     /// Override or add a sweep: PATH=V1,V2,... (values are JSON, e.g. clients.count=10,20).
+    /// Given twice, the second is a second axis: every pair of values runs.
     #[arg(long, value_name = "PATH=V1,V2,...", value_parser = parse_sweep)]
-    pub sweep: Option<Sweep>,
+    pub sweep: Vec<Sweep>,
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
@@ -172,11 +173,29 @@ fn load_all(files: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Vec<Expe
     }
 }
 
+/// The sweep that `--sweep` given zero, one or two times asks for.
+fn sweep_option(sweeps: &[Sweep]) -> anyhow::Result<Option<Sweep>> {
+    match sweeps {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        [first, second] => Ok(Some(
+            first
+                .clone()
+                .with_second(Axis::new(second.path.clone(), second.values.clone())),
+        )),
+        more => Err(BadInput(format!(
+            "--sweep: given {} times, but a sweep has at most two axes (give it once or twice)",
+            more.len()
+        ))
+        .into()),
+    }
+}
+
 fn run_files(args: &RunArgs) -> anyhow::Result<()> {
     let options = LoadOptions {
         seed: args.seed,
         replications: args.replications,
-        sweep: args.sweep.clone(),
+        sweep: sweep_option(&args.sweep)?,
     };
     let experiments = load_all(&args.files, &options)?;
     let several = experiments.len() > 1;
@@ -263,14 +282,21 @@ fn check_files(files: &[PathBuf]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for (file, e) in files.iter().zip(&experiments) {
         let variants = e.points[0].variants.len();
+        let points = match e.sweep.as_ref().and_then(|s| Some((s, s.second.as_ref()?))) {
+            Some((s, second)) => format!(
+                "{} sweep points ({} x {})",
+                e.points.len(),
+                s.values.len(),
+                second.values.len()
+            ),
+            None => format!("{} sweep value{}", e.points.len(), plural(e.points.len())),
+        };
         writeln!(
             out,
-            "{}: ok ({} variant{}, {} sweep value{}, {} replication{})",
+            "{}: ok ({} variant{}, {points}, {} replication{})",
             file.display(),
             variants,
             plural(variants),
-            e.points.len(),
-            plural(e.points.len()),
             e.replications,
             plural(e.replications as usize),
         )

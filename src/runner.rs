@@ -4,11 +4,16 @@
 //! Each job is independent and seeded from (seed, replication) only, and results are gathered
 //! in job order, so the output is byte-identical for any number of threads. No I/O: progress
 //! is reported through a callback.
+//!
+//! When a scenario has triggers, each replication's recovery is analysed where it ran
+//! ([`recovery::analyse`]) and the variant gets a `recovery` object that counts the
+//! replications that recovered rather than averaging them ([`recovery::summarise`]).
 
 use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::engine::SimDuration;
+use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{RunResult, Truncation, aggregate, aggregate_series, series::COLUMNS};
 use crate::scenario::Experiment;
 use crate::simulate;
@@ -75,18 +80,26 @@ pub fn run(
         let result = simulate::run(scenario, experiment.seed, u64::from(r));
         on_job_done();
         let metrics = result.metrics_json();
-        (metrics, result)
+        let recovery = recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
+        (metrics, result, recovery)
     };
-    let summarise = |&(p, v): &(usize, usize), runs: &[(Value, RunResult)]| {
-        let replications: Vec<Value> = runs.iter().map(|(m, _)| m.clone()).collect();
-        let (metrics, ci95) = aggregate(&replications);
-        let series: Vec<_> = runs.iter().map(|(_, r)| &r.series).collect();
+    let summarise = |&(p, v): &(usize, usize), runs: &[(Value, RunResult, Option<Recovery>)]| {
+        let replications: Vec<Value> = runs.iter().map(|(m, ..)| m.clone()).collect();
+        let (mut metrics, mut ci95) = aggregate(&replications);
+        // Recovery is summarised on its own terms (a share of runs and order statistics), never
+        // averaged leaf by leaf: a mean of collapsed and healthy runs describes no run.
+        let recoveries: Vec<Recovery> = runs.iter().filter_map(|(.., rec)| *rec).collect();
+        if let Some((m, h)) = recovery::summarise(&recoveries) {
+            metrics["recovery"] = m;
+            ci95["recovery"] = h;
+        }
+        let series: Vec<_> = runs.iter().map(|(_, r, _)| &r.series).collect();
         let (bucket, series) = aggregate_series(&series);
         let n = runs.len().max(1) as f64;
         let latency_bins = (0..crate::metrics::LATENCY_BINS)
             .map(|i| {
                 runs.iter()
-                    .map(|(_, r)| r.latency_bins[i] as f64)
+                    .map(|(_, r, _)| r.latency_bins[i] as f64)
                     .sum::<f64>()
                     / n
             })
@@ -102,11 +115,11 @@ pub fn run(
             truncations: runs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, (_, r))| r.truncated.clone().map(|t| (i as u32, t)))
+                .filter_map(|(i, (_, r, _))| r.truncated.clone().map(|t| (i as u32, t)))
                 .collect(),
         };
-        let events: u64 = runs.iter().map(|(_, r)| r.counters.events).sum();
-        let requests: u64 = runs.iter().map(|(_, r)| r.counters.requests).sum();
+        let events: u64 = runs.iter().map(|(_, r, _)| r.counters.events).sum();
+        let requests: u64 = runs.iter().map(|(_, r, _)| r.counters.requests).sum();
         (variant, events, requests)
     };
     let tasks: Vec<(usize, usize, u32)> = groups

@@ -14,9 +14,11 @@
 use rand::RngExt;
 
 use crate::engine::{EventQueue, SimDuration, SimTime, Streams};
-use crate::metrics::{Column, Recorder, RunResult, Truncation};
-use crate::model::{Admission, Job, OccServer, Outcome, QueueServer};
-use crate::scenario::{Scenario, ServerKind, Workload};
+use crate::metrics::{Column, Gauges, Recorder, RunResult, Truncation};
+use crate::model::{
+    Admission, Breaker, Budget, Job, OccServer, Outage, Outcome, QueueServer, RateLimiter,
+};
+use crate::scenario::{RetryAfter, Scenario, ServerKind, Workload};
 
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +45,8 @@ enum Event {
     },
     /// The client's timer for an attempt fires (timeout or deadline).
     AttemptTimer { slot: u32, token: u32 },
+    /// A concurrency fault window starts or ends: the server re-reads its worker count.
+    FaultEdge,
 }
 
 /// No attempt is awaited.
@@ -71,6 +75,10 @@ struct Request {
     permanent: bool,
     /// Last decorrelated-jitter sleep.
     decorrelated: SimDuration,
+    /// When the awaited attempt was sent (a breaker's slow-call rule).
+    sent: SimTime,
+    /// What the last retry took from a retry quota.
+    last_retry_cost: f64,
 }
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
@@ -108,14 +116,32 @@ struct Sim<'a> {
     /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
     remaining: Vec<u64>,
     end_of_arrivals: SimTime,
+    /// Retry budgets: none, one shared, or one per client.
+    budgets: Vec<Budget>,
+    /// Circuit breakers: none, one shared, or one per client.
+    breakers: Vec<Breaker>,
+    /// The server's admission rate limit.
+    limiter: Option<RateLimiter>,
+    /// Set when the server's backlog passes the limit; the loop stops after the event.
+    overflow: Option<Truncation>,
 }
 
 impl<'a> Sim<'a> {
     fn new(sc: &'a Scenario, seed: u64, replication: u64) -> Self {
         let server = match &sc.server.kind {
-            ServerKind::Queue(config) => Server::Queue(QueueServer::new(config.clone())),
+            ServerKind::Queue(config) => Server::Queue(QueueServer::with_faults(
+                config.clone(),
+                sc.server.faults.clone(),
+            )),
             ServerKind::Occ => Server::Occ(OccServer::new()),
         };
+        let clients = sc.clients.count;
+        let budgets = sc.policy.budget.map_or_else(Vec::new, |b| {
+            vec![Budget::new(b.kind); b.scope.instances(clients)]
+        });
+        let breakers = sc.policy.breaker.map_or_else(Vec::new, |b| {
+            vec![Breaker::new(b); b.scope.instances(clients)]
+        });
         let mut sim = Sim {
             sc,
             queue: EventQueue::new(),
@@ -127,7 +153,16 @@ impl<'a> Sim<'a> {
             rec: Recorder::new(sc.bucket),
             remaining: Vec::new(),
             end_of_arrivals: SimTime::ZERO + sc.duration,
+            budgets,
+            breakers,
+            limiter: sc.server.rate_limit.map(RateLimiter::new),
+            overflow: None,
         };
+        for edge in sc.server.faults.concurrency_edges() {
+            if edge > SimTime::ZERO {
+                sim.queue.schedule(edge, Event::FaultEdge);
+            }
+        }
         match &sc.clients.workload {
             Workload::Open(profile) => {
                 if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
@@ -180,15 +215,10 @@ impl<'a> Sim<'a> {
                     at: now,
                 });
             }
-            let (server, in_flight) = (&self.server, self.in_flight);
-            self.rec.series.tick(now, || {
-                let (waiting, in_service) = server.load();
-                [
-                    waiting,
-                    in_service,
-                    in_flight.min(u64::from(u32::MAX)) as u32,
-                ]
-            });
+            if now >= self.rec.series.next_boundary() {
+                let gauges = self.gauges(now);
+                self.rec.series.tick(now, || gauges);
+            }
             match event {
                 Event::Arrival => {
                     let Workload::Open(profile) = &self.sc.clients.workload else {
@@ -244,12 +274,31 @@ impl<'a> Sim<'a> {
                         req.live_token = NO_TOKEN;
                         if now >= req.deadline {
                             self.rec.attempt_ended(Outcome::Timeout);
+                            self.learn(slot, Outcome::Timeout, now);
                             self.end_request(slot, Outcome::DeadlineExceeded, now);
                         } else {
                             self.attempt_failed_or_succeeded(slot, Outcome::Timeout, now);
                         }
                     }
                 }
+                Event::FaultEdge => {
+                    // Concurrency changes at a window edge; nothing arrives, so the backlog
+                    // cannot grow here.
+                    if let Server::Queue(server) = &mut self.server {
+                        for (job, service) in server.refresh_workers(now, &mut self.rng.service) {
+                            self.queue.schedule(
+                                now + service,
+                                Event::ServiceDone {
+                                    slot: job.slot,
+                                    token: job.token,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            if self.overflow.is_some() {
+                return self.overflow.take();
             }
         }
         None
@@ -278,6 +327,8 @@ impl<'a> Sim<'a> {
             abandon_at: SimTime::NEVER,
             permanent,
             decorrelated: SimDuration::ZERO,
+            sent: now,
+            last_retry_cost: 0.0,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -295,16 +346,29 @@ impl<'a> Sim<'a> {
         };
         self.in_flight += 1;
         self.rec.counters.requests += 1;
+        if let Some(b) = self.sc.policy.budget {
+            self.budgets[b.scope.index(client)].request_started(now);
+        }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
         None
     }
 
-    /// The client sends the next attempt of request `slot` now.
+    /// The client sends the next attempt of request `slot` now, unless its circuit breaker
+    /// refuses it, which ends the request.
     fn send_attempt(&mut self, slot: u32, now: SimTime) {
+        if let Some(b) = self.sc.policy.breaker {
+            let req = &self.requests[slot as usize];
+            let breaker = &mut self.breakers[b.scope.index(req.client)];
+            if !breaker.allow(now, req.attempts > 0) {
+                self.end_request(slot, Outcome::BreakerOpen, now);
+                return;
+            }
+        }
         let timeout = self.sc.policy.timeout;
         let req = &mut self.requests[slot as usize];
         req.attempts += 1;
+        req.sent = now;
         let token = req.next_token;
         req.next_token = req.next_token.wrapping_add(1).max(1);
         req.live_token = token;
@@ -357,6 +421,25 @@ impl<'a> Sim<'a> {
         };
         self.rec.counters.attempts += 1;
         self.rec.series.add(Column::Attempts);
+        match self.sc.server.faults.outage(now) {
+            Some(Outage::Reject) => {
+                self.rec.counters.outage_rejected += 1;
+                self.reply(slot, token, Outcome::Error, now);
+                return;
+            }
+            Some(Outage::Drop) => {
+                self.rec.counters.outage_dropped += 1;
+                return;
+            }
+            None => {}
+        }
+        if let Some(limiter) = &mut self.limiter
+            && !limiter.admit(now)
+        {
+            self.rec.counters.throttled += 1;
+            self.reply(slot, token, Outcome::Throttled, now);
+            return;
+        }
         let req = &self.requests[slot as usize];
         let live = req.live_token == token;
         let abandon_at = if live { req.abandon_at } else { SimTime::ZERO };
@@ -370,12 +453,20 @@ impl<'a> Sim<'a> {
             token,
             abandon_at,
         };
-        match server.arrive(job, &mut self.rng.service) {
+        match server.arrive(job, now, &mut self.rng.service) {
             Admission::Start(service) => {
                 self.queue
                     .schedule(now + service, Event::ServiceDone { slot, token });
             }
-            Admission::Queued => {}
+            Admission::Queued => {
+                let held = u64::from(server.queue_len()) + u64::from(server.in_service());
+                if held > self.sc.limits.max_in_flight {
+                    self.overflow = Some(Truncation::ServerBacklog {
+                        limit: self.sc.limits.max_in_flight,
+                        at: now,
+                    });
+                }
+            }
             Admission::Rejected => {
                 self.rec.counters.rejected += 1;
                 self.reply(slot, token, Outcome::Rejected, now);
@@ -414,7 +505,12 @@ impl<'a> Sim<'a> {
         let Server::Queue(server) = &mut self.server else {
             unreachable!("service belongs to a queue server")
         };
-        let error_rate = server.config().error_rate;
+        let error_rate = self
+            .sc
+            .server
+            .faults
+            .error_rate(now)
+            .unwrap_or(server.config().error_rate);
         if let Some((next, service)) = server.complete(now, &mut self.rng.service) {
             self.queue.schedule(
                 now + service,
@@ -459,9 +555,32 @@ impl<'a> Sim<'a> {
         );
     }
 
+    /// The client's budget and breaker learn the outcome of an attempt of request `slot`. A
+    /// failure is an outcome the policy retries; a `permanent` answer is neither.
+    fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let policy = &self.sc.policy;
+        if policy.budget.is_none() && policy.breaker.is_none() {
+            return;
+        }
+        let req = &self.requests[slot as usize];
+        let failed = policy.retry.retry_on.contains(outcome);
+        if let Some(b) = policy.breaker {
+            self.breakers[b.scope.index(req.client)].record(now, failed, now - req.sent);
+        }
+        if let Some(b) = policy.budget {
+            let budget = &mut self.budgets[b.scope.index(req.client)];
+            if outcome == Outcome::Success {
+                budget.attempt_succeeded((req.attempts > 1).then_some(req.last_retry_cost));
+            } else if failed {
+                budget.attempt_failed();
+            }
+        }
+    }
+
     /// The client learned the outcome of its attempt: finish, or schedule the retry.
     fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         self.rec.attempt_ended(outcome);
+        self.learn(slot, outcome, now);
         let retry = &self.sc.policy.retry;
         let req = &mut self.requests[slot as usize];
         let exhausted = retry.max_attempts.is_some_and(|m| req.attempts >= m);
@@ -469,15 +588,37 @@ impl<'a> Sim<'a> {
             self.end_request(slot, outcome, now);
             return;
         }
-        let delay = retry
-            .backoff
-            .delay(req.attempts, &mut req.decorrelated, &mut self.rng.jitter);
+        let mut delay =
+            retry
+                .backoff
+                .delay(req.attempts, &mut req.decorrelated, &mut self.rng.jitter);
+        if outcome == Outcome::Throttled
+            && retry.retry_after == RetryAfter::Honor
+            && let Some(after) = self.sc.server.rate_limit.and_then(|r| r.retry_after)
+        {
+            delay = delay.max(after);
+        }
         let due = now + delay;
         if due >= req.deadline {
             // The retry would start after the deadline: the request ends at the deadline.
             let deadline = req.deadline;
             self.queue.schedule(deadline, Event::RetryDue { slot });
-        } else if delay == SimDuration::ZERO {
+            return;
+        }
+        // The budget is asked when the retry is decided, before the backoff (as gRPC and the
+        // AWS SDKs do), and not for a retry the deadline would cancel anyway.
+        if let Some(b) = self.sc.policy.budget {
+            let budget = &mut self.budgets[b.scope.index(req.client)];
+            match budget.try_retry(now, outcome == Outcome::Timeout) {
+                Some(cost) => req.last_retry_cost = cost,
+                None => {
+                    self.rec.counters.budget_denials += 1;
+                    self.end_request(slot, Outcome::BudgetExhausted, now);
+                    return;
+                }
+            }
+        }
+        if delay == SimDuration::ZERO {
             self.send_attempt(slot, now);
         } else {
             // The retry is sent from its own event: the attempt then enters the event list
@@ -505,6 +646,24 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The states the time series samples at the end of a bucket.
+    fn gauges(&self, now: SimTime) -> Gauges {
+        let (queue_len, in_service) = self.server.load();
+        let budget_level_ppm = if self.budgets.is_empty() {
+            0
+        } else {
+            let total: f64 = self.budgets.iter().map(|b| b.level(now)).sum();
+            (total / self.budgets.len() as f64 * 1e6).round() as u32
+        };
+        Gauges {
+            queue_len,
+            in_service,
+            in_flight: self.in_flight.min(u64::from(u32::MAX)) as u32,
+            breakers_open: self.breakers.iter().filter(|b| b.is_open(now)).count() as u32,
+            budget_level_ppm,
+        }
+    }
+
     fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
         let c = &mut self.rec.counters;
         c.events = self.queue.events_processed();
@@ -523,13 +682,16 @@ impl<'a> Sim<'a> {
                 None => u64::from(server.max_in_service),
             };
         }
-        let (waiting, in_service) = self.server.load();
-        let state = [
-            waiting,
-            in_service,
-            self.in_flight.min(u64::from(u32::MAX)) as u32,
-        ];
-        self.rec.series.close(state);
+        let end = c.end_time;
+        c.breakers = self.breakers.len() as u64;
+        for b in &self.breakers {
+            c.breaker_refusals += b.refusals;
+            c.breaker_transitions += b.transitions;
+            c.breaker_openings += b.openings;
+            c.breaker_open_nanos += b.time_open(end);
+        }
+        let gauges = self.gauges(end);
+        self.rec.series.close(gauges);
         // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
         let truncated = match truncated {
             Some(Truncation::MaxTime { in_flight: 0, .. }) => None,

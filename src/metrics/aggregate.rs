@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::series::{COLUMNS, Row, TimeSeries};
+use super::series::{COLUMNS, Column, Row, TimeSeries};
 use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
@@ -105,8 +105,8 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
             let mut out = [0.0; COLUMNS];
             for s in &aligned {
                 let row = s.rows().get(i).unwrap_or(&zero);
-                for (o, v) in out.iter_mut().zip(row) {
-                    *o += f64::from(*v) / n;
+                for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
+                    *o += f64::from(*v) * col.scale() / n;
                 }
             }
             out

@@ -5,10 +5,11 @@
 //! bucket; it never keeps a record per request. No I/O here.
 
 mod aggregate;
+pub mod recovery;
 pub mod series;
 
 pub use aggregate::{Estimate, aggregate, aggregate_series, t_quantile_975};
-pub use series::{Column, Row, TimeSeries};
+pub use series::{Column, Gauges, Row, TimeSeries};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
@@ -63,6 +64,22 @@ pub struct Counters {
     pub max_pending: u64,
     /// Time of the last event processed.
     pub end_time: SimTime,
+    /// Retries a budget denied.
+    pub budget_denials: u64,
+    /// Attempts a circuit breaker refused.
+    pub breaker_refusals: u64,
+    /// Breaker state changes.
+    pub breaker_transitions: u64,
+    /// Times a breaker opened.
+    pub breaker_openings: u64,
+    /// Time breakers spent open, summed over breakers, in nanoseconds.
+    pub breaker_open_nanos: u128,
+    /// Breakers in the run (0 without a breaker; 1 shared; one per client).
+    pub breakers: u64,
+    /// Attempts answered `error` at once by an `outage: reject` fault.
+    pub outage_rejected: u64,
+    /// Attempts lost without an answer to an `outage: drop` fault.
+    pub outage_dropped: u64,
 }
 
 /// Why a run stopped before everything drained.
@@ -89,6 +106,14 @@ pub enum Truncation {
         /// Simulated time reached.
         at: SimTime,
     },
+    /// The server held more than `limits.max_in_flight` attempts (waiting and in service):
+    /// abandoned work piled up without bound.
+    ServerBacklog {
+        /// The limit.
+        limit: u64,
+        /// Simulated time reached.
+        at: SimTime,
+    },
 }
 
 impl std::fmt::Display for Truncation {
@@ -105,6 +130,10 @@ impl std::fmt::Display for Truncation {
             Truncation::MaxInFlight { limit, at } => write!(
                 f,
                 "stopped at t = {at}: more than limits.max_in_flight = {limit} requests in flight (the storm grows without bound)"
+            ),
+            Truncation::ServerBacklog { limit, at } => write!(
+                f,
+                "stopped at t = {at}: the server held more than limits.max_in_flight = {limit} attempts, waiting or in service (work piles up without bound; most of it abandoned by its clients)"
             ),
         }
     }
@@ -290,6 +319,11 @@ impl RunResult {
         } else {
             horizon
         };
+        let open_fraction = if c.breakers == 0 || c.end_time.as_nanos() == 0 {
+            0.0
+        } else {
+            c.breaker_open_nanos as f64 / (c.breakers as f64 * c.end_time.as_nanos() as f64)
+        };
         let utilization = if c.workers == 0 {
             0.0
         } else {
@@ -319,8 +353,17 @@ impl RunResult {
                 "rejected": c.rejected,
                 "throttled": c.throttled,
                 "expired_dropped": c.expired_dropped,
+                "outage_rejected": c.outage_rejected,
+                "outage_dropped": c.outage_dropped,
                 "utilization": utilization,
                 "max_queue": c.max_queue,
+            },
+            "budget_denials": c.budget_denials,
+            "breaker": {
+                "refusals": c.breaker_refusals,
+                "openings": c.breaker_openings,
+                "transitions": c.breaker_transitions,
+                "open_fraction": open_fraction,
             },
             "late_replies": c.late_replies,
             "timeouts": c.attempt_outcomes[Outcome::Timeout.index()],

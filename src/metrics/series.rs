@@ -44,10 +44,15 @@ pub enum Column {
     InService,
     /// Logical requests in flight at the end of the bucket.
     InFlight,
+    /// Circuit breakers open at the end of the bucket.
+    BreakersOpen,
+    /// Mean fill level of the retry budgets at the end of the bucket, in [0, 1] (0 without a
+    /// budget). Kept in millionths inside a row; see [`Column::scale`].
+    BudgetLevel,
 }
 
 /// Number of columns.
-pub const COLUMNS: usize = 16;
+pub const COLUMNS: usize = 18;
 
 /// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
 pub const MAX_ROWS: usize = 1 << 16;
@@ -71,6 +76,8 @@ impl Column {
         Column::QueueLen,
         Column::InService,
         Column::InFlight,
+        Column::BreakersOpen,
+        Column::BudgetLevel,
     ];
 
     /// The CSV header name.
@@ -92,6 +99,16 @@ impl Column {
             Column::QueueLen => "queue_len",
             Column::InService => "in_service",
             Column::InFlight => "in_flight",
+            Column::BreakersOpen => "breakers_open",
+            Column::BudgetLevel => "budget_level",
+        }
+    }
+
+    /// What one unit of the stored integer is worth in the CSV.
+    pub fn scale(self) -> f64 {
+        match self {
+            Column::BudgetLevel => 1e-6,
+            _ => 1.0,
         }
     }
 
@@ -99,7 +116,11 @@ impl Column {
     pub fn is_state(self) -> bool {
         matches!(
             self,
-            Column::QueueLen | Column::InService | Column::InFlight
+            Column::QueueLen
+                | Column::InService
+                | Column::InFlight
+                | Column::BreakersOpen
+                | Column::BudgetLevel
         )
     }
 
@@ -119,6 +140,21 @@ impl Column {
 
 /// One bucket's values, indexed by `Column as usize`.
 pub type Row = [u32; COLUMNS];
+
+/// The states sampled at the end of a bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gauges {
+    /// Attempts waiting.
+    pub queue_len: u32,
+    /// Attempts in service.
+    pub in_service: u32,
+    /// Logical requests in flight.
+    pub in_flight: u32,
+    /// Circuit breakers open.
+    pub breakers_open: u32,
+    /// Mean budget level in millionths.
+    pub budget_level_ppm: u32,
+}
 
 /// The time series of one replication.
 #[derive(Debug, Clone)]
@@ -147,15 +183,21 @@ impl TimeSeries {
         self.bucket
     }
 
+    /// Where the current bucket ends: [`TimeSeries::tick`] does nothing before it.
+    #[inline]
+    pub fn next_boundary(&self) -> SimTime {
+        self.next_boundary
+    }
+
     /// The rows so far.
     pub fn rows(&self) -> &[Row] {
         &self.rows
     }
 
-    /// Moves to the bucket holding `now`; the buckets passed over get `state` (queue length,
-    /// in service, in flight) as their end-of-bucket values.
+    /// Moves to the bucket holding `now`; the buckets passed over get `state` as their
+    /// end-of-bucket values.
     #[inline]
-    pub fn tick(&mut self, now: SimTime, state: impl FnOnce() -> [u32; 3]) {
+    pub fn tick(&mut self, now: SimTime, state: impl FnOnce() -> Gauges) {
         if now < self.next_boundary {
             return;
         }
@@ -178,7 +220,7 @@ impl TimeSeries {
     }
 
     #[cold]
-    fn roll(&mut self, now: SimTime, state: [u32; 3]) {
+    fn roll(&mut self, now: SimTime, state: Gauges) {
         let target = self.index_of(now);
         for row in &mut self.rows[self.current..target] {
             set_state(row, state);
@@ -219,17 +261,19 @@ impl TimeSeries {
     }
 
     /// Closes the series with the final state.
-    pub fn close(&mut self, state: [u32; 3]) {
+    pub fn close(&mut self, state: Gauges) {
         for row in &mut self.rows[self.current..] {
             set_state(row, state);
         }
     }
 }
 
-fn set_state(row: &mut Row, [queue, in_service, in_flight]: [u32; 3]) {
-    row[Column::QueueLen as usize] = queue;
-    row[Column::InService as usize] = in_service;
-    row[Column::InFlight as usize] = in_flight;
+fn set_state(row: &mut Row, g: Gauges) {
+    row[Column::QueueLen as usize] = g.queue_len;
+    row[Column::InService as usize] = g.in_service;
+    row[Column::InFlight as usize] = g.in_flight;
+    row[Column::BreakersOpen as usize] = g.breakers_open;
+    row[Column::BudgetLevel as usize] = g.budget_level_ppm;
 }
 
 #[cfg(test)]
@@ -240,7 +284,7 @@ mod tests {
     fn a_long_run_merges_buckets_instead_of_growing() {
         let mut s = TimeSeries::new(SimDuration::from_millis(1));
         for ms in 0..(3 * MAX_ROWS as u64) {
-            s.tick(SimTime(ms * 1_000_000), || [1, 2, 3]);
+            s.tick(SimTime(ms * 1_000_000), Gauges::default);
             s.add(Column::Attempts);
         }
         assert!(s.rows().len() <= MAX_ROWS);
@@ -257,10 +301,15 @@ mod tests {
     fn counts_land_in_their_bucket_and_states_carry_over() {
         let mut s = TimeSeries::new(SimDuration::from_secs(1));
         s.add(Column::Retries);
-        s.tick(SimTime(3_500_000_000), || [7, 1, 2]);
+        s.tick(SimTime(3_500_000_000), || Gauges {
+            queue_len: 7,
+            in_service: 1,
+            in_flight: 2,
+            ..Gauges::default()
+        });
         s.add(Column::Retries);
         s.add(Column::Retries);
-        s.close([0, 0, 0]);
+        s.close(Gauges::default());
         let rows = s.rows();
         assert_eq!(rows.len(), 4);
         assert_eq!(rows[0][Column::Retries as usize], 1);

@@ -12,6 +12,7 @@ use rand_pcg::Pcg64;
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::dist::Dist;
+use crate::model::fault::Faults;
 
 /// Order in which waiting attempts are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,10 @@ pub enum Admission {
 #[derive(Debug)]
 pub struct QueueServer {
     config: QueueConfig,
+    /// Fault windows that change the worker count or slow service down.
+    faults: Faults,
+    /// Workers now: the configured concurrency, or what a fault imposes.
+    workers: Option<u32>,
     in_service: u32,
     waiting: VecDeque<Job>,
     /// Most attempts ever waiting at once.
@@ -80,9 +85,18 @@ pub struct QueueServer {
 }
 
 impl QueueServer {
-    /// An idle server.
+    /// An idle server without faults.
     pub fn new(config: QueueConfig) -> Self {
+        Self::with_faults(config, Faults::default())
+    }
+
+    /// An idle server whose concurrency and service times follow `faults`.
+    pub fn with_faults(config: QueueConfig, faults: Faults) -> Self {
         QueueServer {
+            workers: faults
+                .concurrency(SimTime::ZERO)
+                .map_or(config.concurrency, Some),
+            faults,
             config,
             in_service: 0,
             waiting: VecDeque::new(),
@@ -109,13 +123,36 @@ impl QueueServer {
     }
 
     fn has_free_worker(&self) -> bool {
-        self.config.concurrency.is_none_or(|c| self.in_service < c)
+        self.workers.is_none_or(|c| self.in_service < c)
     }
 
-    /// An attempt arrives at `now`.
-    pub fn arrive(&mut self, job: Job, rng: &mut Pcg64) -> Admission {
+    /// Workers now (`None`: unlimited).
+    pub fn workers(&self) -> Option<u32> {
+        self.workers
+    }
+
+    /// Re-reads the worker count at `now` (the driver calls this at every edge of a
+    /// concurrency fault window). Attempts in service keep their workers when the count falls;
+    /// when it rises, waiting attempts start: they are returned with their service times.
+    pub fn refresh_workers(&mut self, now: SimTime, rng: &mut Pcg64) -> Vec<(Job, SimDuration)> {
+        self.workers = self
+            .faults
+            .concurrency(now)
+            .map_or(self.config.concurrency, Some);
+        let mut started = Vec::new();
+        while self.has_free_worker()
+            && let Some(job) = self.next_waiting(now)
+        {
+            started.push((job, self.start(now, rng)));
+        }
+        started
+    }
+
+    /// An attempt arrives at `now`. An arrival while every worker is busy (or a stall holds
+    /// them all) waits if there is room.
+    pub fn arrive(&mut self, job: Job, now: SimTime, rng: &mut Pcg64) -> Admission {
         if self.has_free_worker() {
-            Admission::Start(self.start(rng))
+            Admission::Start(self.start(now, rng))
         } else if self
             .config
             .queue_limit
@@ -134,6 +171,17 @@ impl QueueServer {
     pub fn complete(&mut self, now: SimTime, rng: &mut Pcg64) -> Option<(Job, SimDuration)> {
         debug_assert!(self.in_service > 0, "completion with no attempt in service");
         self.in_service -= 1;
+        if !self.has_free_worker() {
+            // The worker count fell below what is in service (a fault window began).
+            return None;
+        }
+        let job = self.next_waiting(now)?;
+        Some((job, self.start(now, rng)))
+    }
+
+    /// Takes the next waiting attempt in serving order, discarding expired ones if
+    /// `drop_expired` is set.
+    fn next_waiting(&mut self, now: SimTime) -> Option<Job> {
         loop {
             let job = match self.config.discipline {
                 Discipline::Fifo => self.waiting.pop_front(),
@@ -143,12 +191,12 @@ impl QueueServer {
                 self.expired_dropped += 1;
                 continue;
             }
-            return Some((job, self.start(rng)));
+            return Some(job);
         }
     }
 
-    /// Occupies a worker and draws the service time.
-    fn start(&mut self, rng: &mut Pcg64) -> SimDuration {
+    /// Occupies a worker at `now` and draws the service time.
+    fn start(&mut self, now: SimTime, rng: &mut Pcg64) -> SimDuration {
         let mut service = self.config.service_time.sample(rng);
         if self.config.slowdown_per_inflight > SimDuration::ZERO {
             service = service.saturating_add(SimDuration::from_nanos(
@@ -157,6 +205,12 @@ impl QueueServer {
                     .as_nanos()
                     .saturating_mul(u64::from(self.in_service)),
             ));
+        }
+        if !self.faults.is_empty() {
+            let factor = self.faults.service_time_factor(now);
+            if factor != 1.0 {
+                service = service.mul_f64(factor);
+            }
         }
         self.in_service += 1;
         self.max_in_service = self.max_in_service.max(self.in_service);
@@ -195,11 +249,17 @@ mod tests {
         let mut rng = Pcg64::seed_from_u64(1);
         let mut s = server(1, 1, Discipline::Fifo);
         assert!(matches!(
-            s.arrive(job(0, 99), &mut rng),
+            s.arrive(job(0, 99), SimTime::ZERO, &mut rng),
             Admission::Start(_)
         ));
-        assert_eq!(s.arrive(job(1, 99), &mut rng), Admission::Queued);
-        assert_eq!(s.arrive(job(2, 99), &mut rng), Admission::Rejected);
+        assert_eq!(
+            s.arrive(job(1, 99), SimTime::ZERO, &mut rng),
+            Admission::Queued
+        );
+        assert_eq!(
+            s.arrive(job(2, 99), SimTime::ZERO, &mut rng),
+            Admission::Rejected
+        );
         assert_eq!((s.in_service(), s.queue_len()), (1, 1));
     }
 
@@ -207,10 +267,10 @@ mod tests {
     fn lifo_serves_the_newest_and_expired_jobs_are_dropped() {
         let mut rng = Pcg64::seed_from_u64(1);
         let mut s = server(1, 10, Discipline::Lifo);
-        s.arrive(job(0, 99), &mut rng);
-        s.arrive(job(1, 99), &mut rng);
-        s.arrive(job(2, 99), &mut rng);
-        s.arrive(job(3, 1), &mut rng); // expires at 1 ms
+        s.arrive(job(0, 99), SimTime::ZERO, &mut rng);
+        s.arrive(job(1, 99), SimTime::ZERO, &mut rng);
+        s.arrive(job(2, 99), SimTime::ZERO, &mut rng);
+        s.arrive(job(3, 1), SimTime::ZERO, &mut rng); // expires at 1 ms
         let (next, _) = s.complete(SimTime(2_000_000), &mut rng).unwrap();
         assert_eq!(next.slot, 2);
         assert_eq!(s.expired_dropped, 1);
@@ -226,8 +286,69 @@ mod tests {
             Admission::Start(d) => d.as_nanos() / 1_000_000,
             other => panic!("{other:?}"),
         };
-        assert_eq!(ms(s.arrive(job(0, 99), &mut rng)), 1);
-        assert_eq!(ms(s.arrive(job(1, 99), &mut rng)), 11);
-        assert_eq!(ms(s.arrive(job(2, 99), &mut rng)), 21);
+        assert_eq!(ms(s.arrive(job(0, 99), SimTime::ZERO, &mut rng)), 1);
+        assert_eq!(ms(s.arrive(job(1, 99), SimTime::ZERO, &mut rng)), 11);
+        assert_eq!(ms(s.arrive(job(2, 99), SimTime::ZERO, &mut rng)), 21);
+    }
+
+    #[test]
+    fn a_stall_holds_arrivals_and_releases_them_when_it_ends() {
+        use crate::model::fault::{Fault, FaultEffect};
+        let mut rng = Pcg64::seed_from_u64(1);
+        let cfg = server(2, 3, Discipline::Fifo).config().clone();
+        let s_ = |n: u64| SimTime(n * 1_000_000_000);
+        let faults = Faults::new(vec![Fault {
+            from: s_(1),
+            to: s_(2),
+            effect: FaultEffect::Concurrency(0),
+        }]);
+        let mut s = QueueServer::with_faults(cfg, faults);
+        assert!(matches!(
+            s.arrive(job(0, 99_999), SimTime::ZERO, &mut rng),
+            Admission::Start(_)
+        ));
+        assert!(
+            s.refresh_workers(s_(1), &mut rng).is_empty(),
+            "the stall starts"
+        );
+        assert_eq!(s.workers(), Some(0));
+        // The attempt in service keeps its worker but nothing new starts.
+        assert_eq!(s.complete(s_(1), &mut rng), None);
+        for i in 1..4 {
+            assert_eq!(s.arrive(job(i, 99_999), s_(1), &mut rng), Admission::Queued);
+        }
+        assert_eq!(
+            s.arrive(job(4, 99_999), s_(1), &mut rng),
+            Admission::Rejected,
+            "queue_limit still applies"
+        );
+        let started = s.refresh_workers(s_(2), &mut rng);
+        let slots: Vec<u32> = started.iter().map(|(j, _)| j.slot).collect();
+        assert_eq!(slots, vec![1, 2], "two workers again, oldest first");
+        assert_eq!((s.in_service(), s.queue_len()), (2, 1));
+    }
+
+    #[test]
+    fn a_slowdown_window_stretches_service_that_starts_inside_it() {
+        use crate::model::fault::{Fault, FaultEffect};
+        let mut rng = Pcg64::seed_from_u64(1);
+        let cfg = server(10, 0, Discipline::Fifo).config().clone();
+        let faults = Faults::new(vec![Fault {
+            from: SimTime(5_000_000),
+            to: SimTime(10_000_000),
+            effect: FaultEffect::ServiceTimeFactor(3.0),
+        }]);
+        let mut s = QueueServer::with_faults(cfg, faults);
+        let at = |ms: u64, s: &mut QueueServer, rng: &mut Pcg64| match s.arrive(
+            job(0, 99),
+            SimTime(ms * 1_000_000),
+            rng,
+        ) {
+            Admission::Start(d) => d.as_nanos() / 1_000_000,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(at(4, &mut s, &mut rng), 1);
+        assert_eq!(at(5, &mut s, &mut rng), 3);
+        assert_eq!(at(10, &mut s, &mut rng), 1);
     }
 }

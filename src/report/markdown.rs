@@ -53,14 +53,32 @@ pub fn report_md(
     );
     if let Some(s) = &experiment.sweep {
         let values: Vec<String> = s.values.iter().map(Value::to_string).collect();
-        let _ = writeln!(
-            out,
-            "- Every variant runs at every value of `{}`: {}. Results below are at `{}` = {}.",
-            s.path,
-            values.join(", "),
-            s.path,
-            point.value.as_ref().map_or(String::new(), Value::to_string)
-        );
+        let value = point.value.as_ref().map_or(String::new(), Value::to_string);
+        match (&s.second, &experiment.points[focus].second_value) {
+            (Some(second), Some(y)) => {
+                let seconds: Vec<String> = second.values.iter().map(Value::to_string).collect();
+                let _ = writeln!(
+                    out,
+                    "- Every variant runs at every pair of a value of `{}` ({}) and a value of `{}` ({}): {} points. Results below are at `{}` = {value}, `{}` = {y}.",
+                    s.path,
+                    values.join(", "),
+                    second.path,
+                    seconds.join(", "),
+                    experiment.points.len(),
+                    s.path,
+                    second.path,
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "- Every variant runs at every value of `{}`: {}. Results below are at `{}` = {value}.",
+                    s.path,
+                    values.join(", "),
+                    s.path,
+                );
+            }
+        }
     }
     let _ = writeln!(out, "\nThe variants:\n");
     for (v, sc) in point.variants.iter().zip(&scenarios) {
@@ -88,6 +106,8 @@ pub fn report_md(
     for f in findings(&point.variants) {
         let _ = writeln!(out, "- {f}");
     }
+    recovery_section(&mut out, &scenarios, &point.variants);
+    every_pair(&mut out, experiment, result);
 
     if !figures.is_empty() {
         let _ = writeln!(out, "\n## Figures\n");
@@ -279,6 +299,180 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The "Recovery" section: for each variant, in words, the goodput before the trigger, the
+/// trigger windows, and whether and when it recovered (from the `recovery` metrics, which
+/// count replications rather than average them). Nothing without triggers.
+fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[VariantResult]) {
+    if !variants.iter().any(|v| v.metrics.get("recovery").is_some()) {
+        return;
+    }
+    let windows = |s: &Scenario| -> String {
+        let parts: Vec<String> = s
+            .triggers()
+            .iter()
+            .map(|t| {
+                format!(
+                    "from {} to {}",
+                    seconds(t.from.as_millis_f64()),
+                    seconds(t.to.as_millis_f64())
+                )
+            })
+            .collect();
+        parts.join(", ")
+    };
+    let all: Vec<String> = scenarios.iter().map(|s| windows(s)).collect();
+    let shared = all.windows(2).all(|w| w[0] == w[1]);
+    let _ = writeln!(out, "\n## Recovery\n");
+    let _ = write!(
+        out,
+        "A trigger (a load spike or a fault) pushes the system towards overload"
+    );
+    if shared && !all[0].is_empty() {
+        let _ = write!(out, ", here {}", all[0]);
+    }
+    let _ = writeln!(
+        out,
+        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not.\n"
+    );
+    for (v, s) in variants.iter().zip(scenarios) {
+        let r = v.metrics.get("recovery");
+        let get = |key: &str| r.and_then(|r| r.get(key)).and_then(Value::as_f64);
+        let (Some(n), Some(k)) = (get("replications"), get("recovered")) else {
+            let _ = writeln!(
+                out,
+                "- **{}**: no recovery analysis (no trigger, or no time before it to measure goodput).",
+                v.name
+            );
+            continue;
+        };
+        let mut line = format!("- **{}**: ", v.name);
+        if !shared {
+            let _ = write!(line, "triggers {}; ", windows(s));
+        }
+        let _ = write!(
+            line,
+            "before the trigger it completed {:.1} requests/s. ",
+            get("baseline_per_s").unwrap_or(0.0)
+        );
+        let median = get("median_recovery_s").unwrap_or(0.0);
+        let reps = |x: f64| format!("{x:.0} replication{}", if x == 1.0 { "" } else { "s" });
+        if k == 0.0 {
+            let any = if n == 1.0 {
+                String::new()
+            } else {
+                format!(" in any of its {}", reps(n))
+            };
+            let _ = write!(
+                line,
+                "Metastable: it did not recover by the end of the run{any}."
+            );
+        } else if k == n {
+            let spread = match get("p90_recovery_s") {
+                Some(p90) if n >= 10.0 && p90 > median => {
+                    format!(" (90 % within {p90:.1} s)")
+                }
+                _ => String::new(),
+            };
+            let _ = write!(
+                line,
+                "It recovered in {}{}, median {median:.1} s after the trigger ended{spread}.",
+                if n == 1.0 { "its " } else { "all " },
+                reps(n)
+            );
+        } else {
+            let _ = write!(
+                line,
+                "{k:.0} of {} ({:.0} %) recovered (median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
+                reps(n),
+                100.0 * k / n
+            );
+        }
+        let peak = get("peak_amplification").unwrap_or(0.0);
+        let wasted = get("wasted_fraction").unwrap_or(0.0);
+        let _ = write!(
+            line,
+            " From the trigger until {}, the load peaked at {peak:.2} attempts per first attempt (the worst 5 s, mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
+            if k == n {
+                "it recovered"
+            } else if k == 0.0 {
+                "the end of the run"
+            } else {
+                "recovery (or the end of the run)"
+            },
+            100.0 * wasted
+        );
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// With a two-axis sweep, the phase diagram's numbers as a table per variant, laid out as
+/// the figure is: the first setting across, the second up (its last value on top).
+fn every_pair(out: &mut String, experiment: &Experiment, result: &ExperimentResult) {
+    let Some((s, second)) = experiment
+        .sweep
+        .as_ref()
+        .and_then(|s| Some((s, s.second.as_ref()?)))
+    else {
+        return;
+    };
+    let m = super::charts::phase_metric(result);
+    let _ = writeln!(out, "\n## Every pair of swept values\n");
+    // A table wider or longer than a page reads worse than the figure and its CSV.
+    if s.values.len() > 12 || second.values.len() > 24 {
+        let _ = writeln!(
+            out,
+            "{} pairs are too many for a table: the phase diagram shows them, and phase-diagram.csv and sweep.csv hold every number.",
+            experiment.points.len()
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{} (`{}`, in %) for each value of `{}` (columns) and of `{}` (rows, its last value on top, as in the phase diagram).",
+        capitalized(m.words),
+        m.path,
+        s.path,
+        second.path
+    );
+    let header: Vec<String> = s
+        .values
+        .iter()
+        .map(|v| super::value_text(Some(v)))
+        .collect();
+    for (k, v) in result.points[0].variants.iter().enumerate() {
+        let _ = writeln!(out, "\n**{}**\n", v.name);
+        let _ = writeln!(
+            out,
+            "| {} \\ {} | {} |",
+            second.path,
+            s.path,
+            header.join(" | ")
+        );
+        let _ = writeln!(out, "|---|{}", "---:|".repeat(header.len()));
+        for (j, y) in second.values.iter().enumerate().rev() {
+            let cells: Vec<String> = (0..s.values.len())
+                .map(|i| {
+                    let at = &result.points[s.point_index(i, j)].variants[k];
+                    format!("{:.1}", 100.0 * metric(&at.metrics, m.path))
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} |",
+                super::value_text(Some(y)),
+                cells.join(" | ")
+            );
+        }
+    }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |c| {
+        c.to_uppercase().chain(chars).collect::<String>()
+    })
 }
 
 fn seconds(ms: f64) -> String {

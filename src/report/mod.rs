@@ -71,17 +71,17 @@ pub fn render(
         },
         OutputFile {
             name: "timeseries.csv".into(),
-            bytes: timeseries_csv(result)?,
+            bytes: timeseries_csv(experiment, result)?,
         },
         OutputFile {
             name: "scenario.resolved.json".into(),
             bytes: json(&resolved_json(experiment))?,
         },
     ];
-    if let Some(sweep) = &experiment.sweep {
+    if experiment.sweep.is_some() {
         files.push(OutputFile {
             name: "sweep.csv".into(),
-            bytes: sweep_csv(&sweep.path, result)?,
+            bytes: sweep_csv(experiment, result)?,
         });
     }
     files.extend(render_report(experiment, result, format)?);

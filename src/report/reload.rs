@@ -8,12 +8,12 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::engine::SimDuration;
 use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, series::COLUMNS};
 use crate::runner::{ExperimentResult, PointResult, VariantResult};
-use crate::scenario::{Experiment, LoadOptions, load_str};
+use crate::scenario::{Axis, Experiment, LoadOptions, Point, Sweep, load_str, set_path};
 
 fn read_json(dir: &Path, name: &str) -> anyhow::Result<Value> {
     let path = dir.join(name);
@@ -31,74 +31,38 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
     let resolved = read_json(dir, "scenario.resolved.json")?;
     let summary = read_json(dir, "summary.json")?;
 
-    // Rebuild a scenario file: the first variant as the base, every variant as a patch that
-    // restates it in full.
-    let variants = resolved["variants"]
-        .as_array()
-        .filter(|v| !v.is_empty())
-        .context("scenario.resolved.json lists no variants")?;
-    let mut doc: Map<String, Value> = variants[0]["scenario"]
-        .as_object()
-        .cloned()
-        .context("scenario.resolved.json: a variant has no scenario")?;
-    for key in ["name", "description", "seed", "replications"] {
-        if let Some(v) = resolved.get(key) {
-            doc.insert(key.to_string(), v.clone());
-        }
-    }
-    if let Some(sweep) = resolved.get("sweep") {
-        doc.insert(
-            "sweep".into(),
-            json!({"path": sweep["path"], "values": sweep["values"]}),
-        );
-    }
-    // A patch that restated the swept setting would undo the sweep: leave it out.
-    let swept: Vec<&str> = resolved["sweep"]["path"]
-        .as_str()
-        .map_or(Vec::new(), |p| p.split('.').collect());
-    if swept.iter().any(|k| k.parse::<usize>().is_ok()) {
-        bail!(
-            "this run sweeps into a list ({}); re-rendering it is not supported yet: run the scenario again",
-            swept.join(".")
-        );
-    }
-    let patches: Vec<Value> = variants
-        .iter()
-        .map(|v| {
-            let mut patch = v["scenario"].clone();
-            if let Some((last, parents)) = swept.split_last() {
-                let parent = parents.iter().try_fold(&mut patch, |d, k| d.get_mut(*k));
-                if let Some(Value::Object(map)) = parent {
-                    map.remove(*last);
-                }
-            }
-            json!({"name": v["name"], "patch": patch})
-        })
-        .collect();
-    doc.insert("variants".into(), Value::Array(patches));
-    let text = serde_json::to_string(&Value::Object(doc))?;
-    let mut experiment = load_str(&text, "scenario.resolved.json", &LoadOptions::default())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if let Some(sweep) = &mut experiment.sweep {
-        sweep.base_value = resolved["sweep"].get("base_value").cloned();
-    }
-
+    let experiment = rebuild_experiment(&resolved)?;
     let series = read_series(dir)?;
     let latency = read_latency(dir)?;
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let summary_points: Vec<(Option<Value>, &Value)> = match summary["sweep"]["points"].as_array() {
-        Some(points) => points
+    let summary_points: Vec<(Option<Value>, Option<Value>, &Value)> =
+        match summary["sweep"]["points"].as_array() {
+            Some(points) => points
+                .iter()
+                .map(|p| {
+                    (
+                        Some(p["value"].clone()),
+                        p.get("second_value").cloned(),
+                        &p["variants"],
+                    )
+                })
+                .collect(),
+            None => vec![(None, None, &summary["variants"])],
+        };
+    let agree = summary_points.len() == experiment.points.len()
+        && summary_points
             .iter()
-            .map(|p| (Some(p["value"].clone()), &p["variants"]))
-            .collect(),
-        None => vec![(None, &summary["variants"])],
-    };
-    if summary_points.len() != experiment.points.len() {
+            .zip(&experiment.points)
+            .all(|((_, y, _), at)| *y == at.second_value);
+    if !agree {
         bail!("summary.json and scenario.resolved.json disagree on the sweep; rerun the scenario");
     }
     let mut points = Vec::new();
-    for (i, (value, variants)) in summary_points.into_iter().enumerate() {
-        let key = super::value_text(value.as_ref());
+    for (i, (value, second_value, variants)) in summary_points.into_iter().enumerate() {
+        let key = (
+            super::value_text(value.as_ref()),
+            super::value_text(second_value.as_ref()),
+        );
         let variants = variants
             .as_array()
             .context("summary.json: variants is not a list")?
@@ -106,7 +70,7 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
             .map(|v| {
                 let name = v["name"].as_str().unwrap_or_default().to_string();
                 let (bucket, rows) = series
-                    .get(&(key.clone(), name.clone()))
+                    .get(&(key.0.clone(), key.1.clone(), name.clone()))
                     .cloned()
                     .unwrap_or((SimDuration::from_nanos(1), Vec::new()));
                 let latency_bins = if i == focus {
@@ -142,15 +106,104 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
     ))
 }
 
-type Series = std::collections::BTreeMap<(String, String), (SimDuration, Vec<[f64; COLUMNS]>)>;
+/// Rebuilds the experiment from `scenario.resolved.json`: every variant restated in full, at
+/// every sweep point, each validated again. The resolved variants show the first sweep value;
+/// each point sets its own values into every variant's document (list indices included), so
+/// nothing a variant changed is lost and nothing restated undoes the sweep.
+fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
+    let variants = resolved["variants"]
+        .as_array()
+        .filter(|v| !v.is_empty())
+        .context("scenario.resolved.json lists no variants")?;
+    let axis = |doc: &Value| -> Option<(String, Vec<Value>, Option<Value>)> {
+        Some((
+            doc.get("path")?.as_str()?.to_string(),
+            doc.get("values")?.as_array()?.clone(),
+            doc.get("base_value").cloned(),
+        ))
+    };
+    let first = resolved.get("sweep").and_then(axis);
+    let second = resolved
+        .get("sweep")
+        .and_then(|s| s.get("second"))
+        .and_then(axis);
+    let xs: Vec<Option<Value>> = match &first {
+        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let ys: Vec<Option<Value>> = match &second {
+        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut points = Vec::new();
+    let mut loaded: Option<Experiment> = None;
+    for x in &xs {
+        for y in &ys {
+            let mut patches = Vec::new();
+            for v in variants {
+                let mut doc = v["scenario"].clone();
+                for (axis, value) in [(&first, x), (&second, y)] {
+                    if let (Some((path, _, _)), Some(value)) = (axis, value) {
+                        set_path(&mut doc, path, value.clone())
+                            .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
+                    }
+                }
+                patches.push(json!({"name": v["name"], "patch": doc}));
+            }
+            let mut doc = patches[0]["patch"]
+                .as_object()
+                .cloned()
+                .context("scenario.resolved.json: a variant has no scenario")?;
+            for key in ["name", "description", "seed", "replications"] {
+                if let Some(v) = resolved.get(key) {
+                    doc.insert(key.to_string(), v.clone());
+                }
+            }
+            doc.insert("variants".into(), Value::Array(patches));
+            let text = serde_json::to_string(&Value::Object(doc))?;
+            let mut experiment = load_str(&text, "scenario.resolved.json", &LoadOptions::default())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let point = experiment
+                .points
+                .pop()
+                .context("a point without variants")?;
+            points.push(Point {
+                value: x.clone(),
+                second_value: y.clone(),
+                variants: point.variants,
+            });
+            loaded.get_or_insert(experiment);
+        }
+    }
+    let mut experiment = loaded.context("scenario.resolved.json describes no run")?;
+    experiment.sweep = first.map(|(path, values, base_value)| Sweep {
+        path,
+        values,
+        base_value,
+        second: second.map(|(path, values, base_value)| Axis {
+            path,
+            values,
+            base_value,
+        }),
+    });
+    experiment.points = points;
+    Ok(experiment)
+}
+
+/// Time series by (sweep value, second value, variant): bucket width and rows.
+type Series =
+    std::collections::BTreeMap<(String, String, String), (SimDuration, Vec<[f64; COLUMNS]>)>;
 
 fn read_series(dir: &Path) -> anyhow::Result<Series> {
     let path = dir.join("timeseries.csv");
     let mut reader =
         csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let header = reader.headers()?.clone();
+    // A two-axis sweep has a second_value column after sweep_value.
+    let two_axes = header.get(1) == Some("second_value");
+    let keys = if two_axes { 3 } else { 2 };
     let expected: Vec<&str> = Column::ALL.iter().map(|c| c.name()).collect();
-    if header.iter().skip(4).collect::<Vec<_>>() != expected {
+    if header.iter().skip(keys + 2).collect::<Vec<_>>() != expected {
         bail!(
             "{} has other columns than this version writes; rerun the scenario",
             path.display()
@@ -159,15 +212,22 @@ fn read_series(dir: &Path) -> anyhow::Result<Series> {
     let mut out = Series::new();
     for record in reader.records() {
         let record = record?;
-        let bucket_s: f64 = record[3].parse().context("timeseries.csv: bucket_s")?;
+        let bucket_s: f64 = record[keys + 1]
+            .parse()
+            .context("timeseries.csv: bucket_s")?;
         let mut row = [0.0; COLUMNS];
-        for (cell, slot) in record.iter().skip(4).zip(row.iter_mut()) {
+        for (cell, slot) in record.iter().skip(keys + 2).zip(row.iter_mut()) {
             *slot = cell
                 .parse()
                 .context("timeseries.csv: a value is not a number")?;
         }
+        let second = if two_axes { &record[1] } else { "" };
         let entry = out
-            .entry((record[0].to_string(), record[1].to_string()))
+            .entry((
+                record[0].to_string(),
+                second.to_string(),
+                record[keys - 1].to_string(),
+            ))
             .or_insert_with(|| (SimDuration::from_secs_f64(bucket_s), Vec::new()));
         entry.1.push(row);
     }

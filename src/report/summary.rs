@@ -23,12 +23,29 @@ pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value
         }
         Some(sweep) => {
             doc["variants"] = json!([]);
+            // The experiment's points are the results' points, in the same order; they
+            // also know the second axis' value.
             let points: Vec<Value> = result
                 .points
                 .iter()
-                .map(|p| json!({"value": p.value, "variants": variants(&p.variants)}))
+                .zip(&experiment.points)
+                .map(|(p, at)| match &at.second_value {
+                    None => json!({"value": p.value, "variants": variants(&p.variants)}),
+                    Some(y) => json!({
+                        "value": p.value,
+                        "second_value": y,
+                        "variants": variants(&p.variants),
+                    }),
+                })
                 .collect();
-            doc["sweep"] = json!({"path": sweep.path, "points": points});
+            doc["sweep"] = match &sweep.second {
+                None => json!({"path": sweep.path, "points": points}),
+                Some(second) => json!({
+                    "path": sweep.path,
+                    "second": {"path": second.path, "values": second.values},
+                    "points": points,
+                }),
+            };
         }
     }
     doc["events"] = json!(result.events);

@@ -1,10 +1,12 @@
 //! `sweep.csv`: a row per (sweep value, variant) with every metric's mean and 95 %
-//! half-width, columns named by dotted paths into summary.json's `metrics`.
+//! half-width, columns named by dotted paths into summary.json's `metrics`. A two-axis sweep
+//! has a column per swept setting, first axis first.
 
 use serde_json::Value;
 
 use super::timeseries::format_number;
 use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
 
 /// The leaves of a metrics document as (dotted path, number), in document order.
 pub fn flatten(doc: &Value) -> Vec<(String, f64)> {
@@ -29,28 +31,51 @@ pub fn flatten(doc: &Value) -> Vec<(String, f64)> {
     out
 }
 
-/// Renders sweep.csv for a run with a sweep.
-pub fn sweep_csv(path: &str, result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
+/// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).
+pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
+    let sweep = experiment.sweep.as_ref();
     let mut w = csv::Writer::from_writer(Vec::new());
-    let first = &result.points[0].variants[0];
-    let names: Vec<String> = flatten(&first.metrics)
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    let mut header = vec![path.to_string(), "variant".to_string()];
+    // Every metric any variant has: some keys appear only at some points (the recovery
+    // times when a replication recovered), and a row leaves the ones it lacks empty.
+    let mut names: Vec<String> = Vec::new();
+    for v in result.points.iter().flat_map(|p| &p.variants) {
+        let mut after = 0;
+        for (k, _) in flatten(&v.metrics) {
+            match names.iter().position(|n| *n == k) {
+                Some(i) => after = i + 1,
+                None => {
+                    names.insert(after, k);
+                    after += 1;
+                }
+            }
+        }
+    }
+    let mut header = vec![sweep.map_or(String::new(), |s| s.path.clone())];
+    if let Some(second) = sweep.and_then(|s| s.second.as_ref()) {
+        header.push(second.path.clone());
+    }
+    header.push("variant".to_string());
     for n in &names {
         header.push(n.clone());
         header.push(format!("{n}.ci95"));
     }
     w.write_record(&header)?;
-    for point in &result.points {
-        let value = super::value_text(point.value.as_ref());
+    for (point, at) in result.points.iter().zip(&experiment.points) {
+        let mut values = vec![super::value_text(point.value.as_ref())];
+        if at.second_value.is_some() {
+            values.push(super::value_text(at.second_value.as_ref()));
+        }
         for v in &point.variants {
-            let mut record = vec![value.clone(), v.name.clone()];
-            let halves = flatten(&v.ci95);
-            for ((_, mean), (_, half)) in flatten(&v.metrics).iter().zip(&halves) {
-                record.push(format_number(*mean));
-                record.push(format_number(*half));
+            let mut record = values.clone();
+            record.push(v.name.clone());
+            let means: std::collections::HashMap<String, f64> =
+                flatten(&v.metrics).into_iter().collect();
+            let halves: std::collections::HashMap<String, f64> =
+                flatten(&v.ci95).into_iter().collect();
+            for n in &names {
+                for cell in [means.get(n), halves.get(n)] {
+                    record.push(cell.map_or(String::new(), |x| format_number(*x)));
+                }
             }
             w.write_record(&record)?;
         }

@@ -60,6 +60,35 @@ const COLS: [Col; 7] = [
     },
 ];
 
+/// Columns shown only when some variant has a non-zero value: the retry budget and circuit
+/// breaker counts, which are zero for every variant without one.
+const POLICY_COLS: [Col; 4] = [
+    Col {
+        header: "budget denials",
+        path: &["budget_denials"],
+        scale: 1.0,
+        decimals: 0,
+    },
+    Col {
+        header: "breaker refusals",
+        path: &["breaker", "refusals"],
+        scale: 1.0,
+        decimals: 0,
+    },
+    Col {
+        header: "breaker transitions",
+        path: &["breaker", "transitions"],
+        scale: 1.0,
+        decimals: 0,
+    },
+    Col {
+        header: "open %",
+        path: &["breaker", "open_fraction"],
+        scale: 100.0,
+        decimals: 1,
+    },
+];
+
 fn get(v: &Value, path: &[&str]) -> f64 {
     path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(0.0)
 }
@@ -68,20 +97,45 @@ fn get(v: &Value, path: &[&str]) -> f64 {
 pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     let with_ci = experiment.replications > 1;
     let mut header: Vec<String> = Vec::new();
+    let second = experiment.sweep.as_ref().and_then(|s| s.second.as_ref());
     if let Some(s) = &experiment.sweep {
         header.push(s.path.clone());
     }
+    if let Some(axis) = second {
+        header.push(axis.path.clone());
+    }
     header.push("variant".into());
     header.extend(COLS.iter().map(|c| c.header.to_string()));
+    let variants = || result.points.iter().flat_map(|p| &p.variants);
+    let policy_cols: Vec<&Col> = POLICY_COLS
+        .iter()
+        .filter(|c| variants().any(|v| get(&v.metrics, c.path) != 0.0))
+        .collect();
+    header.extend(policy_cols.iter().map(|c| c.header.to_string()));
+    let with_recovery = result
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.metrics.get("recovery").is_some());
+    if with_recovery {
+        header.push("recovery".into());
+    }
     let mut rows: Vec<Vec<String>> = Vec::new();
-    for point in &result.points {
+    for (point, at) in result.points.iter().zip(&experiment.points) {
         for v in &point.variants {
             let mut row = Vec::new();
             if point.value.is_some() {
                 row.push(super::value_text(point.value.as_ref()));
             }
+            if second.is_some() {
+                row.push(super::value_text(at.second_value.as_ref()));
+            }
             row.push(v.name.clone());
             row.extend(COLS.iter().map(|c| cell(v, c, with_ci)));
+            row.extend(policy_cols.iter().map(|c| cell(v, c, with_ci)));
+            if with_recovery {
+                row.push(recovery_cell(&v.metrics).unwrap_or_default());
+            }
             rows.push(row);
         }
     }
@@ -94,7 +148,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let text_cols = if experiment.sweep.is_some() { 2 } else { 1 };
+    let text_cols = 1 + usize::from(experiment.sweep.is_some()) + usize::from(second.is_some());
     let line = |cells: &[String]| -> String {
         let mut s = String::new();
         for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
@@ -102,7 +156,8 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                 s.push_str("  ");
             }
             let pad = w - c.chars().count();
-            if i < text_cols {
+            // Text columns, and the recovery column (words), are left-aligned.
+            if i < text_cols || (with_recovery && i + 1 == cells.len()) {
                 s.push_str(c);
                 s.push_str(&" ".repeat(pad));
             } else {
@@ -165,4 +220,28 @@ fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
     } else {
         format!("{mean:.d$}")
     }
+}
+
+/// The recovery column: "recovered 25 % (median 6.2 s)" or "metastable (0/200)", from the
+/// `recovery` object of a variant's metrics (none without triggers).
+fn recovery_cell(metrics: &Value) -> Option<String> {
+    let r = metrics.get("recovery")?;
+    let n = r.get("replications")?.as_u64()?;
+    let k = r.get("recovered")?.as_u64()?;
+    if k == 0 {
+        return Some(format!("metastable (0/{n})"));
+    }
+    let fraction = r.get("recovered_fraction")?.as_f64()?;
+    let median = r
+        .get("median_recovery_s")
+        .and_then(Value::as_f64)
+        .map_or(String::new(), |m| format!(" (median {m:.1} s)"));
+    // A split result never reads as "100 %" or "0 %".
+    let pct = 100.0 * fraction;
+    let pct = if k < n && !(0.5..99.5).contains(&pct) {
+        format!("{pct:.1}")
+    } else {
+        format!("{pct:.0}")
+    };
+    Some(format!("recovered {pct} %{median}"))
 }

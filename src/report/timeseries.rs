@@ -1,30 +1,46 @@
 //! `timeseries.csv`: one row per time bucket per variant (and sweep value), means over
 //! replications. Count columns are per bucket; `queue_len`, `in_service` and `in_flight` are
-//! the state at the end of the bucket.
+//! the state at the end of the bucket. A two-axis sweep adds a `second_value` column after
+//! `sweep_value`.
 
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
+use crate::scenario::Experiment;
 
 /// Renders the time series of every variant.
-pub fn timeseries_csv(result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
+pub fn timeseries_csv(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+) -> anyhow::Result<Vec<u8>> {
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec!["sweep_value", "variant", "bucket_start_s", "bucket_s"];
+    let mut header = vec!["sweep_value"];
+    if two_axes {
+        header.push("second_value");
+    }
+    header.extend(["variant", "bucket_start_s", "bucket_s"]);
     header.extend(Column::ALL.iter().map(|c| c.name()));
     w.write_record(&header)?;
-    for point in &result.points {
-        let value = crate::report::value_text(point.value.as_ref());
+    for (point, at) in result.points.iter().zip(&experiment.points) {
+        let mut values = vec![crate::report::value_text(point.value.as_ref())];
+        if two_axes {
+            values.push(crate::report::value_text(at.second_value.as_ref()));
+        }
         for v in &point.variants {
             let width = v.bucket.as_nanos();
             for (i, row) in v.series.iter().enumerate() {
                 // From integer nanoseconds, so bucket starts print exactly (10.7, not
                 // 10.700000000000001).
                 let start = crate::engine::SimTime(i as u64 * width);
-                let mut record = vec![
-                    value.clone(),
+                let mut record = values.clone();
+                record.extend([
                     v.name.clone(),
                     format_number(start.as_nanos() as f64 / 1e9),
                     format_number(width as f64 / 1e9),
-                ];
+                ]);
                 record.extend(row.iter().map(|x| format_number(*x)));
                 w.write_record(&record)?;
             }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::error::{Problem, ScenarioError};
 use super::schema::RawScenario;
 use super::validate::validate;
-use super::{Experiment, Point, Sweep, Variant};
+use super::{Axis, Experiment, Point, Sweep, Variant};
 
 /// Settings given on the command line that override the file.
 #[derive(Debug, Clone, Default)]
@@ -17,7 +17,7 @@ pub struct LoadOptions {
     pub seed: Option<u64>,
     /// Replaces `replications`.
     pub replications: Option<u64>,
-    /// Replaces or adds `sweep`.
+    /// Replaces or adds `sweep` (both axes: a file's second axis does not survive).
     pub sweep: Option<Sweep>,
 }
 
@@ -81,21 +81,21 @@ pub fn load_str(
     }
     let mut sweep = match &options.sweep {
         Some(s) => Some(s.clone()),
-        None => raw
-            .sweep
-            .as_ref()
-            .map(|s| Sweep::new(s.path.clone(), s.values.clone())),
+        None => raw.sweep.as_ref().map(|s| {
+            let sweep = Sweep::new(s.path.clone(), s.values.clone());
+            match &s.second {
+                Some(second) => {
+                    sweep.with_second(Axis::new(second.path.clone(), second.values.clone()))
+                }
+                None => sweep,
+            }
+        }),
     };
     if let Some(s) = &mut sweep {
-        s.base_value = s
-            .path
-            .split('.')
-            .try_fold(&doc, |v, key| match v {
-                Value::Object(map) => map.get(key),
-                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            })
-            .cloned();
+        s.base_value = get_path(&doc, &s.path).cloned();
+        if let Some(second) = &mut s.second {
+            second.base_value = get_path(&doc, &second.path).cloned();
+        }
     }
     if let Some(s) = &sweep {
         check_sweep(s, &mut problems);
@@ -134,27 +134,44 @@ pub fn load_str(
             map.remove(key);
         }
     }
-    let values: Vec<Option<Value>> = match &sweep {
-        Some(s) => s.values.iter().cloned().map(Some).collect(),
-        None => vec![None],
-    };
+    let values = sweep.as_ref().map_or(vec![(None, None)], sweep_points);
     let mut points = Vec::with_capacity(values.len());
     // A problem the base document has is reported once, without a variant's name (unless
     // every variant's patch fixes it); a variant is blamed only for what its patch adds.
     let mut reported = std::collections::HashSet::new();
-    for value in values {
+    for (value, second_value) in values {
         let mut base = doc.clone();
-        let context = match (&value, &sweep) {
-            (Some(v), Some(s)) => {
-                if let Err(message) = set_path(&mut base, &s.path, v.clone()) {
-                    if reported.insert(("sweep.path".to_string(), message.clone())) {
-                        problems.push(Problem::new("sweep.path", message));
-                    }
-                    continue;
+        // Each swept setting with its value and the key that names it in messages.
+        let mut settings = Vec::new();
+        if let (Some(v), Some(s)) = (&value, &sweep) {
+            settings.push(("sweep.path", s.path.as_str(), v));
+        }
+        if let (Some(v), Some(second)) = (
+            &second_value,
+            sweep.as_ref().and_then(|s| s.second.as_ref()),
+        ) {
+            settings.push(("sweep.second.path", second.path.as_str(), v));
+        }
+        let mut placed = true;
+        for (key, path, v) in &settings {
+            if let Err(message) = set_path(&mut base, path, (*v).clone()) {
+                if reported.insert((key.to_string(), message.clone())) {
+                    problems.push(Problem::new(*key, message));
                 }
-                format!("with {} = {v}", s.path)
+                placed = false;
             }
-            _ => String::new(),
+        }
+        if !placed {
+            continue;
+        }
+        let context = if settings.is_empty() {
+            String::new()
+        } else {
+            let pairs: Vec<String> = settings
+                .iter()
+                .map(|(_, path, v)| format!("{path} = {v}"))
+                .collect();
+            format!("with {}", pairs.join(", "))
         };
         let base_problems = check(&base).err().unwrap_or_default();
         let mut point_variants = Vec::with_capacity(variants.len());
@@ -173,7 +190,7 @@ pub fn load_str(
                             // The base's own problem (a variant may also fix it, so only
                             // the variants that keep it count).
                             let from_sweep =
-                                sweep.as_ref().is_some_and(|s| p.path.starts_with(&s.path));
+                                settings.iter().any(|(_, path, _)| p.path.starts_with(path));
                             if from_sweep {
                                 p.message = format!("{} ({context})", p.message);
                             }
@@ -189,6 +206,7 @@ pub fn load_str(
         }
         points.push(Point {
             value,
+            second_value,
             variants: point_variants,
         });
     }
@@ -288,14 +306,68 @@ fn check_name(name: &str, problems: &mut Vec<Problem>) {
     }
 }
 
+/// The value at dotted `path` in `doc`, if there is one.
+fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(doc, |v, key| match v {
+        Value::Object(map) => map.get(key),
+        Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
+}
+
+/// The (first, second) values of every point of `s`, first axis outer.
+fn sweep_points(s: &Sweep) -> Vec<(Option<Value>, Option<Value>)> {
+    s.values
+        .iter()
+        .flat_map(|x| match &s.second {
+            None => vec![(Some(x.clone()), None)],
+            Some(second) => second
+                .values
+                .iter()
+                .map(|y| (Some(x.clone()), Some(y.clone())))
+                .collect(),
+        })
+        .collect()
+}
+
 fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) {
-    if s.values.is_empty() {
-        problems.push(Problem::new("sweep.values", "must list at least one value"));
+    check_axis("sweep", &s.path, &s.values, problems);
+    if let Some(second) = &s.second {
+        check_axis("sweep.second", &second.path, &second.values, problems);
+        // Keys on the way, so that "clients" overlaps "clients.count" but not "clients_x".
+        let (a, b) = (format!("{}.", s.path), format!("{}.", second.path));
+        if a == b {
+            problems.push(Problem::new(
+                "sweep.second.path",
+                format!(
+                    "\"{}\" is also sweep.path; the two axes of a sweep must be different settings",
+                    second.path
+                ),
+            ));
+        } else if a.starts_with(&b) || b.starts_with(&a) {
+            problems.push(Problem::new(
+                "sweep.second.path",
+                format!(
+                    "\"{}\" overlaps sweep.path \"{}\" (one lies inside the other); the two axes of a sweep must be separate settings",
+                    second.path, s.path
+                ),
+            ));
+        }
     }
-    let first = s.path.split('.').next().unwrap_or("");
+}
+
+/// Checks one axis; `at` names it in messages (`sweep` or `sweep.second`).
+fn check_axis(at: &str, path: &str, values: &[Value], problems: &mut Vec<Problem>) {
+    if values.is_empty() {
+        problems.push(Problem::new(
+            format!("{at}.values"),
+            "must list at least one value",
+        ));
+    }
+    let first = path.split('.').next().unwrap_or("");
     if FILE_KEYS.contains(&first) {
         problems.push(Problem::new(
-            "sweep.path",
+            format!("{at}.path"),
             format!("cannot sweep \"{first}\"; it belongs to the whole file"),
         ));
     }
@@ -402,6 +474,160 @@ mod tests {
         assert_eq!(doc["policy"]["retry"]["max_attempts"], 4);
         assert!(set_path(&mut doc, "clients.count.x", json!(1)).is_err());
         assert!(set_path(&mut doc, "server.faults.3.to", json!(1)).is_err());
+    }
+
+    /// A small valid scenario with `sweep` as its sweep.
+    fn with_sweep(sweep: &str) -> String {
+        format!(
+            r#"{{"name": "s", "duration": "1s",
+              "clients": {{"count": 2, "workload": {{"open": {{"rate_per_s": 10}}}}}},
+              "server": {{"concurrency": 2, "service_time": {{"constant": "1ms"}}}},
+              "sweep": {sweep}}}"#
+        )
+    }
+
+    fn problems(text: &str, options: &LoadOptions) -> Vec<Problem> {
+        match load_str(text, "test", options) {
+            Err(ScenarioError::Invalid { problems, .. }) => problems,
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_second_axis_crosses_the_first_first_axis_outer() {
+        let text = with_sweep(
+            r#"{"path": "clients.count", "values": [1, 2, 3],
+                "second": {"path": "server.concurrency", "values": [1, 4]}}"#,
+        );
+        let e = load_str(&text, "test", &LoadOptions::default()).unwrap();
+        let pairs: Vec<(Value, Value)> = e
+            .points
+            .iter()
+            .map(|p| (p.value.clone().unwrap(), p.second_value.clone().unwrap()))
+            .collect();
+        let expected: Vec<(Value, Value)> = [(1, 1), (1, 4), (2, 1), (2, 4), (3, 1), (3, 4)]
+            .iter()
+            .map(|(x, y)| (json!(x), json!(y)))
+            .collect();
+        assert_eq!(pairs, expected);
+        // Each point's scenario has both values in place.
+        let sc = &e.points[3].variants[0].scenario;
+        assert_eq!(sc.clients.count, 2);
+        match &sc.server.kind {
+            crate::scenario::ServerKind::Queue(q) => assert_eq!(q.concurrency, Some(4)),
+            other => panic!("{other:?}"),
+        }
+        let sweep = e.sweep.unwrap();
+        let second = sweep.second.as_ref().unwrap();
+        assert_eq!(second.path, "server.concurrency");
+        // The scenario's own values are the focus: clients.count = 2, concurrency = 2 is
+        // not swept, so the second axis' focus is its middle value.
+        assert_eq!(sweep.base_value, Some(json!(2)));
+        assert_eq!(second.base_value, Some(json!(2)));
+        assert_eq!(sweep.focus(), sweep.point_index(1, 1));
+        assert_eq!(sweep.first_axis_points(), vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn one_axis_sweeps_are_unchanged() {
+        let text = with_sweep(r#"{"path": "clients.count", "values": [1, 2, 3]}"#);
+        let e = load_str(&text, "test", &LoadOptions::default()).unwrap();
+        assert_eq!(e.points.len(), 3);
+        assert!(e.points.iter().all(|p| p.second_value.is_none()));
+        let sweep = e.sweep.unwrap();
+        assert_eq!(sweep.second, None);
+        assert_eq!(sweep.focus(), 1);
+        assert_eq!(sweep.first_axis_points(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn the_second_path_is_checked_like_the_first() {
+        let cases = [
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "clients.count", "values": [2]}}"#,
+                "sweep.second.path",
+                "also sweep.path",
+            ),
+            (
+                r#"{"path": "clients", "values": [{"count": 1, "workload": {"open": {"rate_per_s": 1}}}], "second": {"path": "clients.count", "values": [2]}}"#,
+                "sweep.second.path",
+                "overlaps",
+            ),
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "seed", "values": [2]}}"#,
+                "sweep.second.path",
+                "belongs to the whole file",
+            ),
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "server.concurrency", "values": []}}"#,
+                "sweep.second.values",
+                "at least one value",
+            ),
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "clients.count.x", "values": [2]}}"#,
+                "sweep.second.path",
+                "overlaps",
+            ),
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "duration.x", "values": [2]}}"#,
+                "sweep.second.path",
+                "neither an object nor a list",
+            ),
+            (
+                r#"{"path": "clients.count", "values": [1], "second": {"path": "server.concurrency", "values": [0]}}"#,
+                "server.concurrency",
+                "server.concurrency = 0",
+            ),
+        ];
+        for (sweep, path, needle) in cases {
+            let found = problems(&with_sweep(sweep), &LoadOptions::default());
+            assert!(
+                found
+                    .iter()
+                    .any(|p| p.path == path && p.message.contains(needle)),
+                "{sweep}: expected {path}: ...{needle}..., got {found:?}"
+            );
+        }
+        // Paths that share a prefix of characters but not of keys do not overlap.
+        let text = with_sweep(
+            r#"{"path": "server.concurrency", "values": [1], "second": {"path": "server.concurrency_x", "values": [2]}}"#,
+        );
+        let found = problems(&text, &LoadOptions::default());
+        assert!(
+            found.iter().all(|p| p.path != "sweep.second.path"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_command_line_sweep_replaces_both_axes_of_the_file() {
+        let text = with_sweep(
+            r#"{"path": "clients.count", "values": [1, 2],
+                "second": {"path": "server.concurrency", "values": [1, 4]}}"#,
+        );
+        let options = LoadOptions {
+            sweep: Some(Sweep::new(
+                "clients.count",
+                vec![json!(5), json!(6), json!(7)],
+            )),
+            ..LoadOptions::default()
+        };
+        let e = load_str(&text, "test", &options).unwrap();
+        assert_eq!(e.points.len(), 3);
+        assert_eq!(e.sweep.unwrap().second, None);
+        let options = LoadOptions {
+            sweep: Some(
+                Sweep::new("server.concurrency", vec![json!(1), json!(2)]).with_second(Axis::new(
+                    "clients.count",
+                    vec![json!(3), json!(4), json!(5)],
+                )),
+            ),
+            ..LoadOptions::default()
+        };
+        let e = load_str(&with_sweep("null"), "test", &options).unwrap();
+        assert_eq!(e.points.len(), 6);
+        assert_eq!(e.points[2].value, Some(json!(1)));
+        assert_eq!(e.points[2].second_value, Some(json!(5)));
     }
 
     #[test]

@@ -19,8 +19,11 @@ pub use units::parse_duration;
 
 use serde_json::Value;
 
-use crate::engine::SimDuration;
-use crate::model::{Backoff, Dist, OutcomeSet, QueueConfig, RateProfile};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::{
+    Backoff, BreakerConfig, BudgetConfig, Dist, Faults, OutcomeSet, QueueConfig, RateLimit,
+    RateProfile,
+};
 
 /// Everything one scenario file asks for: every variant at every sweep value, each replicated.
 #[derive(Debug, Clone)]
@@ -33,49 +36,118 @@ pub struct Experiment {
     pub seed: u64,
     /// Replications of every variant at every sweep value (>= 1).
     pub replications: u32,
-    /// The swept setting, if any.
+    /// The swept setting (or two), if any.
     pub sweep: Option<Sweep>,
-    /// One point without a sweep; one per swept value with one.
+    /// One point without a sweep; one per swept value (or pair of values, first axis outer)
+    /// with one.
     pub points: Vec<Point>,
 }
 
-/// A sweep: dotted keys into the scenario and the values put there.
+/// A sweep: one swept setting (the first axis), or two whose values are crossed. The
+/// experiment's points are the cartesian product, first axis outer: (x0, y0), (x0, y1), ...,
+/// (x1, y0), ...
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
-    /// Dotted keys, e.g. "clients.count".
+    /// Dotted keys of the first axis, e.g. "clients.count".
     pub path: String,
-    /// The values, in order.
+    /// The first axis' values, in order.
     pub values: Vec<Value>,
     /// The value the scenario itself has at `path`, if any (filled in by loading). Figures
     /// that show one sweep value show the point with this value.
     pub base_value: Option<Value>,
+    /// The second axis of a two-axis sweep (`sweep.second`), if any.
+    pub second: Option<Axis>,
 }
 
-impl Sweep {
-    /// A sweep of `path` over `values`.
+/// The second axis of a two-axis sweep: dotted keys into the scenario and the values put
+/// there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// Dotted keys, e.g. "policy.retry.max_attempts".
+    pub path: String,
+    /// The values, in order.
+    pub values: Vec<Value>,
+    /// The value the scenario itself has at `path`, if any (filled in by loading).
+    pub base_value: Option<Value>,
+}
+
+impl Axis {
+    /// An axis of `path` over `values`.
     pub fn new(path: impl Into<String>, values: Vec<Value>) -> Self {
-        Sweep {
+        Axis {
             path: path.into(),
             values,
             base_value: None,
         }
     }
 
-    /// The index of the point that figures of a single sweep value show: the point at the
-    /// scenario's own value, else the middle one.
+    /// The index of the value that figures of a single sweep value show: the scenario's own
+    /// value, else the middle one.
     pub fn focus(&self) -> usize {
-        self.base_value
-            .as_ref()
-            .and_then(|b| self.values.iter().position(|v| v == b))
-            .unwrap_or(self.values.len() / 2)
+        focus_of(&self.values, self.base_value.as_ref())
     }
 }
 
-/// Every variant at one sweep value.
+fn focus_of(values: &[Value], base: Option<&Value>) -> usize {
+    base.and_then(|b| values.iter().position(|v| v == b))
+        .unwrap_or(values.len() / 2)
+}
+
+impl Sweep {
+    /// A one-axis sweep of `path` over `values`.
+    pub fn new(path: impl Into<String>, values: Vec<Value>) -> Self {
+        Sweep {
+            path: path.into(),
+            values,
+            base_value: None,
+            second: None,
+        }
+    }
+
+    /// This sweep with `second` as its second axis.
+    pub fn with_second(self, second: Axis) -> Self {
+        Sweep {
+            second: Some(second),
+            ..self
+        }
+    }
+
+    /// Values of the second axis (1 without one).
+    fn second_len(&self) -> usize {
+        self.second.as_ref().map_or(1, |s| s.values.len())
+    }
+
+    /// The index of the point at first-axis value `i` and second-axis value `j` (0 without a
+    /// second axis).
+    pub fn point_index(&self, i: usize, j: usize) -> usize {
+        i * self.second_len() + j
+    }
+
+    /// The index of the point that figures of a single sweep value show: the point at the
+    /// scenario's own value on each axis, else the middle one.
+    pub fn focus(&self) -> usize {
+        let j = self.second.as_ref().map_or(0, Axis::focus);
+        self.point_index(focus_of(&self.values, self.base_value.as_ref()), j)
+    }
+
+    /// The indices of the points along the first axis, in order: every point with one axis,
+    /// those at the second axis' focus value with two. Figures that draw a metric against
+    /// the first axis draw these.
+    pub fn first_axis_points(&self) -> Vec<usize> {
+        let j = self.second.as_ref().map_or(0, Axis::focus);
+        (0..self.values.len())
+            .map(|i| self.point_index(i, j))
+            .collect()
+    }
+}
+
+/// Every variant at one sweep value (one pair of values with two axes).
 #[derive(Debug, Clone)]
 pub struct Point {
-    /// The swept value (`None` without a sweep).
+    /// The first axis' value (`None` without a sweep).
     pub value: Option<Value>,
+    /// The second axis' value (`None` without a second axis).
+    pub second_value: Option<Value>,
     /// The variants, in file order.
     pub variants: Vec<Variant>,
 }
@@ -87,6 +159,15 @@ pub struct Variant {
     pub name: String,
     /// What to simulate.
     pub scenario: Scenario,
+}
+
+/// A window of simulated time in which something pushes the system towards overload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trigger {
+    /// Start (inclusive).
+    pub from: SimTime,
+    /// End (exclusive).
+    pub to: SimTime,
 }
 
 /// One validated configuration of the simulated system.
@@ -108,6 +189,55 @@ pub struct Scenario {
     pub policy: Policy,
     /// Safety limits.
     pub limits: Limits,
+}
+
+impl Scenario {
+    /// The triggers of this scenario, sorted by start: every fault window, and the stretch in
+    /// which an open workload's profile departs from its base rate (from the first point whose
+    /// rate differs from the base to the point where it returns to the base for good, or to
+    /// the last point if it never does). Recovery is judged against the goodput before the
+    /// first trigger, after the last one ends.
+    pub fn triggers(&self) -> Vec<Trigger> {
+        let mut triggers: Vec<Trigger> = self
+            .server
+            .faults
+            .windows()
+            .iter()
+            .map(|f| Trigger {
+                from: f.from,
+                to: f.to,
+            })
+            .collect();
+        if let Workload::Open(profile) = &self.clients.workload {
+            let base = profile.base_rate;
+            let first = profile.steps.iter().position(|s| s.rate_per_s != base);
+            if let Some(first) = first {
+                // A ramp towards the first different rate starts at the point before it.
+                let from = if profile.steps[first].ramp && first > 0 {
+                    profile.steps[first - 1].at
+                } else if profile.steps[first].ramp {
+                    SimDuration::ZERO
+                } else {
+                    profile.steps[first].at
+                };
+                let back = profile
+                    .steps
+                    .iter()
+                    .rposition(|s| s.rate_per_s != base)
+                    .and_then(|last| profile.steps.get(last + 1))
+                    .map_or_else(|| profile.steps.last().expect("non-empty").at, |s| s.at);
+                let to = back.max(profile.steps[first].at);
+                if to > from {
+                    triggers.push(Trigger {
+                        from: SimTime::ZERO + from,
+                        to: SimTime::ZERO + to,
+                    });
+                }
+            }
+        }
+        triggers.sort_by_key(|t| (t.from, t.to));
+        triggers
+    }
 }
 
 /// `clients`.
@@ -153,6 +283,10 @@ pub struct Server {
     pub kind: ServerKind,
     /// Probability that a logical request is bad (every attempt ends `permanent`).
     pub permanent_error_rate: f64,
+    /// Fault windows (queue servers only; empty otherwise).
+    pub faults: Faults,
+    /// The admission rate limit (queue servers only).
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// The server kinds.
@@ -173,6 +307,10 @@ pub struct Policy {
     pub deadline: Option<SimDuration>,
     /// Retry settings.
     pub retry: RetryPolicy,
+    /// A retry budget, if any.
+    pub budget: Option<BudgetConfig>,
+    /// A circuit breaker, if any.
+    pub breaker: Option<BreakerConfig>,
 }
 
 /// `policy.retry`.

@@ -3,12 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{Backoff, Discipline, Dist};
+use crate::engine::SimTime;
+use crate::model::{Backoff, Discipline, Dist, Fault, FaultEffect, Outage};
 
 use super::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
 
-/// The resolved form of an experiment: file-level settings, the sweep, and every variant (at
-/// the first sweep value) in full.
+/// The resolved form of an experiment: file-level settings, the sweep (with its second axis,
+/// if any), and every variant (at the first sweep point) in full.
 pub fn resolved_json(e: &Experiment) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(e.name));
@@ -23,6 +24,13 @@ pub fn resolved_json(e: &Experiment) -> Value {
         if let Some(v) = &s.base_value {
             // The value the scenario itself has there: figures of one sweep value show it.
             sweep["base_value"] = v.clone();
+        }
+        if let Some(second) = &s.second {
+            let mut axis = json!({"path": second.path, "values": second.values});
+            if let Some(v) = &second.base_value {
+                axis["base_value"] = v.clone();
+            }
+            sweep["second"] = axis;
         }
         out.insert("sweep".into(), sweep);
     }
@@ -85,6 +93,11 @@ fn scenario_json(s: &Scenario) -> Value {
             "permanent_error_rate": s.server.permanent_error_rate,
         }),
     };
+    let mut server = server;
+    if !s.server.faults.is_empty() {
+        let faults: Vec<Value> = s.server.faults.windows().iter().map(fault_json).collect();
+        server["faults"] = json!(faults);
+    }
     out.insert("server".into(), server);
     let p = &s.policy;
     let mut policy = Map::new();
@@ -122,6 +135,21 @@ fn scenario_json(s: &Scenario) -> Value {
         json!({"max_events": s.limits.max_events, "max_in_flight": s.limits.max_in_flight}),
     );
     Value::Object(out)
+}
+
+fn fault_json(f: &Fault) -> Value {
+    let mut w = Map::new();
+    w.insert("from".into(), json!((f.from - SimTime::ZERO).to_string()));
+    w.insert("to".into(), json!((f.to - SimTime::ZERO).to_string()));
+    let (key, value) = match f.effect {
+        FaultEffect::Outage(Outage::Reject) => ("outage", json!("reject")),
+        FaultEffect::Outage(Outage::Drop) => ("outage", json!("drop")),
+        FaultEffect::ErrorRate(p) => ("error_rate", json!(p)),
+        FaultEffect::ServiceTimeFactor(x) => ("service_time_factor", json!(x)),
+        FaultEffect::Concurrency(c) => ("concurrency", json!(c)),
+    };
+    w.insert(key.into(), value);
+    Value::Object(w)
 }
 
 fn dist_json(d: &Dist) -> Value {

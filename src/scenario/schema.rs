@@ -52,7 +52,7 @@ pub struct RawScenario {
     /// Variants of the scenario, each the base with a JSON merge patch applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<RawVariant>>,
-    /// Runs every variant at every value of one setting.
+    /// Runs every variant at every value of one setting (or every pair of values of two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<RawSweep>,
     /// Time-series settings.
@@ -569,11 +569,27 @@ pub struct RawVariant {
     pub patch: Value,
 }
 
-/// `sweep`: run every variant at every value of one setting.
+/// `sweep`: run every variant at every value of one setting, or at every pair of values of
+/// two settings (with `second`).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSweep {
     /// Dotted keys into the scenario, e.g. "clients.count".
+    pub path: String,
+    /// The values to put there, in order.
+    pub values: Vec<Value>,
+    /// A second setting to sweep: every variant runs at every (value, second value) pair,
+    /// `values` outer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second: Option<RawAxis>,
+}
+
+/// `sweep.second`: the second axis of a two-axis sweep.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawAxis {
+    /// Dotted keys into the scenario, e.g. "policy.retry.max_attempts"; not the same setting
+    /// as `sweep.path`.
     pub path: String,
     /// The values to put there, in order.
     pub values: Vec<Value>,

@@ -4,9 +4,11 @@
 //! and the fix. Defaults are filled in here too (and only here), so `scenario.resolved.json`
 //! shows exactly what ran.
 
-use crate::engine::SimDuration;
+use crate::engine::{SimDuration, SimTime};
 use crate::model::{
-    Backoff, Discipline, Dist, Jitter, Outcome, OutcomeSet, QueueConfig, RateProfile, RateStep,
+    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
+    Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet, QueueConfig, RateLimit,
+    RateProfile, RateStep, Scope,
 };
 
 use super::error::Problem;
@@ -31,17 +33,6 @@ pub(super) struct Checker {
 impl Checker {
     pub fn err(&mut self, path: &str, message: impl Into<String>) {
         self.problems.push(Problem::new(path, message));
-    }
-
-    /// A not-yet-supported feature: named clearly so nobody thinks it ran.
-    fn unsupported(&mut self, path: &str, what: &str) {
-        self.err(
-            path,
-            format!(
-                "{what} is not supported yet by retrystorm {}; remove it to run this scenario",
-                env!("CARGO_PKG_VERSION")
-            ),
-        );
     }
 
     fn duration(&mut self, path: &str, d: &DurationText) -> SimDuration {
@@ -77,6 +68,18 @@ impl Checker {
             return 0.0;
         }
         r
+    }
+
+    fn positive_number(&mut self, path: &str, x: f64) {
+        if !x.is_finite() || x <= 0.0 {
+            self.err(path, format!("must be a number > 0 (got {x})"));
+        }
+    }
+
+    fn non_negative(&mut self, path: &str, x: f64) {
+        if !x.is_finite() || x < 0.0 {
+            self.err(path, format!("must be a number >= 0 (got {x})"));
+        }
     }
 
     fn count_u32(&mut self, path: &str, n: u64, min: u64) -> u32 {
@@ -228,6 +231,18 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
+    if let Workload::Closed(closed) = &clients.workload
+        && closed.requests_per_client.is_none()
+        && closed.think_time.is_zero()
+        && policy
+            .breaker
+            .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
+    {
+        c.err(
+            "clients.workload.closed.think_time",
+            "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
+        );
+    }
     if c.problems.is_empty() {
         Ok(Scenario {
             duration,
@@ -299,12 +314,6 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
 fn server(c: &mut Checker, raw: &RawServer) -> Server {
     let permanent_error_rate =
         c.probability("server.permanent_error_rate", raw.permanent_error_rate);
-    if raw.rate_limit.is_some() {
-        c.unsupported("server.rate_limit", "a server rate limit");
-    }
-    if raw.faults.as_ref().is_some_and(|f| !f.is_empty()) {
-        c.unsupported("server.faults", "a fault window");
-    }
     if raw.kind == Some(RawServerKind::Occ) {
         let queue_only = [
             ("concurrency", raw.concurrency.is_some()),
@@ -314,6 +323,8 @@ fn server(c: &mut Checker, raw: &RawServer) -> Server {
             ("slowdown_per_inflight", raw.slowdown_per_inflight.is_some()),
             ("error_rate", raw.error_rate.is_some()),
             ("drop_expired", raw.drop_expired.is_some()),
+            ("rate_limit", raw.rate_limit.is_some()),
+            ("faults", raw.faults.as_ref().is_some_and(|f| !f.is_empty())),
         ];
         for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
             c.err(
@@ -324,6 +335,8 @@ fn server(c: &mut Checker, raw: &RawServer) -> Server {
         return Server {
             kind: ServerKind::Occ,
             permanent_error_rate,
+            faults: Faults::default(),
+            rate_limit: None,
         };
     }
     let concurrency = match raw.concurrency {
@@ -365,7 +378,70 @@ fn server(c: &mut Checker, raw: &RawServer) -> Server {
             drop_expired: raw.drop_expired.unwrap_or(false),
         }),
         permanent_error_rate,
+        faults: faults(c, raw.faults.as_deref().unwrap_or_default()),
+        rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, r)),
     }
+}
+
+fn faults(c: &mut Checker, raw: &[RawFault]) -> Faults {
+    let mut windows = Vec::new();
+    for (i, f) in raw.iter().enumerate() {
+        let p = format!("server.faults[{i}]");
+        let from = c.duration(&format!("{p}.from"), &f.from);
+        let to = c.duration(&format!("{p}.to"), &f.to);
+        if to <= from {
+            c.err(
+                &format!("{p}.to"),
+                format!("must be later than from (got from {from}, to {to})"),
+            );
+        }
+        let mut effects = Vec::new();
+        if let Some(o) = f.outage {
+            effects.push(FaultEffect::Outage(match o {
+                RawOutage::Reject => Outage::Reject,
+                RawOutage::Drop => Outage::Drop,
+            }));
+        }
+        if let Some(rate) = f.error_rate {
+            let rate = c.probability(&format!("{p}.error_rate"), Some(rate));
+            effects.push(FaultEffect::ErrorRate(rate));
+        }
+        if let Some(x) = f.service_time_factor {
+            if !x.is_finite() || x <= 0.0 {
+                c.err(
+                    &format!("{p}.service_time_factor"),
+                    format!("must be a number > 0 (got {x}); 3 makes service three times slower"),
+                );
+            }
+            effects.push(FaultEffect::ServiceTimeFactor(x));
+        }
+        if let Some(n) = f.concurrency {
+            effects.push(FaultEffect::Concurrency(c.count_u32(
+                &format!("{p}.concurrency"),
+                n,
+                0,
+            )));
+        }
+        match effects.as_slice() {
+            [effect] => windows.push(Fault {
+                from: SimTime::ZERO + from,
+                to: SimTime::ZERO + to,
+                effect: *effect,
+            }),
+            [] => c.err(
+                &p,
+                "needs one effect: \"outage\" (\"reject\" or \"drop\"), \"error_rate\", \"service_time_factor\" or \"concurrency\"",
+            ),
+            _ => c.err(
+                &p,
+                format!(
+                    "has {} effects; a window has exactly one (write overlapping windows for several)",
+                    effects.len()
+                ),
+            ),
+        }
+    }
+    Faults::new(windows)
 }
 
 fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
@@ -377,12 +453,6 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
         .deadline
         .as_ref()
         .map(|d| c.positive_duration("policy.deadline", d));
-    if raw.budget.is_some() {
-        c.unsupported("policy.budget", "a retry budget");
-    }
-    if raw.breaker.is_some() {
-        c.unsupported("policy.breaker", "a circuit breaker");
-    }
     let default_retry = RawRetry::default();
     let retry = raw.retry.as_ref().unwrap_or(&default_retry);
     let max_attempts = match retry.max_attempts {
@@ -456,6 +526,8 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
     Policy {
         timeout,
         deadline,
+        budget: raw.budget.as_ref().map(|b| budget(c, b)),
+        breaker: raw.breaker.as_ref().map(|b| breaker(c, b)),
         retry: RetryPolicy {
             max_attempts,
             retry_on,
@@ -465,6 +537,185 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 _ => RetryAfter::Honor,
             },
         },
+    }
+}
+
+fn scope(s: Option<RawScope>) -> Scope {
+    match s {
+        Some(RawScope::Shared) => Scope::Shared,
+        _ => Scope::PerClient,
+    }
+}
+
+fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
+    let p = "policy.budget";
+    let set = [
+        raw.token_bucket.is_some(),
+        raw.retry_quota.is_some(),
+        raw.ratio.is_some(),
+    ];
+    let count = set.iter().filter(|s| **s).count();
+    if count != 1 {
+        c.err(
+            p,
+            format!(
+                "needs exactly one of \"token_bucket\", \"retry_quota\" or \"ratio\" (got {count})"
+            ),
+        );
+    }
+    let kind = if let Some(t) = &raw.token_bucket {
+        let q = format!("{p}.token_bucket");
+        c.positive_number(&format!("{q}.max_tokens"), t.max_tokens);
+        c.non_negative(&format!("{q}.token_ratio"), t.token_ratio);
+        BudgetKind::TokenBucket {
+            max_tokens: t.max_tokens,
+            token_ratio: t.token_ratio,
+        }
+    } else if let Some(r) = &raw.retry_quota {
+        let q = format!("{p}.retry_quota");
+        let initial = r.initial.unwrap_or(500.0);
+        c.positive_number(&format!("{q}.initial"), initial);
+        let retry_cost = r.retry_cost.unwrap_or(5.0);
+        c.non_negative(&format!("{q}.retry_cost"), retry_cost);
+        let timeout_cost = r.timeout_cost.unwrap_or(10.0);
+        c.non_negative(&format!("{q}.timeout_cost"), timeout_cost);
+        let success_refund = r.success_refund.unwrap_or(1.0);
+        c.non_negative(&format!("{q}.success_refund"), success_refund);
+        BudgetKind::RetryQuota {
+            initial,
+            retry_cost,
+            timeout_cost,
+            success_refund,
+        }
+    } else if let Some(r) = &raw.ratio {
+        let q = format!("{p}.ratio");
+        if !(0.0..=1.0).contains(&r.percent) {
+            c.err(
+                &format!("{q}.percent"),
+                format!(
+                    "must be a fraction between 0 and 1 (got {}); write 10 % as 0.1",
+                    r.percent
+                ),
+            );
+        }
+        let min_per_s = r.min_per_s.unwrap_or(0.0);
+        c.non_negative(&format!("{q}.min_per_s"), min_per_s);
+        let window = r.window.as_ref().map_or(SimDuration::from_secs(10), |w| {
+            c.positive_duration(&format!("{q}.window"), w)
+        });
+        BudgetKind::Ratio {
+            percent: r.percent,
+            min_per_s,
+            window,
+        }
+    } else {
+        BudgetKind::TokenBucket {
+            max_tokens: 1.0,
+            token_ratio: 0.0,
+        }
+    };
+    BudgetConfig {
+        kind,
+        scope: scope(raw.scope),
+    }
+}
+
+fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
+    let p = "policy.breaker";
+    let window = match &raw.window {
+        None => BreakerWindow::Count(100),
+        Some(w) => match (w.count, &w.time) {
+            (Some(n), None) => {
+                BreakerWindow::Count(c.count_u32(&format!("{p}.window.count"), n, 1))
+            }
+            (None, Some(d)) => {
+                BreakerWindow::Time(c.positive_duration(&format!("{p}.window.time"), d))
+            }
+            _ => {
+                c.err(
+                    &format!("{p}.window"),
+                    "needs exactly one of {\"count\": n} (the last n calls) or {\"time\": D} (the calls of the last D)",
+                );
+                BreakerWindow::Count(100)
+            }
+        },
+    };
+    let threshold = |c: &mut Checker, key: &str, v: Option<f64>, default: f64| {
+        let v = v.unwrap_or(default);
+        if !(v > 0.0 && v <= 1.0) {
+            c.err(
+                &format!("{p}.{key}"),
+                format!("must be a rate above 0 and at most 1 (got {v}); write 50 % as 0.5"),
+            );
+        }
+        v
+    };
+    let failure_rate_threshold =
+        threshold(c, "failure_rate_threshold", raw.failure_rate_threshold, 0.5);
+    let slow_call = if raw.slow_call_duration.is_some() || raw.slow_call_rate_threshold.is_some() {
+        let duration = raw
+            .slow_call_duration
+            .as_ref()
+            .map_or(SimDuration::from_secs(60), |d| {
+                c.positive_duration(&format!("{p}.slow_call_duration"), d)
+            });
+        let rate = threshold(
+            c,
+            "slow_call_rate_threshold",
+            raw.slow_call_rate_threshold,
+            1.0,
+        );
+        Some((duration, rate))
+    } else {
+        None
+    };
+    BreakerConfig {
+        window,
+        failure_rate_threshold,
+        minimum_calls: c.count_u32(
+            &format!("{p}.minimum_calls"),
+            raw.minimum_calls.unwrap_or(100),
+            1,
+        ),
+        open_duration: raw
+            .open_duration
+            .as_ref()
+            .map_or(SimDuration::from_secs(60), |d| {
+                c.positive_duration(&format!("{p}.open_duration"), d)
+            }),
+        half_open_calls: c.count_u32(
+            &format!("{p}.half_open_calls"),
+            raw.half_open_calls.unwrap_or(10),
+            1,
+        ),
+        slow_call,
+        mode: match raw.mode {
+            Some(RawBreakerMode::Retries) => BreakerMode::Retries,
+            _ => BreakerMode::All,
+        },
+        scope: scope(raw.scope),
+    }
+}
+
+fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
+    let p = "server.rate_limit";
+    let rate_per_s = c.rate(&format!("{p}.rate_per_s"), raw.rate_per_s);
+    if !raw.burst.is_finite() || raw.burst < 1.0 {
+        c.err(
+            &format!("{p}.burst"),
+            format!(
+                "must be at least 1 (got {}); it is how many attempts pass at once",
+                raw.burst
+            ),
+        );
+    }
+    RateLimit {
+        rate_per_s,
+        burst: raw.burst,
+        retry_after: raw
+            .retry_after
+            .as_ref()
+            .map(|d| c.duration(&format!("{p}.retry_after"), d)),
     }
 }
 

@@ -216,3 +216,88 @@ fn a_closed_workload_larger_than_the_in_flight_limit_is_rejected() {
     let stderr = reject(&text);
     assert_says(&stderr, &["clients.count", "limits.max_in_flight"]);
 }
+
+/// Each policy, throttling and fault rule, with the path and the value the message must name.
+#[test]
+fn budgets_breakers_throttling_and_faults_are_checked() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "budget": { "token_bucket": { "max_tokens": 10, "token_ratio": 0.1 }, "retry_quota": {} }"#,
+            &["policy.budget", "exactly one", "got 2"],
+        ),
+        (
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "budget": { "ratio": { "percent": 10 } }"#,
+            &["policy.budget.ratio.percent", "got 10", "0.1"],
+        ),
+        (
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "budget": { "token_bucket": { "max_tokens": 0, "token_ratio": 0.1 } }"#,
+            &["policy.budget.token_bucket.max_tokens", "> 0", "got 0"],
+        ),
+        (
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "breaker": { "failure_rate_threshold": 50 }"#,
+            &["policy.breaker.failure_rate_threshold", "got 50", "0.5"],
+        ),
+        (
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "breaker": { "window": { "count": 10, "time": "1s" } }"#,
+            &["policy.breaker.window", "exactly one"],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "2s", "to": "1s", "outage": "reject" } ]"#,
+            &[
+                "server.faults[0].to",
+                "later than from",
+                "got from 2s, to 1s",
+            ],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "1s", "to": "2s", "outage": "drop", "error_rate": 0.5 } ]"#,
+            &["server.faults[0]", "2 effects", "exactly one"],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "1s", "to": "2s" } ]"#,
+            &["server.faults[0]", "needs one effect"],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "rate_limit": { "rate_per_s": 10, "burst": 0.5 }"#,
+            &["server.rate_limit.burst", "at least 1", "got 0.5"],
+        ),
+        (
+            r#""server": { "service_time": { "constant": "1ms" } }"#,
+            r#""server": { "kind": "occ", "rate_limit": { "rate_per_s": 10, "burst": 5 } }"#,
+            &["server.rate_limit", "queue server only"],
+        ),
+    ];
+    for (from, to, needles) in cases {
+        assert!(GOOD.contains(from), "{from}");
+        let stderr = reject(&GOOD.replacen(from, to, 1));
+        assert_says(&stderr, needles);
+    }
+}
+
+#[test]
+fn a_breaker_over_serial_clients_that_never_wait_is_refused() {
+    let text = GOOD
+        .replace(r#"{ "open": { "rate_per_s": 10 } }"#, r#"{ "closed": {} }"#)
+        .replace(
+            r#""policy": { "retry": { "max_attempts": 3 }"#,
+            r#""policy": { "retry": { "max_attempts": 3 }, "breaker": {}"#,
+        );
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &[
+            "clients.workload.closed.think_time",
+            "circuit breaker",
+            "think time",
+        ],
+    );
+}

@@ -1,8 +1,9 @@
 //! Property tests over random small scenarios: every logical request ends exactly once, the
-//! server never holds more than concurrency + queue_limit attempts, and every attempt that
-//! reached the server is accounted for.
+//! server never holds more than concurrency + queue_limit attempts, every attempt that
+//! reached the server is accounted for, and a budget never blocks a first attempt.
 
 use proptest::prelude::*;
+use retrystorm::model::Outcome;
 use retrystorm::scenario::{LoadOptions, load_str};
 
 #[derive(Debug, Clone)]
@@ -22,6 +23,14 @@ struct Params {
     max_attempts: u32,
     jitter: Option<&'static str>,
     drop_expired: bool,
+    /// 0 none, 1 token bucket, 2 retry quota, 3 ratio.
+    budget: u8,
+    shared: bool,
+    /// 0 none, 1 mode all, 2 mode retries.
+    breaker: u8,
+    rate_limit: Option<f64>,
+    /// 0 none, 1 stall, 2 reject outage, 3 drop outage, 4 error burst, 5 slowdown.
+    fault: u8,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -49,8 +58,15 @@ fn params() -> impl Strategy<Value = Params> {
             ])),
             any::<bool>(),
         ),
+        (
+            0u8..4,
+            any::<bool>(),
+            0u8..3,
+            prop::option::of(20.0..2000.0f64),
+            0u8..6,
+        ),
     )
-        .prop_map(|(a, b, c, d)| Params {
+        .prop_map(|(a, b, c, d, e)| Params {
             clients: a.0,
             rate: a.1,
             closed: a.2,
@@ -66,6 +82,12 @@ fn params() -> impl Strategy<Value = Params> {
             max_attempts: d.0,
             jitter: d.1,
             drop_expired: d.2,
+            budget: e.0,
+            shared: e.1,
+            breaker: e.2,
+            rate_limit: e.3,
+            // Without a timeout nobody would ever hear from a dropped attempt.
+            fault: if e.4 == 3 && c.2.is_none() { 2 } else { e.4 },
         })
 }
 
@@ -93,6 +115,43 @@ fn scenario(p: &Params) -> String {
         r#""retry": {{"max_attempts": {}, "backoff": {backoff}}}"#,
         p.max_attempts
     ));
+    let scope = if p.shared { "shared" } else { "per_client" };
+    match p.budget {
+        1 => policy.push(format!(
+            r#""budget": {{"scope": "{scope}", "token_bucket": {{"max_tokens": 4, "token_ratio": 0.2}}}}"#
+        )),
+        2 => policy.push(format!(
+            r#""budget": {{"scope": "{scope}", "retry_quota": {{"initial": 30}}}}"#
+        )),
+        3 => policy.push(format!(
+            r#""budget": {{"scope": "{scope}", "ratio": {{"percent": 0.2, "min_per_s": 1, "window": "500ms"}}}}"#
+        )),
+        _ => {}
+    }
+    if p.breaker > 0 {
+        let mode = if p.breaker == 1 { "all" } else { "retries" };
+        policy.push(format!(
+            r#""breaker": {{"scope": "{scope}", "mode": "{mode}", "window": {{"count": 10}}, "minimum_calls": 5, "open_duration": "100ms", "half_open_calls": 2}}"#
+        ));
+    }
+    let mut extra = Vec::new();
+    if let Some(r) = p.rate_limit {
+        extra.push(format!(
+            r#""rate_limit": {{"rate_per_s": {r}, "burst": 5, "retry_after": "20ms"}}"#
+        ));
+    }
+    let fault = match p.fault {
+        1 => r#"{"from": "500ms", "to": "900ms", "concurrency": 0}"#,
+        2 => r#"{"from": "500ms", "to": "900ms", "outage": "reject"}"#,
+        3 => r#"{"from": "500ms", "to": "900ms", "outage": "drop"}"#,
+        4 => r#"{"from": "500ms", "to": "900ms", "error_rate": 0.9}"#,
+        5 => r#"{"from": "500ms", "to": "900ms", "service_time_factor": 4}"#,
+        _ => "",
+    };
+    if !fault.is_empty() {
+        extra.push(format!(r#""faults": [{fault}]"#));
+    }
+    let extra: String = extra.iter().map(|e| format!(", {e}")).collect();
     format!(
         r#"{{
           "name": "prop", "duration": "2s",
@@ -102,7 +161,7 @@ fn scenario(p: &Params) -> String {
                       "discipline": "{disc}",
                       "service_time": {{"exponential": {{"mean": "{service}ms"}}}},
                       "error_rate": {err}, "permanent_error_rate": {perm},
-                      "drop_expired": {drop}}},
+                      "drop_expired": {drop} {extra}}},
           "policy": {{ {policy} }}
         }}"#,
         clients = p.clients,
@@ -131,11 +190,28 @@ proptest! {
         prop_assert!(r.truncated.is_none(), "{:?}", r.truncated);
         // Every logical request that started ended, exactly once.
         prop_assert_eq!(r.ended(), c.requests);
-        prop_assert_eq!(c.first_attempts, c.requests);
+        // A budget never blocks a first attempt; only a breaker in mode "all" does.
+        if p.breaker != 1 {
+            prop_assert_eq!(c.first_attempts, c.requests);
+        }
+        let outcome = |o: Outcome| c.final_outcomes[o.index()];
+        prop_assert_eq!(c.first_attempts + outcome(Outcome::BreakerOpen) >= c.requests, true);
+        prop_assert_eq!(c.budget_denials, outcome(Outcome::BudgetExhausted));
+        prop_assert_eq!(c.breaker_refusals, outcome(Outcome::BreakerOpen));
+        if p.budget == 0 {
+            prop_assert_eq!(c.budget_denials, 0);
+        }
+        if p.breaker == 0 {
+            prop_assert_eq!(c.breaker_refusals, 0);
+        }
         // Every attempt sent reached the server, and every one that reached it was served,
-        // rejected or discarded as expired.
+        // turned away (full, throttled, outage) or discarded as expired.
         prop_assert_eq!(c.attempts, c.first_attempts + c.retries);
-        prop_assert_eq!(c.attempts, c.served + c.rejected + c.expired_dropped);
+        prop_assert_eq!(
+            c.attempts,
+            c.served + c.rejected + c.throttled + c.expired_dropped + c.outage_rejected
+                + c.outage_dropped
+        );
         prop_assert!(c.wasted <= c.served);
         // The server never held more than it has room for.
         prop_assert!(c.max_in_service <= u64::from(p.concurrency));

@@ -9,7 +9,11 @@ mod bad_input;
 mod cli;
 mod determinism;
 mod invariants;
+mod metastable;
+mod policies;
+mod recovery;
 mod references;
+mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
 

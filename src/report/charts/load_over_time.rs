@@ -1,5 +1,8 @@
 //! Load over time, a panel per variant: first attempts and retries stacked as bars, goodput
 //! (requests that succeeded) as a line, and the server's queue on its own axis on the right.
+//! The scenario's triggers (load spikes, fault windows) are shaded in light red, so a storm
+//! that outlives its trigger shows as load beyond the band. The windows come from the
+//! validated scenario, so `retrystorm report DIR` draws them again from its resolved scenario.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -8,6 +11,9 @@ use super::style::{FONT, tick, variant_color};
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
+
+/// The colour of the trigger bands and their label.
+const TRIGGER: RGBColor = RGBColor(200, 40, 40);
 
 /// Draws the panels and returns their CSV.
 pub fn draw<DB: DrawingBackend>(
@@ -19,6 +25,20 @@ where
     DB::ErrorType: 'static,
 {
     let (point, at) = super::focus_point(experiment, result);
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    // Each variant's trigger windows, in seconds (a variant's patch may change them).
+    let triggers: Vec<Vec<(f64, f64)>> = experiment.points[focus]
+        .variants
+        .iter()
+        .map(|v| {
+            v.scenario
+                .triggers()
+                .iter()
+                .map(|t| (t.from.as_secs_f64(), t.to.as_secs_f64()))
+                .collect()
+        })
+        .collect();
+    let any_trigger = triggers.iter().any(|t| !t.is_empty());
     let cols = [
         Column::FirstAttempts,
         Column::Retries,
@@ -32,16 +52,26 @@ where
         "bucket_s".into(),
     ];
     header.extend(cols.iter().map(|c| c.name().to_string()));
+    if any_trigger {
+        header.push("trigger".into());
+    }
     w.write_record(&header)?;
-    for v in &point.variants {
+    for (j, v) in point.variants.iter().enumerate() {
         let width = v.bucket.as_nanos();
         for (i, row) in v.series.iter().enumerate() {
+            let start = (i as u64 * width) as f64 / 1e9;
             let mut record = vec![
                 v.name.clone(),
-                ((i as u64 * width) as f64 / 1e9).to_string(),
+                start.to_string(),
                 (width as f64 / 1e9).to_string(),
             ];
             record.extend(cols.iter().map(|c| row[*c as usize].to_string()));
+            if any_trigger {
+                // 1 when the bucket overlaps a trigger window (the shaded band).
+                let end = ((i as u64 + 1) * width) as f64 / 1e9;
+                let inside = triggers[j].iter().any(|&(a, b)| a < end && start < b);
+                record.push(u8::from(inside).to_string());
+            }
             w.write_record(&record)?;
         }
     }
@@ -62,9 +92,14 @@ where
     title_area
         .titled(
             &format!(
-                "{}: load per {bucket}{at} (bars: first attempts + retries; black: succeeded{})",
+                "{}: load per {bucket}{at} (bars: first attempts + retries; black: succeeded{}{})",
                 experiment.name,
-                if any_queue { "; grey: queue" } else { "" }
+                if any_queue { "; grey: queue" } else { "" },
+                if any_trigger {
+                    "; red band: trigger"
+                } else {
+                    ""
+                }
             ),
             (FONT, 17),
         )
@@ -157,6 +192,23 @@ where
                 Rectangle::new([(x0, first), (x0 + bar, total)], color.filled()),
             ]
         });
+        // The trigger bands go under the data.
+        let bands = triggers[j]
+            .iter()
+            .filter(|(a, _)| *a < end)
+            .flat_map(|&(a, b)| {
+                [
+                    Rectangle::new([(a, 0.0), (b.min(end), top)], TRIGGER.mix(0.13).filled())
+                        .into_dyn(),
+                    Text::new(
+                        "trigger",
+                        (a + end / 200.0, top),
+                        (FONT, 12).into_font().color(&TRIGGER),
+                    )
+                    .into_dyn(),
+                ]
+            });
+        chart.draw_series(bands).map_err(err)?;
         chart.draw_series(bars).map_err(err)?;
         let goodput = v
             .series

@@ -9,6 +9,7 @@
 mod comparison_bars;
 mod latency_cdf;
 mod load_over_time;
+mod phase_diagram;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
@@ -17,6 +18,7 @@ mod time_histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+pub use phase_diagram::{PhaseMetric, phase_metric};
 pub use style::{tick, variant_color};
 
 use crate::metrics::Column;
@@ -100,6 +102,14 @@ pub enum Chart {
         /// Caption.
         caption: &'static str,
     },
+    /// A metric over both axes of a two-axis sweep: a panel per variant, a coloured cell per
+    /// (first, second) value pair.
+    PhaseDiagram {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
     /// A time-series column over time, one panel per variant (at the focus sweep value).
     TimeHistogram {
         /// File stem.
@@ -121,12 +131,36 @@ fn focus_point<'a>(
 ) -> (&'a crate::runner::PointResult, String) {
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     let point = &result.points[focus];
-    let at = point
+    let mut at = point
         .value
         .as_ref()
         .zip(experiment.sweep.as_ref())
         .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
+    if let Some((y, second)) = experiment.points[focus]
+        .second_value
+        .as_ref()
+        .zip(experiment.sweep.as_ref().and_then(|s| s.second.as_ref()))
+    {
+        at.push_str(&format!(", {} = {y}", second.path));
+    }
     (point, at)
+}
+
+/// With a two-axis sweep, the words that say at which second-axis value the figures against
+/// the first axis are drawn (` at P2 = y`); empty otherwise.
+fn second_axis_at(experiment: &Experiment) -> String {
+    experiment
+        .sweep
+        .as_ref()
+        .and_then(|s| {
+            let second = s.second.as_ref()?;
+            Some(format!(
+                " at {} = {}",
+                second.path,
+                second.values[second.focus()]
+            ))
+        })
+        .unwrap_or_default()
 }
 
 /// The time-axis end of each panel of a per-variant figure, given where each panel's activity
@@ -183,6 +217,7 @@ impl Chart {
                 SIZE
             }
             Chart::SweepGrid { .. } => (SIZE.0, 820),
+            Chart::PhaseDiagram { .. } => phase_diagram::size(variants),
             Chart::TimeHistogram { .. } | Chart::LoadOverTime { .. } => {
                 (SIZE.0, (150 * variants as u32 + 60).max(400))
             }
@@ -208,6 +243,16 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         stem: "comparison",
         caption: "The headline numbers side by side; a bar's whisker is its 95 % confidence interval.",
     }];
+    if experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some())
+    {
+        charts.push(Chart::PhaseDiagram {
+            stem: "phase-diagram",
+            caption: phase_diagram::CAPTION,
+        });
+    }
     if experiment.sweep.is_some() {
         charts.push(Chart::SweepCurve {
             stem: "work",
@@ -292,7 +337,21 @@ fn render(
         | Chart::ComparisonBars { stem, caption }
         | Chart::LoadOverTime { stem, caption }
         | Chart::LatencyCdf { stem, caption }
+        | Chart::PhaseDiagram { stem, caption }
         | Chart::SweepGrid { stem, caption } => (*stem, *caption),
+    };
+    // Curves against the first axis of a two-axis sweep show one value of the second.
+    let caption = match chart {
+        Chart::SweepCurve { .. } | Chart::SweepGrid { .. } => {
+            let at = second_axis_at(experiment);
+            if at.is_empty() {
+                caption.to_string()
+            } else {
+                format!("{caption} Drawn{at}; the phase diagram shows every pair.")
+            }
+        }
+        Chart::PhaseDiagram { .. } => phase_diagram::caption(caption, experiment, result),
+        _ => caption.to_string(),
     };
     let size = chart.size(result.points[0].variants.len());
     let (image, csv) = match format {
@@ -318,7 +377,7 @@ fn render(
     };
     Ok(Figure {
         stem: stem.to_string(),
-        caption: caption.to_string(),
+        caption,
         image,
         csv,
     })
@@ -353,6 +412,7 @@ where
             ..
         } => sweep_curves::draw(experiment, result, metric, label, *scale, false, &root)?,
         Chart::SweepGrid { .. } => sweep_grid::draw(experiment, result, &root)?,
+        Chart::PhaseDiagram { .. } => phase_diagram::draw(experiment, result, &root)?,
         Chart::TimeHistogram { column, label, .. } => {
             time_histogram::draw(experiment, result, *column, label, &root)?
         }

@@ -1,4 +1,5 @@
-//! A metric against the swept value: a line per variant, with its 95 % confidence band.
+//! A metric against the swept value: a line per variant, with its 95 % confidence band. With
+//! a two-axis sweep, against the first axis at the second axis' focus value.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -36,14 +37,14 @@ where
         .iter()
         .map(|v| v.name.clone())
         .collect();
+    let line = sweep.first_axis_points();
+    let at = super::second_axis_at(experiment);
     // curves[variant][point] = (mean, half-width), scaled.
     let curves: Vec<Vec<(f64, f64)>> = (0..names.len())
         .map(|j| {
-            result
-                .points
-                .iter()
-                .map(|p| {
-                    let v = &p.variants[j];
+            line.iter()
+                .map(|&k| {
+                    let v = &result.points[k].variants[j];
                     (
                         report::metric(&v.metrics, metric) * scale,
                         report::metric(&v.ci95, metric) * scale,
@@ -54,11 +55,23 @@ where
         .collect();
 
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([sweep.path.as_str(), "variant", label, "ci95"])?;
+    // With two axes, the second axis' value follows the first's in every row.
+    let second = sweep.second.as_ref().map(|s| {
+        (
+            s.path.as_str(),
+            report::value_text(Some(&s.values[s.focus()])),
+        )
+    });
+    let mut header = vec![sweep.path.as_str()];
+    header.extend(second.as_ref().map(|(path, _)| *path));
+    header.extend(["variant", label, "ci95"]);
+    w.write_record(&header)?;
     for (j, name) in names.iter().enumerate() {
         for (i, (mean, half)) in curves[j].iter().enumerate() {
-            let value = report::value_text(Some(&sweep.values[i]));
-            w.write_record([value, name.clone(), mean.to_string(), half.to_string()])?;
+            let mut record = vec![report::value_text(Some(&sweep.values[i]))];
+            record.extend(second.as_ref().map(|(_, y)| y.clone()));
+            record.extend([name.clone(), mean.to_string(), half.to_string()]);
+            w.write_record(&record)?;
         }
     }
     let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -81,7 +94,14 @@ where
     let (title, title_size, margin, x_area, y_area, font) = if compact {
         (label.to_string(), 15, 6, 24, 56, 12)
     } else {
-        (format!("{}: {label}", experiment.name), 24, 16, 52, 80, 16)
+        (
+            format!("{}: {label}{at}", experiment.name),
+            24,
+            16,
+            52,
+            80,
+            16,
+        )
     };
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FONT, title_size))

@@ -1,4 +1,5 @@
-//! Every headline metric against the swept value, one small panel each, with one legend.
+//! Every headline metric against the swept value, one small panel each, with one legend. With
+//! a two-axis sweep, against the first axis at the second axis' focus value.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -39,18 +40,30 @@ where
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("a sweep grid needs a sweep"))?;
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([sweep.path.as_str(), "variant", "metric", "mean", "ci95"])?;
-    for point in &result.points {
-        let value = crate::report::value_text(point.value.as_ref());
+    // With two axes, the second axis' value follows the first's in every row.
+    let second = sweep.second.as_ref();
+    let mut header = vec![sweep.path.as_str()];
+    header.extend(second.map(|s| s.path.as_str()));
+    header.extend(["variant", "metric", "mean", "ci95"]);
+    w.write_record(&header)?;
+    for k in sweep.first_axis_points() {
+        let point = &result.points[k];
+        let mut values = vec![crate::report::value_text(point.value.as_ref())];
+        if second.is_some() {
+            values.push(crate::report::value_text(
+                experiment.points[k].second_value.as_ref(),
+            ));
+        }
         for v in &point.variants {
             for (path, title, scale) in PANELS {
-                w.write_record([
-                    value.clone(),
+                let mut record = values.clone();
+                record.extend([
                     v.name.clone(),
                     title.to_string(),
                     (metric(&v.metrics, path) * scale).to_string(),
                     (metric(&v.ci95, path) * scale).to_string(),
-                ])?;
+                ]);
+                w.write_record(&record)?;
             }
         }
     }
@@ -61,7 +74,12 @@ where
     let (title_area, body) = root.split_vertically(40);
     title_area
         .titled(
-            &format!("{}: every metric against {}", experiment.name, sweep.path),
+            &format!(
+                "{}: every metric against {}{}",
+                experiment.name,
+                sweep.path,
+                super::second_axis_at(experiment)
+            ),
             (FONT, 21),
         )
         .map_err(err)?;

@@ -1,0 +1,503 @@
+//! Recovery after a trigger: did goodput come back once the load spike or fault was over, and
+//! when? A system with aggressive retries may stay collapsed long after its trigger ended (a
+//! metastable failure), so this is judged per replication and never averaged into a run that
+//! did not happen.
+//!
+//! The rule (REFERENCE.md, end): a replication has recovered at time t >= the end of the last
+//! trigger when goodput over [t, t + 5 s) is at least 90 % of its level before the first
+//! trigger, and its mean over [t, duration) is too. Goodput may overshoot while a backlog
+//! drains. Everything is measured on the replication's own time buckets (whole buckets only):
+//!
+//! - **Baseline**: the goodput per second over the buckets that end at or before the first
+//!   trigger's start, skipping a warm-up of the first 10 % of them (rounded up, at least one
+//!   bucket) while the system fills. With a single such bucket it is used as is; with none there
+//!   is no baseline and no analysis.
+//! - **Candidates** t are bucket boundaries, from the first one at or after the end of the last
+//!   trigger. Only buckets that end at or before `duration` count (new requests stop there; the
+//!   drain after it is not goodput the clients asked for at their usual rate), so the 5 s window
+//!   is cut at `duration`, and a trigger that lasts until `duration` leaves nothing to recover
+//!   in.
+//! - **Episode**: from the bucket holding the first trigger's start up to the recovery (or to
+//!   `duration` when there was none). Its peak amplification is the largest attempts / first
+//!   attempts over any 5 s window of whole buckets inside it (single buckets are too noisy; an
+//!   episode shorter than 5 s is one window), and its wasted fraction is wasted / served over
+//!   all of it.
+//!
+//! The comparisons are made on integer counts, so a goodput of exactly 90 % counts as recovered
+//! on every machine. Pure functions, no I/O.
+
+use serde_json::{Map, Value, json};
+
+use super::aggregate::Estimate;
+use super::series::{Column, Row, TimeSeries};
+use crate::engine::{SimDuration, SimTime};
+use crate::scenario::Trigger;
+
+/// Length of the window over which goodput must be back, and of the windows the peak
+/// amplification is measured on.
+pub const RECOVERY_WINDOW: SimDuration = SimDuration::from_secs(5);
+
+/// Goodput must be back to this share of the baseline, as the ratio
+/// `RECOVERY_LEVEL.0 / RECOVERY_LEVEL.1` (90 %).
+const RECOVERY_LEVEL: (u128, u128) = (9, 10);
+
+/// The share of the span before the first trigger skipped as warm-up, as a ratio (10 %).
+const WARM_UP: (usize, usize) = (1, 10);
+
+/// The 0.975 quantile of the standard normal distribution, for Wilson intervals.
+const Z_975: f64 = 1.959_963_984_540_054;
+
+/// How one replication came through its triggers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recovery {
+    /// Goodput per second before the first trigger (after the warm-up).
+    pub baseline_per_s: f64,
+    /// The end of the last trigger.
+    pub triggers_end: SimTime,
+    /// When goodput was back for good (a bucket boundary at or after `triggers_end`), or
+    /// `None`: metastable, it did not recover by the end of the run.
+    pub recovered_at: Option<SimTime>,
+    /// Largest attempts / first attempts over a 5 s window of the episode (0 if no window
+    /// had a first attempt).
+    pub peak_amplification: f64,
+    /// Wasted / served over the episode (0 if nothing was served).
+    pub wasted_fraction: f64,
+}
+
+impl Recovery {
+    /// How long after the last trigger ended goodput was back, if it came back.
+    pub fn recovery_time(&self) -> Option<SimDuration> {
+        self.recovered_at
+            .map(|t| t.saturating_since(self.triggers_end))
+    }
+}
+
+/// Analyses one replication's time series. `None` without a trigger, or when no whole bucket
+/// ends before the first trigger (no baseline to recover to).
+pub fn analyse(
+    series: &TimeSeries,
+    triggers: &[Trigger],
+    duration: SimDuration,
+) -> Option<Recovery> {
+    analyse_rows(series.rows(), series.bucket(), triggers, duration)
+}
+
+/// [`analyse`] on bare rows of buckets of width `bucket` (> 0), starting at time zero.
+pub fn analyse_rows(
+    rows: &[Row],
+    bucket: SimDuration,
+    triggers: &[Trigger],
+    duration: SimDuration,
+) -> Option<Recovery> {
+    let first = triggers.iter().map(|t| t.from).min()?;
+    let triggers_end = triggers.iter().map(|t| t.to).max()?;
+    let width = bucket.as_nanos().max(1);
+    let width_s = width as f64 / 1e9;
+    // Buckets that end at or before a time, and the first bucket that starts at or after it.
+    let floor = |t: u64| (t / width) as usize;
+    let ceil = |t: u64| t.div_ceil(width) as usize;
+
+    let pre = floor(first.as_nanos());
+    if pre == 0 {
+        return None;
+    }
+    let end = floor(duration.as_nanos());
+    let episode_start = pre;
+    let len = rows.len().max(end).max(episode_start + 1);
+    let sums = Sums::new(rows, len);
+
+    let skip = if pre == 1 {
+        0
+    } else {
+        (pre * WARM_UP.0).div_ceil(WARM_UP.1).max(1)
+    };
+    let base_count = u128::from(sums.sum(Column::Succeeded, skip, pre));
+    let base_buckets = (pre - skip) as u128;
+    let baseline_per_s = base_count as f64 / (base_buckets as f64 * width_s);
+    // rate(a..b) >= 90 % of the baseline, on counts: n / buckets >= 0.9 * base / base_buckets.
+    let back = |a: usize, b: usize| {
+        let n = u128::from(sums.sum(Column::Succeeded, a, b));
+        RECOVERY_LEVEL.1 * n * base_buckets >= RECOVERY_LEVEL.0 * base_count * (b - a) as u128
+    };
+    let window = ceil(RECOVERY_WINDOW.as_nanos()).max(1);
+    let recovered = (ceil(triggers_end.as_nanos())..end)
+        .find(|&k| back(k, (k + window).min(end)) && back(k, end));
+
+    let episode_end = recovered.unwrap_or(end).max(episode_start + 1);
+    let ratio = |num: Column, den: Column, a: usize, b: usize| {
+        let d = sums.sum(den, a, b);
+        (d > 0).then(|| sums.sum(num, a, b) as f64 / d as f64)
+    };
+    let peak_amplification = if episode_end - episode_start <= window {
+        ratio(
+            Column::Attempts,
+            Column::FirstAttempts,
+            episode_start,
+            episode_end,
+        )
+        .unwrap_or(0.0)
+    } else {
+        (episode_start..=episode_end - window)
+            .filter_map(|a| ratio(Column::Attempts, Column::FirstAttempts, a, a + window))
+            .fold(0.0, f64::max)
+    };
+    let wasted_fraction =
+        ratio(Column::Wasted, Column::Served, episode_start, episode_end).unwrap_or(0.0);
+    Some(Recovery {
+        baseline_per_s,
+        triggers_end,
+        recovered_at: recovered.map(|k| SimTime(k as u64 * width)),
+        peak_amplification,
+        wasted_fraction,
+    })
+}
+
+/// Prefix sums of the count columns a recovery needs, over `len` buckets (missing rows are 0).
+struct Sums {
+    prefix: Vec<[u64; 5]>,
+}
+
+impl Sums {
+    const COLUMNS: [Column; 5] = [
+        Column::Succeeded,
+        Column::Attempts,
+        Column::FirstAttempts,
+        Column::Served,
+        Column::Wasted,
+    ];
+
+    fn new(rows: &[Row], len: usize) -> Self {
+        let mut prefix = Vec::with_capacity(len + 1);
+        let mut acc = [0u64; 5];
+        prefix.push(acc);
+        for i in 0..len {
+            if let Some(row) = rows.get(i) {
+                for (a, c) in acc.iter_mut().zip(Self::COLUMNS) {
+                    *a += u64::from(row[c as usize]);
+                }
+            }
+            prefix.push(acc);
+        }
+        Sums { prefix }
+    }
+
+    /// The sum of `col` over buckets `a..b` (clamped to the buckets there are).
+    fn sum(&self, col: Column, a: usize, b: usize) -> u64 {
+        let j = Self::COLUMNS
+            .iter()
+            .position(|c| *c == col)
+            .expect("a column the sums keep");
+        let last = self.prefix.len() - 1;
+        let (a, b) = (a.min(last), b.min(last));
+        if b <= a {
+            0
+        } else {
+            self.prefix[b][j] - self.prefix[a][j]
+        }
+    }
+}
+
+/// The Wilson score interval of a proportion `k / n` at 95 %: (lower, upper). (0, 1) when
+/// `n` is 0.
+pub fn wilson_interval(k: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let n = n as f64;
+    let p = k as f64 / n;
+    let z2 = Z_975 * Z_975;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z_975 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    // At k = 0 and k = n a bound is exactly 0 or 1; rounding must not move it.
+    let lower = if k == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let upper = if p == 1.0 {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lower, upper)
+}
+
+/// Aggregates the replications of one variant into summary.json's `recovery` object and its
+/// `ci95` twin (the same keys in the same order), or `None` if no replication was analysed.
+///
+/// Nothing here averages runs into one no run looks like: `recovered_fraction` is the share
+/// of replications that recovered (its ci95 is the larger distance from it to a bound of its
+/// Wilson interval, and the bounds are `recovered_fraction_lower` and `_upper`), and the
+/// recovery times are order statistics over the replications that recovered:
+/// `median_recovery_s` (the mean of the two middle values for an even count),
+/// `p90_recovery_s` (nearest rank) and `max_recovery_s`. They are left out when no
+/// replication recovered (JSON has no "not a number", and every metric leaf is a number).
+/// `baseline_per_s`, `peak_amplification` and `wasted_fraction` are means over every
+/// replication with Student-t half-widths. Counts, bounds and order statistics have a ci95 of 0.
+pub fn summarise(runs: &[Recovery]) -> Option<(Value, Value)> {
+    if runs.is_empty() {
+        return None;
+    }
+    let n = runs.len();
+    let mut times: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.recovery_time())
+        .map(SimDuration::as_secs_f64)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let k = times.len();
+    let fraction = k as f64 / n as f64;
+    let (lower, upper) = wilson_interval(k, n);
+    let mean =
+        |f: fn(&Recovery) -> f64| Estimate::from_samples(&runs.iter().map(f).collect::<Vec<_>>());
+
+    let mut metrics = Map::new();
+    let mut ci95 = Map::new();
+    let mut put = |key: &str, value: Value, half: Value| {
+        metrics.insert(key.to_string(), value);
+        ci95.insert(key.to_string(), half);
+    };
+    put("replications", json!(n), json!(0));
+    put("recovered", json!(k), json!(0));
+    put(
+        "recovered_fraction",
+        number(fraction),
+        number((fraction - lower).max(upper - fraction)),
+    );
+    put("recovered_fraction_lower", number(lower), json!(0));
+    put("recovered_fraction_upper", number(upper), json!(0));
+    if k > 0 {
+        let median = if k % 2 == 1 {
+            times[k / 2]
+        } else {
+            (times[k / 2 - 1] + times[k / 2]) / 2.0
+        };
+        let p90 = times[(k * 9).div_ceil(10).max(1) - 1];
+        put("median_recovery_s", number(median), json!(0));
+        put("p90_recovery_s", number(p90), json!(0));
+        put("max_recovery_s", number(times[k - 1]), json!(0));
+    }
+    for (key, e) in [
+        ("baseline_per_s", mean(|r| r.baseline_per_s)),
+        ("peak_amplification", mean(|r| r.peak_amplification)),
+        ("wasted_fraction", mean(|r| r.wasted_fraction)),
+    ] {
+        put(key, number(e.mean), number(e.half_width));
+    }
+    Some((Value::Object(metrics), Value::Object(ci95)))
+}
+
+/// A JSON number; non-finite values (which cannot be JSON) become 0.
+fn number(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::from(0), Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// A series of 1 s buckets with `goodput[i]` successes in bucket i, one first attempt per
+    /// success plus `retries[i]` (if given) attempts more, all served.
+    fn series(goodput: &[u32], retries: &[u32]) -> TimeSeries {
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for (i, &g) in goodput.iter().enumerate() {
+            s.tick(SimTime(i as u64 * SECOND), Default::default);
+            let r = retries.get(i).copied().unwrap_or(0);
+            for _ in 0..g {
+                s.add(Column::Succeeded);
+                s.add(Column::FirstAttempts);
+                s.add(Column::Attempts);
+                s.add(Column::Served);
+            }
+            for _ in 0..r {
+                s.add(Column::Attempts);
+                s.add(Column::Served);
+                s.add(Column::Wasted);
+            }
+        }
+        s.close(Default::default());
+        s
+    }
+
+    fn window(from_s: u64, to_s: u64) -> Trigger {
+        Trigger {
+            from: SimTime(from_s * SECOND),
+            to: SimTime(to_s * SECOND),
+        }
+    }
+
+    fn secs(s: u64) -> SimDuration {
+        SimDuration::from_secs(s)
+    }
+
+    #[test]
+    fn no_trigger_no_analysis() {
+        let s = series(&[10; 40], &[]);
+        assert_eq!(analyse(&s, &[], secs(40)), None);
+    }
+
+    #[test]
+    fn a_trigger_at_time_zero_has_no_baseline() {
+        let s = series(&[10; 40], &[]);
+        assert_eq!(analyse(&s, &[window(0, 5)], secs(40)), None);
+    }
+
+    #[test]
+    fn recovers_at_a_known_bucket() {
+        // 10/s for 20 s (the warm-up bucket is 0, which must be skipped), a 5 s trigger, goodput
+        // 0 until t = 30 s, then 9/s (exactly 90 %) to the end.
+        let mut g = vec![10; 20];
+        g[0] = 0;
+        g.extend([0; 10]);
+        g.extend([9; 30]);
+        let s = series(&g, &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.baseline_per_s, 10.0);
+        assert_eq!(r.recovered_at, Some(SimTime(30 * SECOND)));
+        assert_eq!(r.recovery_time(), Some(secs(5)));
+    }
+
+    #[test]
+    fn healthy_system_recovers_as_the_trigger_ends() {
+        let s = series(&[10; 60], &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, Some(SimTime(25 * SECOND)));
+        assert_eq!(r.recovery_time(), Some(SimDuration::ZERO));
+        assert_eq!(r.peak_amplification, 1.0);
+        assert_eq!(r.wasted_fraction, 0.0);
+    }
+
+    #[test]
+    fn never_recovers() {
+        // Collapsed after the trigger: 2/s and three attempts per request, to the end.
+        let mut g = vec![10; 20];
+        g.extend([2; 40]);
+        let mut retries = vec![0; 20];
+        retries.extend([4; 40]);
+        let s = series(&g, &retries);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, None);
+        assert_eq!(r.recovery_time(), None);
+        assert_eq!(r.peak_amplification, 3.0);
+        assert!((r.wasted_fraction - 4.0 / 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_brief_overshoot_then_collapse_is_not_a_recovery() {
+        // A backlog drains at 20/s for 5 s after the trigger (above the baseline over any 5 s
+        // window starting there), then goodput collapses to 1/s for the rest of the run: the
+        // mean over [t, duration) stays below 90 %.
+        let mut g = vec![10; 20];
+        g.extend([0; 5]);
+        g.extend([20; 5]);
+        g.extend([1; 30]);
+        let s = series(&g, &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, None);
+    }
+
+    #[test]
+    fn the_drain_after_duration_does_not_count() {
+        // Goodput only comes back after duration (60 s), while the backlog drains.
+        let mut g = vec![10; 20];
+        g.extend([0; 40]);
+        g.extend([50; 20]);
+        let s = series(&g, &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, None);
+    }
+
+    #[test]
+    fn the_window_is_cut_at_duration() {
+        // Goodput is back only for the last 3 s before duration: a 3 s window there counts.
+        let mut g = vec![10; 20];
+        g.extend([0; 37]);
+        g.extend([10; 3]);
+        let s = series(&g, &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, Some(SimTime(57 * SECOND)));
+    }
+
+    #[test]
+    fn a_trigger_until_duration_cannot_be_recovered_from() {
+        let s = series(&[10; 80], &[]);
+        let r = analyse(&s, &[window(20, 60)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, None);
+    }
+
+    #[test]
+    fn recovery_is_judged_after_the_last_of_several_triggers() {
+        let s = series(&[10; 60], &[]);
+        let r = analyse(&s, &[window(20, 22), window(30, 33)], secs(60)).unwrap();
+        assert_eq!(r.recovered_at, Some(SimTime(33 * SECOND)));
+    }
+
+    #[test]
+    fn a_doubled_bucket_width_gives_the_same_answer_on_its_boundaries() {
+        // As in `recovers_at_a_known_bucket`, but recovery at 30 s and buckets merged to 2 s.
+        let mut g = vec![10; 20];
+        g[0] = 0;
+        g[1] = 0;
+        g.extend([0; 10]);
+        g.extend([10; 30]);
+        let mut s = series(&g, &[]);
+        s.coarsen();
+        assert_eq!(s.bucket(), secs(2));
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.baseline_per_s, 10.0);
+        // The trigger ends inside a 2 s bucket: the first candidate is the next boundary.
+        assert_eq!(r.recovered_at, Some(SimTime(30 * SECOND)));
+        assert_eq!(r.recovery_time(), Some(secs(5)));
+    }
+
+    #[test]
+    fn peak_amplification_is_the_worst_five_second_window() {
+        let mut g = vec![10; 20];
+        g.extend([10; 20]);
+        let mut retries = vec![0; 22];
+        // One bucket of 30 retries in the trigger: over 5 s, 80 attempts for 50 first attempts.
+        retries.push(30);
+        let s = series(&g, &retries);
+        let r = analyse(&s, &[window(20, 25)], secs(40)).unwrap();
+        assert!((r.peak_amplification - 1.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn wilson_interval_matches_a_table() {
+        // 8 of 10: (0.490, 0.943).
+        let (lo, hi) = wilson_interval(8, 10);
+        assert!((lo - 0.4902).abs() < 1e-3 && (hi - 0.9433).abs() < 1e-3);
+        let (lo, hi) = wilson_interval(10, 10);
+        assert!((lo - 0.7225).abs() < 1e-3 && hi == 1.0);
+        assert_eq!(wilson_interval(0, 10).0, 0.0);
+        assert_eq!(wilson_interval(0, 0), (0.0, 1.0));
+    }
+
+    #[test]
+    fn summary_keeps_bimodal_runs_apart() {
+        let run = |recovered_after: Option<u64>| Recovery {
+            baseline_per_s: 40.0,
+            triggers_end: SimTime(25 * SECOND),
+            recovered_at: recovered_after.map(|s| SimTime((25 + s) * SECOND)),
+            peak_amplification: 3.0,
+            wasted_fraction: 0.5,
+        };
+        let (m, h) = summarise(&[run(Some(2)), run(None), run(Some(6)), run(None)]).unwrap();
+        assert_eq!(m["replications"], json!(4));
+        assert_eq!(m["recovered"], json!(2));
+        assert_eq!(m["recovered_fraction"], json!(0.5));
+        assert_eq!(m["median_recovery_s"], json!(4.0));
+        assert_eq!(m["p90_recovery_s"], json!(6.0));
+        assert_eq!(m["baseline_per_s"], json!(40.0));
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&m), keys(&h), "ci95 mirrors the metrics");
+        assert!(h["recovered_fraction"].as_f64().unwrap() > 0.3);
+
+        let (m, _) = summarise(&[run(None), run(None)]).unwrap();
+        assert_eq!(m["recovered_fraction"], json!(0.0));
+        assert!(m.get("median_recovery_s").is_none());
+        assert_eq!(summarise(&[]), None);
+    }
+}

@@ -1,0 +1,204 @@
+//! Retry budgets, circuit breakers and server throttling against the closed forms and the
+//! published comparisons (spec REFERENCE.md E1 with budgets, E2), the client-count effect on
+//! per-client budgets, and Retry-After.
+
+use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::scenario::LoadOptions;
+use serde_json::json;
+
+use crate::{assert_close, metric, run_bundled, run_text, variant};
+
+/// The variant `name` at sweep value `value`.
+fn at<'a>(result: &'a ExperimentResult, value: serde_json::Value, name: &str) -> &'a VariantResult {
+    result
+        .points
+        .iter()
+        .find(|p| p.value.as_ref() == Some(&value))
+        .unwrap_or_else(|| panic!("no sweep point {value}"))
+        .variants
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no variant {name:?}"))
+}
+
+fn mean(v: &VariantResult, path: &str) -> f64 {
+    metric(v, path).0
+}
+
+#[test]
+fn e1_budgets_at_a_100_percent_failure_rate_tend_to_their_limits() {
+    // 10 clients x 100 calls/s for 1000 s, every attempt fails.
+    let (_, result) = run_text(
+        r#"{
+      "name": "e1-budgets", "seed": 5, "duration": "1000s",
+      "clients": { "count": 10, "workload": { "open": { "rate_per_s": 1000 } } },
+      "network": { "latency": { "exponential": { "mean": "1ms" } } },
+      "server": { "concurrency": "unlimited", "service_time": { "constant": "1ms" }, "error_rate": 1 },
+      "policy": { "retry": { "max_attempts": 4 } },
+      "variants": [
+        { "name": "token bucket", "patch": { "policy": { "budget": { "token_bucket": { "max_tokens": 10, "token_ratio": 0.1 } } } } },
+        { "name": "ratio", "patch": { "policy": { "retry": { "max_attempts": 3 }, "budget": { "ratio": { "percent": 0.1, "min_per_s": 1 } } } } },
+        { "name": "retry quota", "patch": { "policy": { "budget": { "retry_quota": { "initial": 500, "retry_cost": 5, "timeout_cost": 10, "success_refund": 1 } } } } }
+      ]
+    }"#,
+    );
+    let requests = mean(variant(&result, "token bucket"), "requests");
+    assert!(requests > 990_000.0, "{requests}");
+
+    // gRPC: 3 retries per client, then the bucket sits at half and allows none. Requests in
+    // flight at once may each take the fourth token before anyone asks, so 3 or 4.
+    let tb = variant(&result, "token bucket");
+    let retries = mean(tb, "retries");
+    assert!(
+        (30.0..=40.0).contains(&retries),
+        "{retries} retries for 10 clients"
+    );
+    assert_close("token bucket load", mean(tb, "amplification"), 1.00, 0.02);
+
+    // Ratio: retries <= 10 % of requests + 1/s per client, so 1 + 0.1 + 1/100 = 1.11.
+    let ratio = variant(&result, "ratio");
+    assert_close("ratio load", mean(ratio, "amplification"), 1.11, 0.02);
+
+    // Retry quota: 500 / 5 = exactly 100 retries per client, never refunded.
+    let quota = variant(&result, "retry quota");
+    assert_eq!(mean(quota, "retries"), 1000.0);
+    assert_close("retry quota load", mean(quota, "amplification"), 1.00, 0.02);
+    for v in [tb, ratio, quota] {
+        assert_eq!(mean(v, "success_rate"), 0.0);
+        assert_eq!(
+            mean(v, "budget_denials"),
+            mean(v, "failed.budget_exhausted"),
+            "{}: every denial ends a request",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn e2_breaker_and_budget_against_three_retries_at_half_failures() {
+    let (_, result) = run_bundled("brooker-2022", &LoadOptions::default());
+    let half = json!(0.5);
+    let three = at(&result, half.clone(), "3 retries");
+    assert_close("3 retries load", mean(three, "amplification"), 1.875, 0.02);
+    assert_close(
+        "3 retries success",
+        mean(three, "success_rate"),
+        0.9375,
+        0.015,
+    );
+    let breaker = at(&result, half.clone(), "retry breaker");
+    assert_close(
+        "retry breaker load",
+        mean(breaker, "amplification"),
+        1.00,
+        0.02,
+    );
+    assert_close(
+        "retry breaker success",
+        mean(breaker, "success_rate"),
+        0.50,
+        0.015,
+    );
+    assert!(mean(breaker, "breaker.open_fraction") > 0.9);
+    let bucket = at(&result, half, "token bucket");
+    assert!(mean(bucket, "amplification") < 1.1);
+
+    // Across the sweep, plain retries follow sum f^k and both limits stay near 1x.
+    for p in &result.points {
+        let f = p
+            .value
+            .as_ref()
+            .and_then(|v| v.as_f64())
+            .expect("numeric sweep");
+        let expected: f64 = (0..4).map(|k| f.powi(k)).sum();
+        let three = p.variants.iter().find(|v| v.name == "3 retries").unwrap();
+        assert_close(
+            &format!("3 retries load at f = {f}"),
+            mean(three, "amplification"),
+            expected,
+            0.03,
+        );
+        for name in ["token bucket", "retry breaker"] {
+            let v = p.variants.iter().find(|v| v.name == name).unwrap();
+            assert!(
+                mean(v, "amplification") < 1.11,
+                "{name} at f = {f}: {}",
+                mean(v, "amplification")
+            );
+        }
+    }
+}
+
+#[test]
+fn per_client_budgets_weaken_with_more_clients_and_a_shared_one_holds() {
+    let (_, result) = run_bundled("retry-budget", &LoadOptions::default());
+    let load = |clients: u32, name: &str| mean(at(&result, json!(clients), name), "amplification");
+    let plain = load(100, "no budget");
+    assert_close("no budget load (20 of 40 s at 3x)", plain, 2.0, 0.02);
+    // The same total rate over more clients: more buckets, each allowing its own retries.
+    for name in ["token bucket", "retry quota"] {
+        let (l10, l100, l1000) = (load(10, name), load(100, name), load(1000, name));
+        assert!(
+            l10 < l100 && l100 < l1000,
+            "{name}: {l10} {l100} {l1000} should grow with the client count"
+        );
+    }
+    // 1000 clients with a 100-retry quota each is no budget at all here.
+    assert_close(
+        "quota over 1000 clients",
+        load(1000, "retry quota"),
+        plain,
+        0.02,
+    );
+    for clients in [10, 100, 1000] {
+        let shared = load(clients, "shared token bucket");
+        assert_close(
+            &format!("shared bucket, {clients} clients"),
+            shared,
+            1.0,
+            0.01,
+        );
+    }
+    // A breaker stops sending: fewer attempts than requests during the outage.
+    let breaker = at(&result, json!(100), "circuit breaker");
+    assert!(mean(breaker, "amplification") < 1.0);
+    assert!(mean(breaker, "breaker.refusals") > 0.0);
+    assert!(mean(breaker, "breaker.open_fraction") > 0.2);
+    // Budgets never block a first attempt.
+    for p in &result.points {
+        for v in p.variants.iter().filter(|v| v.name != "circuit breaker") {
+            assert_eq!(mean(v, "first_attempts"), mean(v, "requests"), "{}", v.name);
+        }
+    }
+}
+
+#[test]
+fn throttled_clients_honour_retry_after_or_ignore_it() {
+    // One serial client, three requests; the server admits one per second (burst 1) and
+    // answers the rest 429 with Retry-After: 1s.
+    let text = |retry_after: &str| {
+        format!(
+            r#"{{
+          "name": "retry-after", "duration": "10s",
+          "clients": {{ "count": 1, "workload": {{ "closed": {{ "requests_per_client": 3 }} }} }},
+          "server": {{ "service_time": {{ "constant": "1ms" }},
+                      "rate_limit": {{ "rate_per_s": 1, "burst": 1, "retry_after": "1s" }} }},
+          "policy": {{ "retry": {{ "max_attempts": 3, "retry_after": "{retry_after}" }} }}
+        }}"#
+        )
+    };
+    let (_, honour) = run_text(&text("honor"));
+    let v = &honour.points[0].variants[0];
+    // Request 1 passes at 0; requests 2 and 3 are throttled once each and pass 1 s later.
+    assert_eq!(mean(v, "success_rate"), 1.0);
+    assert_eq!(mean(v, "attempts"), 5.0);
+    assert_eq!(mean(v, "server.throttled"), 2.0);
+    assert_close("makespan", mean(v, "makespan_ms"), 2003.0, 1e-6);
+
+    let (_, ignore) = run_text(&text("ignore"));
+    let v = &ignore.points[0].variants[0];
+    // Immediate retries find the bucket empty: requests 2 and 3 fail after 3 attempts.
+    assert_eq!(mean(v, "succeeded"), 1.0);
+    assert_eq!(mean(v, "failed.throttled"), 2.0);
+    assert_eq!(mean(v, "attempts"), 7.0);
+}
