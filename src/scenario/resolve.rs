@@ -4,7 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use crate::engine::SimTime;
-use crate::model::{Backoff, Discipline, Dist, Fault, FaultEffect, Outage};
+use crate::model::{
+    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
+    Fault, FaultEffect, Outage,
+};
 
 use super::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
 
@@ -98,6 +101,13 @@ fn scenario_json(s: &Scenario) -> Value {
         let faults: Vec<Value> = s.server.faults.windows().iter().map(fault_json).collect();
         server["faults"] = json!(faults);
     }
+    if let Some(r) = &s.server.rate_limit {
+        let mut limit = json!({"rate_per_s": r.rate_per_s, "burst": r.burst});
+        if let Some(after) = r.retry_after {
+            limit["retry_after"] = json!(after.to_string());
+        }
+        server["rate_limit"] = limit;
+    }
     out.insert("server".into(), server);
     let p = &s.policy;
     let mut policy = Map::new();
@@ -128,6 +138,12 @@ fn scenario_json(s: &Scenario) -> Value {
             "retry_after": match p.retry.retry_after { RetryAfter::Honor => "honor", RetryAfter::Ignore => "ignore" },
         }),
     );
+    if let Some(b) = &p.budget {
+        policy.insert("budget".into(), budget_json(b));
+    }
+    if let Some(b) = &p.breaker {
+        policy.insert("breaker".into(), breaker_json(b));
+    }
     out.insert("policy".into(), Value::Object(policy));
     out.insert("metrics".into(), json!({"bucket": s.bucket.to_string()}));
     out.insert(
@@ -135,6 +151,57 @@ fn scenario_json(s: &Scenario) -> Value {
         json!({"max_events": s.limits.max_events, "max_in_flight": s.limits.max_in_flight}),
     );
     Value::Object(out)
+}
+
+fn budget_json(b: &BudgetConfig) -> Value {
+    let kind = match b.kind {
+        BudgetKind::TokenBucket {
+            max_tokens,
+            token_ratio,
+        } => json!({"token_bucket": {"max_tokens": max_tokens, "token_ratio": token_ratio}}),
+        BudgetKind::RetryQuota {
+            initial,
+            retry_cost,
+            timeout_cost,
+            success_refund,
+        } => json!({"retry_quota": {
+            "initial": initial, "retry_cost": retry_cost,
+            "timeout_cost": timeout_cost, "success_refund": success_refund,
+        }}),
+        BudgetKind::Ratio {
+            percent,
+            min_per_s,
+            window,
+        } => json!({"ratio": {
+            "percent": percent, "min_per_s": min_per_s, "window": window.to_string(),
+        }}),
+    };
+    let mut out = json!({"scope": b.scope.name()});
+    if let (Value::Object(out), Value::Object(kind)) = (&mut out, kind) {
+        out.extend(kind);
+    }
+    out
+}
+
+fn breaker_json(b: &BreakerConfig) -> Value {
+    let window = match b.window {
+        BreakerWindow::Count(n) => json!({"count": n}),
+        BreakerWindow::Time(d) => json!({"time": d.to_string()}),
+    };
+    let mut out = json!({
+        "window": window,
+        "failure_rate_threshold": b.failure_rate_threshold,
+        "minimum_calls": b.minimum_calls,
+        "open_duration": b.open_duration.to_string(),
+        "half_open_calls": b.half_open_calls,
+        "mode": match b.mode { BreakerMode::All => "all", BreakerMode::Retries => "retries" },
+        "scope": b.scope.name(),
+    });
+    if let Some((duration, rate)) = b.slow_call {
+        out["slow_call_duration"] = json!(duration.to_string());
+        out["slow_call_rate_threshold"] = json!(rate);
+    }
+    out
 }
 
 fn fault_json(f: &Fault) -> Value {

@@ -2,7 +2,7 @@
 //! seed gives other results.
 
 use retrystorm::report;
-use retrystorm::scenario::{LoadOptions, load_file};
+use retrystorm::scenario::{LoadOptions, load_file, load_str};
 
 use crate::scenario_path;
 
@@ -57,4 +57,54 @@ fn a_sweep_gives_identical_summaries_on_one_or_two_threads() {
         render(1) == render(2),
         "summary.json differs between --jobs 1 and --jobs 2"
     );
+}
+
+/// scenario.resolved.json says what ran: each variant written back with its defaults filled
+/// in runs exactly like the variant loaded from the file (a setting left out of the resolved
+/// form would change the numbers).
+#[test]
+fn every_resolved_variant_runs_exactly_like_the_file() {
+    let bundled = [
+        "thundering-herd",
+        "queueing-theory",
+        "retry-chapter",
+        "amplification-closed-form",
+        "backoff-open-vs-closed",
+        "aws-backoff-jitter",
+        "retry-budget",
+        "brooker-2022",
+        "collapse-after-spike",
+        "hotos-metastable",
+        "metastable-phase",
+    ];
+    for name in bundled {
+        let options = LoadOptions {
+            replications: Some(1),
+            ..LoadOptions::default()
+        };
+        let experiment = load_file(&scenario_path(name), &options).unwrap();
+        let resolved = retrystorm::scenario::resolved_json(&experiment);
+        let variants = resolved["variants"].as_array().expect("variants");
+        assert_eq!(
+            variants.len(),
+            experiment.points[0].variants.len(),
+            "{name}"
+        );
+        for (v, original) in variants.iter().zip(&experiment.points[0].variants) {
+            let mut doc = v["scenario"].clone();
+            doc["name"] = serde_json::json!("resolved");
+            let again = load_str(&doc.to_string(), "resolved", &LoadOptions::default())
+                .unwrap_or_else(|e| {
+                    panic!("{name} / {}: resolved form invalid: {e}", original.name)
+                });
+            let scenario = &again.points[0].variants[0].scenario;
+            let run = |sc| retrystorm::simulate::run(sc, experiment.seed, 0).metrics_json();
+            assert_eq!(
+                run(scenario),
+                run(&original.scenario),
+                "{name} / {}: the resolved form runs differently",
+                original.name
+            );
+        }
+    }
 }
