@@ -7,10 +7,13 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::metric;
-use crate::engine::SimDuration;
-use crate::model::{Backoff, Discipline, Dist, Outcome};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::{
+    Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage,
+    Outcome, Scope,
+};
 use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, Scenario, ServerKind, Workload};
+use crate::scenario::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
 
 /// A figure as the report shows it.
 pub struct FigureRef {
@@ -201,9 +204,14 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             est(&variants[hi], "success_rate"),
         );
         if apart(a, b) {
+            // Named with the best only when its own mean lies inside the best's interval: a
+            // bimodal variant's wide interval overlaps everything but its mean is no match.
             let best: Vec<String> = variants
                 .iter()
-                .filter(|v| !apart(est(v, "success_rate"), b))
+                .filter(|v| {
+                    let e = est(v, "success_rate");
+                    !apart(e, b) && b.0 - e.0 <= b.1.max(1e-9)
+                })
                 .map(|v| format!("**{}**", v.name))
                 .collect();
             let (verb, names) = match best.as_slice() {
@@ -287,6 +295,24 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 "**{}** wastes {:.0} % of the server's work on attempts whose client had already given up.",
                 v.name,
                 100.0 * wasted / served
+            ));
+        }
+        let denials = metric(&v.metrics, "budget_denials");
+        if denials > 0.0 && requests > 0.0 {
+            out.push(format!(
+                "**{}**'s retry budget denied {:.0} retries: {:.1} % of requests ended `budget_exhausted` instead of retrying.",
+                v.name,
+                denials,
+                100.0 * denials / requests
+            ));
+        }
+        let refusals = metric(&v.metrics, "breaker.refusals");
+        if refusals > 0.0 {
+            out.push(format!(
+                "**{}**'s circuit breakers were open {:.1} % of the time and refused {:.0} attempts, which never reached the server.",
+                v.name,
+                100.0 * metric(&v.metrics, "breaker.open_fraction"),
+                refusals
             ));
         }
         let truncated = metric(&v.metrics, "truncated");
@@ -574,6 +600,47 @@ fn describe(s: &Scenario) -> Vec<String> {
             100.0 * s.server.permanent_error_rate
         ));
     }
+    if let Some(r) = &s.server.rate_limit {
+        let after = match (r.retry_after, s.policy.retry.retry_after) {
+            (None, _) => String::new(),
+            (Some(d), RetryAfter::Honor) => {
+                format!(
+                    " with Retry-After {d}, which clients honour (they wait at least that long)"
+                )
+            }
+            (Some(d), RetryAfter::Ignore) => {
+                format!(" with Retry-After {d}, which clients ignore")
+            }
+        };
+        lines.push(format!(
+            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+            r.rate_per_s, r.burst
+        ));
+    }
+    for f in s.server.faults.windows() {
+        let effect = match f.effect {
+            FaultEffect::Outage(Outage::Reject) => {
+                "an outage: every attempt is answered `error` at once".to_string()
+            }
+            FaultEffect::Outage(Outage::Drop) => {
+                "an outage: attempts vanish without an answer, so clients wait for their timeout"
+                    .to_string()
+            }
+            FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
+            FaultEffect::ServiceTimeFactor(x) => {
+                format!("service that starts in the window takes {x}x as long")
+            }
+            FaultEffect::Concurrency(0) => {
+                "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
+            }
+            FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
+        };
+        lines.push(format!(
+            "Fault from {} to {}: {effect}.",
+            f.from - SimTime::ZERO,
+            f.to - SimTime::ZERO
+        ));
+    }
     let p = &s.policy;
     if let Some(t) = p.timeout {
         lines.push(format!("Attempts time out after {t}."));
@@ -586,6 +653,71 @@ fn describe(s: &Scenario) -> Vec<String> {
         Some(m) => format!("Up to {m} attempts per request."),
         None => "Unlimited attempts per request.".to_string(),
     });
+    let scope = |s: Scope| match s {
+        Scope::PerClient => "each client its own",
+        Scope::Shared => "one shared by all clients",
+    };
+    if let Some(b) = &p.budget {
+        let what = match b.kind {
+            BudgetKind::TokenBucket {
+                max_tokens,
+                token_ratio,
+            } => format!(
+                "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
+            ),
+            BudgetKind::RetryQuota {
+                initial,
+                retry_cost,
+                timeout_cost,
+                success_refund,
+            } => format!(
+                "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
+            ),
+            BudgetKind::Ratio {
+                percent,
+                min_per_s,
+                window,
+            } => {
+                let floor = if min_per_s > 0.0 {
+                    format!(" plus {min_per_s} per second")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
+                    100.0 * percent
+                )
+            }
+        };
+        lines.push(format!(
+            "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
+            scope(b.scope)
+        ));
+    }
+    if let Some(b) = &p.breaker {
+        let window = match b.window {
+            BreakerWindow::Count(n) => format!("the last {n} attempts"),
+            BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
+        };
+        let slow = match b.slow_call {
+            Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
+            None => String::new(),
+        };
+        let gate = match b.mode {
+            BreakerMode::All => "An open breaker refuses every attempt",
+            BreakerMode::Retries => {
+                "First attempts always pass; an open (or half-open) breaker refuses retries"
+            }
+        };
+        lines.push(format!(
+            "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
+            scope(b.scope),
+            100.0 * b.failure_rate_threshold,
+            b.minimum_calls,
+            b.open_duration,
+            b.half_open_calls
+        ));
+    }
     if p.retry.max_attempts != Some(1) {
         lines.push(match &p.retry.backoff {
             Backoff::None => "Retries go out at once (no backoff).".to_string(),
