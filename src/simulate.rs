@@ -555,23 +555,26 @@ impl<'a> Sim<'a> {
         );
     }
 
-    /// The client's budget and breaker learn the outcome of an attempt of request `slot`. A
-    /// failure is an outcome the policy retries; a `permanent` answer is neither.
+    /// The client's budget and breaker learn the outcome of an attempt of request `slot`.
+    /// For the breaker every outcome but success and `permanent` (a 4xx: the server did its
+    /// job) is a failure, whatever the retry policy, as for a Resilience4j breaker recording
+    /// server errors and timeouts. A budget pays only for outcomes the policy retries, as
+    /// gRPC's throttle counts only retryable status codes.
     fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let policy = &self.sc.policy;
         if policy.budget.is_none() && policy.breaker.is_none() {
             return;
         }
         let req = &self.requests[slot as usize];
-        let failed = policy.retry.retry_on.contains(outcome);
         if let Some(b) = policy.breaker {
+            let failed = !matches!(outcome, Outcome::Success | Outcome::Permanent);
             self.breakers[b.scope.index(req.client)].record(now, failed, now - req.sent);
         }
         if let Some(b) = policy.budget {
             let budget = &mut self.budgets[b.scope.index(req.client)];
             if outcome == Outcome::Success {
                 budget.attempt_succeeded((req.attempts > 1).then_some(req.last_retry_cost));
-            } else if failed {
+            } else if policy.retry.retry_on.contains(outcome) {
                 budget.attempt_failed();
             }
         }

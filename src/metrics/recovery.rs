@@ -91,6 +91,10 @@ pub fn analyse_rows(
 ) -> Option<Recovery> {
     let first = triggers.iter().map(|t| t.from).min()?;
     let triggers_end = triggers.iter().map(|t| t.to).max()?;
+    if triggers_end.as_nanos() >= duration.as_nanos() {
+        // The trigger lasts until new requests stop: there is no "after" to judge.
+        return None;
+    }
     let width = bucket.as_nanos().max(1);
     let width_s = width as f64 / 1e9;
     // Buckets that end at or before a time, and the first bucket that starts at or after it.

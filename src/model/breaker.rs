@@ -16,7 +16,7 @@
 //!
 //! A result that comes back while the breaker is open is dropped; one that comes back while it
 //! is half-open counts as a trial result, whenever its attempt was sent (as in Resilience4j).
-//! What counts as a failure is the driver's call: every attempt outcome the policy retries.
+//! What counts as a failure is the driver's call: every outcome but success and a 4xx.
 //!
 //! Invariant: the only transitions are closed -> open, open -> half-open, half-open -> open
 //! and half-open -> closed; an open breaker refuses every attempt its mode gates.

@@ -137,18 +137,32 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
         ("completion s", "makespan_ms", 1e-3, 2),
         ("wasted", "server.wasted", 1.0, 0),
     ];
+    // Retry budget and breaker columns, when some variant has one.
+    const POLICY: [(&str, &str, f64, usize); 3] = [
+        ("budget denials", "budget_denials", 1.0, 0),
+        ("breaker refusals", "breaker.refusals", 1.0, 0),
+        ("breaker open %", "breaker.open_fraction", 100.0, 1),
+    ];
+    let cols: Vec<(&str, &str, f64, usize)> = COLS
+        .into_iter()
+        .chain(
+            POLICY
+                .into_iter()
+                .filter(|(_, path, ..)| variants.iter().any(|v| metric(&v.metrics, path) != 0.0)),
+        )
+        .collect();
     let _ = write!(out, "| variant |");
-    for (h, ..) in COLS {
+    for (h, ..) in &cols {
         let _ = write!(out, " {h} |");
     }
     let _ = write!(out, "\n|---|");
-    for _ in COLS {
+    for _ in &cols {
         let _ = write!(out, "---:|");
     }
     let _ = writeln!(out);
     for v in variants {
         let _ = write!(out, "| {} |", v.name);
-        for (_, path, scale, d) in COLS {
+        for &(_, path, scale, d) in &cols {
             let m = metric(&v.metrics, path) * scale;
             if with_ci {
                 let h = metric(&v.ci95, path) * scale;
@@ -170,6 +184,9 @@ fn apart(a: (f64, f64), b: (f64, f64)) -> bool {
 pub fn findings(variants: &[VariantResult]) -> Vec<String> {
     let mut out = Vec::new();
     let est = |v: &VariantResult, path: &str| (metric(&v.metrics, path), metric(&v.ci95, path));
+    // The variants with the lowest and the highest value of `path`; among variants whose
+    // mean lies within the extreme's interval, the first in file order (usually the
+    // baseline), so that a tie names the variant readers compare against.
     let by = |path: &str| -> (usize, usize) {
         let values: Vec<f64> = variants.iter().map(|v| metric(&v.metrics, path)).collect();
         let lo = (0..values.len())
@@ -178,7 +195,16 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         let hi = (0..values.len())
             .max_by(|a, b| values[*a].total_cmp(&values[*b]))
             .unwrap_or(0);
-        (lo, hi)
+        let first_like = |extreme: usize| {
+            let e = est(&variants[extreme], path);
+            (0..values.len())
+                .find(|&i| {
+                    let x = est(&variants[i], path);
+                    (x.0 - e.0).abs() <= e.1.max(1e-9 * e.0.abs())
+                })
+                .unwrap_or(extreme)
+        };
+        (first_like(lo), first_like(hi))
     };
     if variants.len() > 1 {
         let (lo, hi) = by("attempts");
@@ -262,9 +288,24 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
     }) {
         let amp = metric(&v.metrics, "amplification");
         if amp >= 1.5 {
+            // Every variant whose mean lies within the top one's interval shares the sentence
+            // (a bimodal variant's wide interval does not make it a match).
+            let top = est(v, "amplification");
+            let names: Vec<String> = variants
+                .iter()
+                .filter(|w| {
+                    let x = est(w, "amplification");
+                    top.0 - x.0 <= top.1.max(5e-3)
+                })
+                .map(|w| format!("**{}**", w.name))
+                .collect();
+            let (who, verb) = match names.as_slice() {
+                [one] => (one.clone(), "amplifies"),
+                [init @ .., last] => (format!("{} and {last}", init.join(", ")), "amplify"),
+                [] => (format!("**{}**", v.name), "amplifies"),
+            };
             out.push(format!(
-                "**{}** amplifies the load most, {:.2}x: each logical request reaches the server {:.2} times on average.",
-                v.name, amp, amp
+                "{who} {verb} the load most, {amp:.2}x: each logical request reaches the server {amp:.2} times on average."
             ));
         }
     }

@@ -193,10 +193,12 @@ pub struct Scenario {
 
 impl Scenario {
     /// The triggers of this scenario, sorted by start: every fault window, and the stretch in
-    /// which an open workload's profile departs from its base rate (from the first point whose
-    /// rate differs from the base to the point where it returns to the base for good, or to
-    /// the last point if it never does). Recovery is judged against the goodput before the
-    /// first trigger, after the last one ends.
+    /// which an open workload's profile departs from its base rate and comes back to it (from
+    /// the first point whose rate differs from the base to the point where it returns to the
+    /// base for good). A profile that ends at another rate changes the load for good: that is
+    /// not a trigger, since the goodput before it is no longer the level to come back to.
+    /// Recovery is judged against the goodput before the first trigger, after the last one
+    /// ends.
     pub fn triggers(&self) -> Vec<Trigger> {
         let mut triggers: Vec<Trigger> = self
             .server
@@ -211,7 +213,10 @@ impl Scenario {
         if let Workload::Open(profile) = &self.clients.workload {
             let base = profile.base_rate;
             let first = profile.steps.iter().position(|s| s.rate_per_s != base);
-            if let Some(first) = first {
+            let returns = profile.steps.last().is_some_and(|s| s.rate_per_s == base);
+            if let Some(first) = first
+                && returns
+            {
                 // A ramp towards the first different rate starts at the point before it.
                 let from = if profile.steps[first].ramp && first > 0 {
                     profile.steps[first - 1].at
@@ -225,7 +230,7 @@ impl Scenario {
                     .iter()
                     .rposition(|s| s.rate_per_s != base)
                     .and_then(|last| profile.steps.get(last + 1))
-                    .map_or_else(|| profile.steps.last().expect("non-empty").at, |s| s.at);
+                    .map_or(profile.steps[first].at, |s| s.at);
                 let to = back.max(profile.steps[first].at);
                 if to > from {
                     triggers.push(Trigger {

@@ -199,7 +199,11 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             .map_or(Dist::ZERO, |d| c.dist("network.latency", d)),
     };
     let default_server = RawServer::default();
-    let server = server(&mut c, raw.server.as_ref().unwrap_or(&default_server));
+    let server = server(
+        &mut c,
+        raw.server.as_ref().unwrap_or(&default_server),
+        duration,
+    );
     let default_policy = RawPolicy::default();
     let policy = policy(&mut c, raw.policy.as_ref().unwrap_or(&default_policy));
     let limits = Limits {
@@ -230,6 +234,16 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
                 clients.count, limits.max_in_flight
             ),
         );
+    }
+    if policy.timeout.is_none() && policy.deadline.is_none() {
+        for (i, f) in server.faults.windows().iter().enumerate() {
+            if f.effect == FaultEffect::Outage(Outage::Drop) {
+                c.err(
+                    &format!("server.faults[{i}].outage"),
+                    "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers",
+                );
+            }
+        }
     }
     if let Workload::Closed(closed) = &clients.workload
         && closed.requests_per_client.is_none()
@@ -311,7 +325,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
     Clients { count, workload }
 }
 
-fn server(c: &mut Checker, raw: &RawServer) -> Server {
+fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
     let permanent_error_rate =
         c.probability("server.permanent_error_rate", raw.permanent_error_rate);
     if raw.kind == Some(RawServerKind::Occ) {
@@ -378,12 +392,12 @@ fn server(c: &mut Checker, raw: &RawServer) -> Server {
             drop_expired: raw.drop_expired.unwrap_or(false),
         }),
         permanent_error_rate,
-        faults: faults(c, raw.faults.as_deref().unwrap_or_default()),
+        faults: faults(c, raw.faults.as_deref().unwrap_or_default(), duration),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, r)),
     }
 }
 
-fn faults(c: &mut Checker, raw: &[RawFault]) -> Faults {
+fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
     let mut windows = Vec::new();
     for (i, f) in raw.iter().enumerate() {
         let p = format!("server.faults[{i}]");
@@ -393,6 +407,14 @@ fn faults(c: &mut Checker, raw: &[RawFault]) -> Faults {
             c.err(
                 &format!("{p}.to"),
                 format!("must be later than from (got from {from}, to {to})"),
+            );
+        }
+        if from >= duration {
+            c.err(
+                &format!("{p}.from"),
+                format!(
+                    "must be before duration (got {from}, duration {duration}): no new requests arrive after it, so the fault would test nothing"
+                ),
             );
         }
         let mut effects = Vec::new();

@@ -275,6 +275,20 @@ fn budgets_breakers_throttling_and_faults_are_checked() {
             r#""server": { "kind": "occ", "rate_limit": { "rate_per_s": 10, "burst": 5 } }"#,
             &["server.rate_limit", "queue server only"],
         ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "0.5s", "to": "0.8s", "outage": "drop" } ]"#,
+            &["server.faults[0].outage", "policy.timeout", "wait for ever"],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "5s", "to": "8s", "outage": "reject" } ]"#,
+            &[
+                "server.faults[0].from",
+                "before duration",
+                "got 5s, duration 1s",
+            ],
+        ),
     ];
     for (from, to, needles) in cases {
         assert!(GOOD.contains(from), "{from}");

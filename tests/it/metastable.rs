@@ -27,10 +27,11 @@ fn e5_without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
     let storm = variant(&result, "no backoff");
     assert_eq!(recovery(storm, "replications"), 200.0);
     let collapsed = 1.0 - recovery(storm, "recovered_fraction");
-    // Brooker's own simulator: 73-81 %; this model gives about two in three (68.5 % over
-    // 1000 replications). Either way most runs collapse and some do not.
+    // Brooker's own simulator: 73-81 %. This model gives 68.5 % (65.6-71.3 %) over 1000
+    // replications; counting the starting attempt in the slowdown too (the same as a 1.01 s
+    // base) gives 73.6 %. Here: 200 replications, seeded.
     assert!(
-        (0.55..=0.85).contains(&collapsed),
+        (0.60..=0.80).contains(&collapsed),
         "{collapsed} of the replications collapsed"
     );
     // Bimodal: every replication is either healthy (one attempt per request, nearly all
@@ -116,8 +117,9 @@ fn e6_a_stall_starts_a_storm_that_only_budgets_and_breakers_end() {
     for name in ["token bucket", "retry quota", "circuit breaker", "lifo"] {
         assert_eq!(get(name, "recovery.recovered_fraction"), 1.0, "{name}");
     }
+    // REFERENCE.md: token bucket within about 200 s, retry quota within about 420 s.
     assert!(
-        bucket < quota && quota < 570.0,
+        bucket < quota && bucket <= 200.0 && quota <= 420.0,
         "the quota recovers later than the token bucket, within the run: {bucket} s, {quota} s"
     );
     // A drop outage tips some replications over, not all; the report says how many.
@@ -173,25 +175,32 @@ fn the_phase_boundary_moves_with_load_and_attempts() {
     assert_eq!(fraction(&result, 170.0, long, "2 attempts"), 0.0);
     assert_eq!(fraction(&result, 80.0, long, "3 attempts"), 1.0);
     assert_eq!(fraction(&result, 140.0, long, "3 attempts"), 0.0);
-    // Monotone: more load or a longer stall never helps.
+    // The longest stall each load survives (the last stall before most replications stay
+    // collapsed) shrinks as the load grows, and is never longer with more attempts.
     let loads = [80.0, 110.0, 140.0, 170.0, 200.0, 230.0, 260.0, 290.0];
     let stalls = ["20.25s", "20.5s", "21s", "22s", "24s", "28s", "36s"];
+    let critical = |name: &str, load: f64| {
+        stalls
+            .iter()
+            .position(|s| fraction(&result, load, s, name) < 0.5)
+            .unwrap_or(stalls.len())
+    };
     for name in ["2 attempts", "3 attempts"] {
-        for (i, load) in loads.iter().enumerate() {
-            for (j, stall) in stalls.iter().enumerate() {
-                let here = fraction(&result, *load, stall, name);
-                if i + 1 < loads.len() {
-                    assert!(fraction(&result, loads[i + 1], stall, name) <= here + 0.5);
-                }
-                if j + 1 < stalls.len() {
-                    assert!(fraction(&result, *load, stalls[j + 1], name) <= here + 0.5);
-                }
-                // Fewer attempts recover at least as often.
-                if name == "3 attempts" {
-                    assert!(here <= fraction(&result, *load, stall, "2 attempts") + 0.5);
-                }
-            }
-        }
+        let survived: Vec<usize> = loads.iter().map(|l| critical(name, *l)).collect();
+        assert!(
+            survived.windows(2).all(|w| w[1] <= w[0]),
+            "{name}: the stall survived should shrink as load grows: {survived:?}"
+        );
+        assert!(
+            survived[0] > survived[survived.len() - 1],
+            "{name}: {survived:?}"
+        );
+    }
+    for load in loads {
+        assert!(
+            critical("3 attempts", load) <= critical("2 attempts", load),
+            "{load}"
+        );
     }
 }
 

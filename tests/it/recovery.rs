@@ -51,6 +51,27 @@ fn recovery_is_reported_only_when_the_scenario_has_triggers() {
             .get("recovery")
             .is_none()
     );
+
+    // Nor is a profile that moves to another rate for good: the goodput before it is no
+    // longer the level to come back to (regression: a healthy system was called metastable).
+    let lower = r#"[{"at": "10s", "rate_per_s": 80}, {"at": "15s", "rate_per_s": 20}]"#;
+    let (_, result) = run_text(&healthy(lower, ""));
+    assert!(
+        variant(&result, "baseline")
+            .metrics
+            .get("recovery")
+            .is_none()
+    );
+
+    // A fault that lasts until new requests stop leaves nothing to judge.
+    let to_the_end = r#"[{"from": "30s", "to": "60s", "error_rate": 0.5}]"#;
+    let (_, result) = run_text(&healthy("", to_the_end));
+    assert!(
+        variant(&result, "baseline")
+            .metrics
+            .get("recovery")
+            .is_none()
+    );
 }
 
 #[test]

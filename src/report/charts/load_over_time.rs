@@ -154,7 +154,7 @@ where
             .x_label_area_size(if last || !shared { 40 } else { 18 })
             .y_label_area_size(64)
             .right_y_label_area_size(if any_queue { 56 } else { 0 })
-            .caption(v.name.as_str(), (FONT, 17).into_font().color(&color))
+            .caption(panel_title(v), (FONT, 17).into_font().color(&color))
             .build_cartesian_2d(0.0..end, 0.0..top)
             .map_err(err)?
             .set_secondary_coord(0.0..end, 0.0..queue_top);
@@ -233,4 +233,19 @@ where
         }
     }
     Ok(csv)
+}
+
+/// A panel's title: the variant's name, and for a variant whose replications split between
+/// recovering and staying collapsed, a warning that the panel is their mean, which looks like
+/// no single run.
+fn panel_title(v: &crate::runner::VariantResult) -> String {
+    let get = |key: &str| v.metrics["recovery"][key].as_f64();
+    match (get("recovered"), get("replications")) {
+        (Some(k), Some(n)) if k > 0.0 && k < n => format!(
+            "{} (mean of {k:.0} recovered and {:.0} collapsed replications: no single run looks like this)",
+            v.name,
+            n - k
+        ),
+        _ => v.name.clone(),
+    }
 }

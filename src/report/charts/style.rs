@@ -39,10 +39,15 @@ pub fn variant_color(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// A tick label: no trailing zeros, thousands without decimals (`200`, `0.5`, `12000`).
+/// A tick label: no trailing zeros, thousands without decimals, and from 100,000 on in
+/// thousands or millions so labels stay narrow (`200`, `0.5`, `12000`, `150k`, `2.5M`).
 pub fn tick(x: &f64) -> String {
     let a = x.abs();
-    if a >= 100.0 || *x == x.round() {
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.1}", x / 1e6)))
+    } else if a >= 1e5 {
+        format!("{}k", trim(format!("{:.0}", x / 1e3)))
+    } else if a >= 100.0 || *x == x.round() {
         format!("{x:.0}")
     } else if a >= 1.0 {
         trim(format!("{x:.1}"))
@@ -70,5 +75,7 @@ mod tests {
         assert_eq!(tick(&2.25), "2.2");
         assert_eq!(tick(&0.125), "0.125");
         assert_eq!(tick(&12000.0), "12000");
+        assert_eq!(tick(&150000.0), "150k");
+        assert_eq!(tick(&2500000.0), "2.5M");
     }
 }
