@@ -150,6 +150,7 @@ impl QueueServer {
 
     /// An attempt arrives at `now`. An arrival while every worker is busy (or a stall holds
     /// them all) waits if there is room.
+    #[inline]
     pub fn arrive(&mut self, job: Job, now: SimTime, rng: &mut Pcg64) -> Admission {
         if self.has_free_worker() {
             Admission::Start(self.start(now, rng))
@@ -168,6 +169,7 @@ impl QueueServer {
 
     /// A worker finished at `now`. Returns the waiting attempt it starts next, with its service
     /// time, after discarding expired ones if `drop_expired` is set.
+    #[inline]
     pub fn complete(&mut self, now: SimTime, rng: &mut Pcg64) -> Option<(Job, SimDuration)> {
         debug_assert!(self.in_service > 0, "completion with no attempt in service");
         self.in_service -= 1;
@@ -181,6 +183,7 @@ impl QueueServer {
 
     /// Takes the next waiting attempt in serving order, discarding expired ones if
     /// `drop_expired` is set.
+    #[inline]
     fn next_waiting(&mut self, now: SimTime) -> Option<Job> {
         loop {
             let job = match self.config.discipline {
@@ -196,6 +199,7 @@ impl QueueServer {
     }
 
     /// Occupies a worker at `now` and draws the service time.
+    #[inline]
     fn start(&mut self, now: SimTime, rng: &mut Pcg64) -> SimDuration {
         let mut service = self.config.service_time.sample(rng);
         if self.config.slowdown_per_inflight > SimDuration::ZERO {
