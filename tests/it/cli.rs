@@ -344,6 +344,38 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
     }
 }
 
+/// Copies only what a run's data is (summary.json, scenario.resolved.json, timeseries.csv,
+/// latency.csv) from the run in `first` to `dir/again`, runs `retrystorm report` there, and
+/// asserts that report.md and every figure and figure CSV come back byte for byte. Returns how
+/// many files were compared.
+pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
+    const DATA: [&str; 4] = [
+        "summary.json",
+        "scenario.resolved.json",
+        "timeseries.csv",
+        "latency.csv",
+    ];
+    let again = dir.join("again");
+    std::fs::create_dir(&again).unwrap();
+    for name in DATA {
+        std::fs::copy(first.join(name), again.join(name)).unwrap();
+    }
+    run_ok(dir, &["report", again.to_str().unwrap()]);
+    let mut compared = 0;
+    for entry in std::fs::read_dir(first).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        // sweep.csv is data too: report DIR does not write it.
+        if DATA.contains(&name.as_str()) || name == "sweep.csv" {
+            continue;
+        }
+        let a = std::fs::read(first.join(&name)).unwrap();
+        let b = std::fs::read(again.join(&name)).unwrap_or_default();
+        assert!(a == b, "{name} differs after re-rendering");
+        compared += 1;
+    }
+    compared
+}
+
 #[test]
 fn report_re_renders_a_finished_run_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
@@ -363,34 +395,7 @@ fn report_re_renders_a_finished_run_byte_for_byte() {
             "--quiet",
         ],
     );
-    // Keep only what a run's data is: the report and the figures must come back from it.
-    let again = dir.path().join("again");
-    std::fs::create_dir(&again).unwrap();
-    for name in [
-        "summary.json",
-        "scenario.resolved.json",
-        "timeseries.csv",
-        "latency.csv",
-    ] {
-        std::fs::copy(first.join(name), again.join(name)).unwrap();
-    }
-    run_ok(dir.path(), &["report", again.to_str().unwrap()]);
-    let mut compared = 0;
-    for entry in std::fs::read_dir(&first).unwrap() {
-        let name = entry.unwrap().file_name();
-        let ext = std::path::Path::new(&name)
-            .extension()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
-        if ["png", "md"].contains(&ext.as_str()) || name == "comparison.csv" {
-            let a = std::fs::read(first.join(&name)).unwrap();
-            let b = std::fs::read(again.join(&name)).unwrap_or_default();
-            assert!(a == b, "{name:?} differs after re-rendering");
-            compared += 1;
-        }
-    }
+    let compared = assert_report_re_renders(dir.path(), &first);
     assert!(compared >= 10, "compared {compared} files");
 }
 

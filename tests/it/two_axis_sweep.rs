@@ -173,35 +173,7 @@ fn the_phase_diagram_decodes_and_its_csv_holds_the_summary_numbers() {
 fn report_re_renders_a_two_axis_run_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let first = run_scenario(dir.path(), SCENARIO, &[]);
-    let again = dir.path().join("again");
-    std::fs::create_dir(&again).unwrap();
-    for name in [
-        "summary.json",
-        "scenario.resolved.json",
-        "timeseries.csv",
-        "latency.csv",
-    ] {
-        std::fs::copy(first.join(name), again.join(name)).unwrap();
-    }
-    run_ok(dir.path(), &["report", again.to_str().unwrap()]);
-    let mut compared = 0;
-    for entry in std::fs::read_dir(&first).unwrap() {
-        let name = entry.unwrap().file_name();
-        let name = name.to_str().unwrap();
-        let data = [
-            "summary.json",
-            "scenario.resolved.json",
-            "timeseries.csv",
-            "sweep.csv",
-        ];
-        if data.contains(&name) {
-            continue;
-        }
-        let a = std::fs::read(first.join(name)).unwrap();
-        let b = std::fs::read(again.join(name)).unwrap_or_default();
-        assert!(a == b, "{name} differs after re-rendering");
-        compared += 1;
-    }
+    let compared = crate::cli::assert_report_re_renders(dir.path(), &first);
     assert!(compared >= 20, "compared {compared} files");
 }
 

@@ -301,15 +301,14 @@ where
 
     // The grid's box: room on the left for the y labels (and the y axis' name), below for
     // the x labels (and the x axis' name), above for the variant's name.
-    let widest_y = labels
-        .y
-        .1
-        .iter()
-        .map(|l| text_width(l, &tick_style))
-        .collect::<anyhow::Result<Vec<_>>>()?
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let widest = |texts: &[String]| -> anyhow::Result<i32> {
+        let mut most = 0;
+        for t in texts {
+            most = most.max(text_width(t, &tick_style)?);
+        }
+        Ok(most)
+    };
+    let widest_y = widest(&labels.y.1)?;
     let left = 14 + widest_y + 8 + if labels.y_desc { 24 } else { 0 };
     let (top, right) = (34, 14);
     let bottom = 8 + 18 + if labels.x_desc { 26 } else { 4 };
@@ -383,15 +382,7 @@ where
         .map_err(err)?;
 
     // Tick labels, every k-th when they would crowd.
-    let widest_x = labels
-        .x
-        .1
-        .iter()
-        .map(|l| text_width(l, &tick_style))
-        .collect::<anyhow::Result<Vec<_>>>()?
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let widest_x = widest(&labels.x.1)?;
     let every_x = ((f64::from(widest_x + 10) / cw).ceil() as usize).max(1);
     for (i, label) in labels.x.1.iter().enumerate().step_by(every_x) {
         area.draw(&Text::new(
