@@ -282,18 +282,19 @@ fn check_files(files: &[PathBuf]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for (file, e) in files.iter().zip(&experiments) {
         let variants = e.points[0].variants.len();
-        let points = match e.sweep.as_ref().and_then(|s| Some((s, s.second.as_ref()?))) {
-            Some((s, second)) => format!(
-                "{} sweep points ({} x {})",
+        let points = match e.sweep.as_ref().map(|s| (s, s.second.as_ref())) {
+            Some((s, Some(second))) => format!(
+                ", {} sweep points ({} x {})",
                 e.points.len(),
                 s.values.len(),
                 second.values.len()
             ),
-            None => format!("{} sweep value{}", e.points.len(), plural(e.points.len())),
+            Some(_) => format!(", {} sweep value{}", e.points.len(), plural(e.points.len())),
+            None => String::new(),
         };
         writeln!(
             out,
-            "{}: ok ({} variant{}, {points}, {} replication{})",
+            "{}: ok ({} variant{}{points}, {} replication{})",
             file.display(),
             variants,
             plural(variants),
