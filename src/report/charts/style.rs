@@ -42,6 +42,8 @@ pub fn variant_color(index: usize) -> RGBColor {
 /// A tick label: no trailing zeros, thousands without decimals, and from 100,000 on in
 /// thousands or millions so labels stay narrow (`200`, `0.5`, `12000`, `150k`, `2.5M`).
 pub fn tick(x: &f64) -> String {
+    // Axis arithmetic can land on -0.0, which would print as "-0".
+    let x = &(if *x == 0.0 { 0.0 } else { *x });
     let a = x.abs();
     if a >= 1e6 {
         format!("{}M", trim(format!("{:.1}", x / 1e6)))
@@ -77,5 +79,6 @@ mod tests {
         assert_eq!(tick(&12000.0), "12000");
         assert_eq!(tick(&150000.0), "150k");
         assert_eq!(tick(&2500000.0), "2.5M");
+        assert_eq!(tick(&-0.0), "0");
     }
 }

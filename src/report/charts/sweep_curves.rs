@@ -82,7 +82,13 @@ where
         xs.iter().copied().fold(f64::INFINITY, f64::min),
         xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
     );
-    let pad = ((x1 - x0) * 0.03).max(0.5);
+    // A little room at both ends: 3 % of the range for numeric values (a failure rate from 0
+    // to 1 as well as a client count), half a step for values plotted at their position.
+    let pad = if numeric.is_some() && x1 > x0 {
+        (x1 - x0) * 0.03
+    } else {
+        0.5
+    };
     let top = curves
         .iter()
         .flatten()
