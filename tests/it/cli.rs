@@ -410,3 +410,170 @@ fn report_of_a_folder_without_a_run_is_a_clear_error() {
         text(&out.stderr)
     );
 }
+
+/// The rows of a figure's CSV, by column name.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn policy_over_time_shows_budgets_and_breakers_and_re_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("retry-budget");
+    let first = dir.path().join("first");
+    run_ok(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "2",
+            "--sweep",
+            "clients.count=10",
+            "--out",
+            first.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    // Five of the six variants have a budget or a breaker: a panel each.
+    let png = image::open(first.join("policy-over-time.png"))
+        .unwrap_or_else(|e| panic!("policy-over-time.png does not decode: {e}"));
+    assert_eq!((png.width(), png.height()), (1000, 150 * 5 + 60));
+    let report = std::fs::read_to_string(first.join("report.md")).unwrap();
+    assert!(report.contains("](policy-over-time.png)"), "{report}");
+
+    let path = first.join("policy-over-time.csv");
+    let header = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        header.lines().next().unwrap(),
+        "variant,bucket_start_s,bucket_s,budgets,budget_level_pct,breakers,breakers_open,\
+         breakers_open_pct,retries,trigger"
+    );
+    let rows = csv_rows(&path);
+    let mut names: Vec<&str> = rows.iter().map(|r| r["variant"].as_str()).collect();
+    names.dedup();
+    assert_eq!(
+        names,
+        [
+            "token bucket",
+            "retry quota",
+            "ratio 10 %",
+            "shared token bucket",
+            "circuit breaker"
+        ],
+        "no budget and no breaker: no panel, no rows"
+    );
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    let start = |r: &std::collections::HashMap<String, String>| num(&r["bucket_start_s"]);
+    let of = |name: &str| -> Vec<&std::collections::HashMap<String, String>> {
+        rows.iter().filter(|r| r["variant"] == name).collect()
+    };
+
+    // The token bucket (10 per client) is full before the outage, drains once it starts and
+    // stays empty while it lasts; it has no breaker.
+    let bucket = of("token bucket");
+    for r in &bucket {
+        assert_eq!(r["budgets"], "10");
+        assert_eq!(
+            (r["breakers"].as_str(), r["breakers_open_pct"].as_str()),
+            ("", "")
+        );
+        let t = start(r);
+        let level = num(&r["budget_level_pct"]);
+        assert!((0.0..=100.0).contains(&level), "{r:?}");
+        if t + num(&r["bucket_s"]) <= 10.0 {
+            assert!(level > 90.0, "full before the outage: {r:?}");
+            assert_eq!(r["trigger"], "0");
+        } else if (11.0..30.0).contains(&t) {
+            assert!(level < 10.0, "drained during the outage: {r:?}");
+            assert_eq!(r["trigger"], "1");
+        }
+    }
+    assert!(
+        bucket
+            .iter()
+            .any(|r| start(r) >= 39.0 && num(&r["budget_level_pct"]) > 90.0)
+    );
+
+    // The breakers (10 per client) are closed before the outage and mostly open during it;
+    // there is no budget.
+    let breaker = of("circuit breaker");
+    for r in &breaker {
+        assert_eq!(
+            (r["budgets"].as_str(), r["budget_level_pct"].as_str()),
+            ("", "")
+        );
+        assert_eq!(r["breakers"], "10");
+        let open = num(&r["breakers_open_pct"]);
+        assert!(
+            (open - num(&r["breakers_open"]) * 10.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        if start(r) < 10.0 {
+            assert_eq!(open, 0.0, "{r:?}");
+        }
+    }
+    let during: Vec<f64> = breaker
+        .iter()
+        .filter(|r| (11.0..30.0).contains(&start(r)))
+        .map(|r| num(&r["breakers_open_pct"]))
+        .collect();
+    assert!(
+        during.iter().sum::<f64>() / during.len() as f64 > 80.0,
+        "{during:?}"
+    );
+
+    // The shared bucket is one budget.
+    assert!(
+        of("shared token bucket")
+            .iter()
+            .all(|r| r["budgets"] == "1")
+    );
+
+    let compared = assert_report_re_renders(dir.path(), &first);
+    assert!(compared >= 10, "compared {compared} files");
+    let again = dir.path().join("again");
+    run_ok(
+        dir.path(),
+        &["report", again.to_str().unwrap(), "--format", "svg"],
+    );
+    let svg = std::fs::read_to_string(again.join("policy-over-time.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+}
+
+#[test]
+fn policy_over_time_is_not_drawn_without_budgets_or_breakers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("thundering-herd");
+    let out = dir.path().join("out");
+    run_ok(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert!(out.join("load-over-time.png").exists());
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(!name.starts_with("policy-over-time"), "{name} was written");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!report.contains("policy-over-time"));
+}

@@ -8,12 +8,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{FONT, tick, variant_color};
+use super::triggers;
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
-
-/// The colour of the trigger bands and their label.
-const TRIGGER: RGBColor = RGBColor(200, 40, 40);
 
 /// Draws the panels and returns their CSV.
 pub fn draw<DB: DrawingBackend>(
@@ -27,17 +25,7 @@ where
     let (point, at) = super::focus_point(experiment, result);
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     // Each variant's trigger windows, in seconds (a variant's patch may change them).
-    let triggers: Vec<Vec<(f64, f64)>> = experiment.points[focus]
-        .variants
-        .iter()
-        .map(|v| {
-            v.scenario
-                .triggers()
-                .iter()
-                .map(|t| (t.from.as_secs_f64(), t.to.as_secs_f64()))
-                .collect()
-        })
-        .collect();
+    let triggers = triggers::windows(&experiment.points[focus].variants);
     let any_trigger = triggers.iter().any(|t| !t.is_empty());
     let cols = [
         Column::FirstAttempts,
@@ -69,7 +57,7 @@ where
             if any_trigger {
                 // 1 when the bucket overlaps a trigger window (the shaded band).
                 let end = ((i as u64 + 1) * width) as f64 / 1e9;
-                let inside = triggers[j].iter().any(|&(a, b)| a < end && start < b);
+                let inside = triggers::overlaps(&triggers[j], start, end);
                 record.push(u8::from(inside).to_string());
             }
             w.write_record(&record)?;
@@ -193,22 +181,9 @@ where
             ]
         });
         // The trigger bands go under the data.
-        let bands = triggers[j]
-            .iter()
-            .filter(|(a, _)| *a < end)
-            .flat_map(|&(a, b)| {
-                [
-                    Rectangle::new([(a, 0.0), (b.min(end), top)], TRIGGER.mix(0.13).filled())
-                        .into_dyn(),
-                    Text::new(
-                        "trigger",
-                        (a + end / 200.0, top),
-                        (FONT, 12).into_font().color(&TRIGGER),
-                    )
-                    .into_dyn(),
-                ]
-            });
-        chart.draw_series(bands).map_err(err)?;
+        chart
+            .draw_series(triggers::bands(&triggers[j], end, top))
+            .map_err(err)?;
         chart.draw_series(bars).map_err(err)?;
         let goodput = v
             .series
@@ -235,17 +210,10 @@ where
     Ok(csv)
 }
 
-/// A panel's title: the variant's name, and for a variant whose replications split between
-/// recovering and staying collapsed, a warning that the panel is their mean, which looks like
-/// no single run.
+/// A panel's title: the variant's name, with the note of a variant whose runs split.
 fn panel_title(v: &crate::runner::VariantResult) -> String {
-    let get = |key: &str| v.metrics["recovery"][key].as_f64();
-    match (get("recovered"), get("replications")) {
-        (Some(k), Some(n)) if k > 0.0 && k < n => format!(
-            "{} (mean of {k:.0} recovered and {:.0} collapsed replications: no single run looks like this)",
-            v.name,
-            n - k
-        ),
-        _ => v.name.clone(),
+    match triggers::split_note(v) {
+        Some(note) => format!("{} ({note})", v.name),
+        None => v.name.clone(),
     }
 }

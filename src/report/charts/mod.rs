@@ -10,10 +10,12 @@ mod comparison_bars;
 mod latency_cdf;
 mod load_over_time;
 mod phase_diagram;
+mod policy_over_time;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
 mod time_histogram;
+mod triggers;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -63,6 +65,14 @@ pub struct Figure {
 pub enum Chart {
     /// First attempts and retries stacked, goodput and queue length over time, per variant.
     LoadOverTime {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// Retry budgets' level and the share of circuit breakers open over time, with the
+    /// retries sent, a panel per variant that has a budget or a breaker.
+    PolicyOverTime {
         /// File stem.
         stem: &'static str,
         /// Caption.
@@ -218,9 +228,9 @@ impl Chart {
             }
             Chart::SweepGrid { .. } => (SIZE.0, 820),
             Chart::PhaseDiagram { .. } => phase_diagram::size(variants),
-            Chart::TimeHistogram { .. } | Chart::LoadOverTime { .. } => {
-                (SIZE.0, (150 * variants as u32 + 60).max(400))
-            }
+            Chart::TimeHistogram { .. }
+            | Chart::LoadOverTime { .. }
+            | Chart::PolicyOverTime { .. } => (SIZE.0, (150 * variants as u32 + 60).max(400)),
         }
     }
 }
@@ -302,6 +312,12 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         stem: "load-over-time",
         caption: "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
     });
+    if policy_over_time::applies(experiment) {
+        charts.push(Chart::PolicyOverTime {
+            stem: "policy-over-time",
+            caption: "The retry budgets and circuit breakers over time, a panel per variant that has one (line: the budgets' mean level, 100 % is full; shaded: the share of breakers open; grey bars: retries sent, on one right-hand scale for every panel): a budget drains as failures mount and stops retries when it is empty or, for a token bucket, at half (dashed); breakers open and close again; compare both with the retries bars.",
+        });
+    }
     let any_retries = result
         .points
         .iter()
@@ -336,6 +352,7 @@ fn render(
         | Chart::TimeHistogram { stem, caption, .. }
         | Chart::ComparisonBars { stem, caption }
         | Chart::LoadOverTime { stem, caption }
+        | Chart::PolicyOverTime { stem, caption }
         | Chart::LatencyCdf { stem, caption }
         | Chart::PhaseDiagram { stem, caption }
         | Chart::SweepGrid { stem, caption } => (*stem, *caption),
@@ -353,7 +370,11 @@ fn render(
         Chart::PhaseDiagram { .. } => phase_diagram::caption(caption, experiment, result),
         _ => caption.to_string(),
     };
-    let size = chart.size(result.points[0].variants.len());
+    let panels = match chart {
+        Chart::PolicyOverTime { .. } => policy_over_time::panel_count(experiment),
+        _ => result.points[0].variants.len(),
+    };
+    let size = chart.size(panels);
     let (image, csv) = match format {
         ImageFormat::Png => {
             let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
@@ -418,6 +439,7 @@ where
         }
         Chart::ComparisonBars { .. } => comparison_bars::draw(experiment, result, &root)?,
         Chart::LoadOverTime { .. } => load_over_time::draw(experiment, result, &root)?,
+        Chart::PolicyOverTime { .. } => policy_over_time::draw(experiment, result, &root)?,
         Chart::LatencyCdf { .. } => latency_cdf::draw(experiment, result, &root)?,
     };
     root.present()

@@ -1,0 +1,421 @@
+//! Retry budgets and circuit breakers over time, a panel per variant that has either: the
+//! budgets' mean fill level as a line and the share of breakers open as a filled area, both on
+//! a 0-100 % axis, with the retries sent per bucket as light grey bars on a right axis and the
+//! scenario's triggers shaded in light red as in the load-over-time figure. It shows when a
+//! budget drains and stops retries, when breakers open and close, and what that did to the
+//! retries. Variants with neither a budget nor a breaker get no panel, and a run where no
+//! variant has one gets no figure (see [`applies`]).
+//!
+//! How many budgets and breakers there are comes from the validated scenario of the focus
+//! point (one per client, or one shared), so `retrystorm report DIR` draws the same shares.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{FONT, tick, variant_color};
+use super::triggers::{self, TRIGGER};
+use crate::metrics::Column;
+use crate::metrics::series::COLUMNS;
+use crate::model::{BudgetKind, Scope};
+use crate::runner::{ExperimentResult, VariantResult};
+use crate::scenario::{Experiment, Scenario};
+
+/// The retries bars: translucent black, a light grey that lets the lines show through.
+const RETRIES: RGBColor = RGBColor(0, 0, 0);
+const BAR_ALPHA: f64 = 0.25;
+
+/// The top of the percent axis.
+const TOP: f64 = 116.0;
+
+/// What a legend entry's sample looks like.
+#[derive(Clone, Copy)]
+enum Key {
+    Line,
+    Threshold,
+    Area,
+    Bar,
+    Trigger,
+}
+
+/// A row of samples saying what the marks mean, in neutral grey (the panels draw the lines
+/// and areas in their variant's colour).
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    keys: &[(Key, String)],
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    let grey = RGBColor(90, 90, 90);
+    let font: TextStyle = (FONT, 14).into();
+    let mut x = 24;
+    for (key, label) in keys {
+        let (y0, y1) = (4, 18);
+        match key {
+            Key::Line => area
+                .draw(&PathElement::new(
+                    vec![(x, 11), (x + 22, 11)],
+                    grey.stroke_width(3),
+                ))
+                .map_err(err)?,
+            Key::Threshold => area
+                .draw(&plotters::element::DashedPathElement::new(
+                    vec![(x, 11), (x + 22, 11)],
+                    5,
+                    3,
+                    grey.stroke_width(1),
+                ))
+                .map_err(err)?,
+            Key::Area => area
+                .draw(&Rectangle::new(
+                    [(x, y0), (x + 22, y1)],
+                    grey.mix(0.35).filled(),
+                ))
+                .map_err(err)?,
+            Key::Bar => area
+                .draw(&Rectangle::new(
+                    [(x + 6, y0), (x + 16, y1)],
+                    RETRIES.mix(BAR_ALPHA).filled(),
+                ))
+                .map_err(err)?,
+            Key::Trigger => area
+                .draw(&Rectangle::new(
+                    [(x, y0), (x + 22, y1)],
+                    TRIGGER.mix(0.13).filled(),
+                ))
+                .map_err(err)?,
+        }
+        area.draw(&Text::new(label.clone(), (x + 28, 4), font.clone()))
+            .map_err(err)?;
+        let (w, _) = area.estimate_text_size(label, &font).map_err(err)?;
+        x += 28 + w as i32 + 22;
+    }
+    Ok(())
+}
+
+/// How many retry budgets and circuit breakers a variant has (0 for none).
+fn instances(s: &Scenario) -> (usize, usize) {
+    let clients = s.clients.count;
+    (
+        s.policy
+            .budget
+            .as_ref()
+            .map_or(0, |b| b.scope.instances(clients)),
+        s.policy
+            .breaker
+            .as_ref()
+            .map_or(0, |b| b.scope.instances(clients)),
+    )
+}
+
+/// Whether a variant's budget is a token bucket, which allows retries only above half full.
+fn token_bucket(s: &Scenario) -> bool {
+    s.policy
+        .budget
+        .as_ref()
+        .is_some_and(|b| matches!(b.kind, BudgetKind::TokenBucket { .. }))
+}
+
+/// The variants of the focus point that have a budget or a breaker, by position in the file.
+fn panels(experiment: &Experiment) -> Vec<usize> {
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    experiment.points[focus]
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| instances(&v.scenario) != (0, 0))
+        .map(|(j, _)| j)
+        .collect()
+}
+
+/// Whether the run gets this figure: some variant (at the focus point) has a retry budget or
+/// a circuit breaker.
+pub fn applies(experiment: &Experiment) -> bool {
+    !panels(experiment).is_empty()
+}
+
+/// How many panels the figure has.
+pub fn panel_count(experiment: &Experiment) -> usize {
+    panels(experiment).len()
+}
+
+/// Draws the panels and returns their CSV.
+pub fn draw<DB: DrawingBackend>(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    root: &DrawingArea<DB, Shift>,
+) -> anyhow::Result<Vec<u8>>
+where
+    DB::ErrorType: 'static,
+{
+    let (point, at) = super::focus_point(experiment, result);
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let scenarios = &experiment.points[focus].variants;
+    // (A run read back from a folder whose summary lists fewer variants shows what it has.)
+    let shown: Vec<usize> = panels(experiment)
+        .into_iter()
+        .filter(|&j| j < point.variants.len())
+        .collect();
+    // Each variant's trigger windows, in seconds (a variant's patch may change them).
+    let triggers = triggers::windows(scenarios);
+    let any_trigger = shown.iter().any(|&j| !triggers[j].is_empty());
+    let counts: Vec<(usize, usize)> = scenarios.iter().map(|v| instances(&v.scenario)).collect();
+    let any_budget = shown.iter().any(|&j| counts[j].0 > 0);
+    let any_breaker = shown.iter().any(|&j| counts[j].1 > 0);
+    let any_retries = shown.iter().any(|&j| {
+        point.variants[j]
+            .series
+            .iter()
+            .any(|r| r[Column::Retries as usize] > 0.0)
+    });
+    // The plotted values of a row: budget level and breakers open in %, None without one.
+    let budget_pct = |j: usize, r: &[f64; COLUMNS]| {
+        (counts[j].0 > 0).then(|| r[Column::BudgetLevel as usize] * 100.0)
+    };
+    let open_pct = |j: usize, r: &[f64; COLUMNS]| {
+        (counts[j].1 > 0).then(|| r[Column::BreakersOpen as usize] / counts[j].1 as f64 * 100.0)
+    };
+
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec![
+        "variant",
+        "bucket_start_s",
+        "bucket_s",
+        "budgets",
+        "budget_level_pct",
+        "breakers",
+        "breakers_open",
+        "breakers_open_pct",
+        "retries",
+    ];
+    if any_trigger {
+        header.push("trigger");
+    }
+    w.write_record(&header)?;
+    let text = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    let count = |n: usize| if n > 0 { n.to_string() } else { String::new() };
+    for &j in &shown {
+        let v = &point.variants[j];
+        let width = v.bucket.as_nanos();
+        for (i, row) in v.series.iter().enumerate() {
+            let start = (i as u64 * width) as f64 / 1e9;
+            let mut record = vec![
+                v.name.clone(),
+                start.to_string(),
+                (width as f64 / 1e9).to_string(),
+                count(counts[j].0),
+                text(budget_pct(j, row)),
+                count(counts[j].1),
+                text((counts[j].1 > 0).then(|| row[Column::BreakersOpen as usize])),
+                text(open_pct(j, row)),
+                row[Column::Retries as usize].to_string(),
+            ];
+            if any_trigger {
+                // 1 when the bucket overlaps a trigger window (the shaded band).
+                let end = ((i as u64 + 1) * width) as f64 / 1e9;
+                let inside = triggers::overlaps(&triggers[j], start, end);
+                record.push(u8::from(inside).to_string());
+            }
+            w.write_record(&record)?;
+        }
+    }
+    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let (title_area, body) = root.split_vertically(56);
+    let bucket = point
+        .variants
+        .first()
+        .map_or(crate::engine::SimDuration::ZERO, |v| v.bucket);
+    let (title_area, legend_area) = title_area.split_vertically(30);
+    title_area
+        .titled(
+            &format!(
+                "{}: retry budgets and circuit breakers{at}",
+                experiment.name
+            ),
+            (FONT, 17),
+        )
+        .map_err(err)?;
+    let mut keys: Vec<(Key, String)> = Vec::new();
+    if any_budget {
+        keys.push((Key::Line, "budget level".into()));
+    }
+    if shown.iter().any(|&j| token_bucket(&scenarios[j].scenario)) {
+        keys.push((Key::Threshold, "token bucket's retry threshold".into()));
+    }
+    if any_breaker {
+        keys.push((Key::Area, "breakers open".into()));
+    }
+    if any_retries {
+        keys.push((Key::Bar, format!("retries sent per {bucket} (right axis)")));
+    }
+    if any_trigger {
+        keys.push((Key::Trigger, "trigger".into()));
+    }
+    legend(&legend_area, &keys)?;
+    // The same time axes as the load-over-time figure: computed over every variant, so a
+    // panel here spans what the same variant's panel spans there.
+    let ends = super::panel_ends(
+        &point
+            .variants
+            .iter()
+            .map(|v| {
+                let busy = |r: &[f64; COLUMNS]| {
+                    r[Column::FirstAttempts as usize]
+                        + r[Column::Retries as usize]
+                        + r[Column::Succeeded as usize]
+                        > 0.0
+                };
+                v.series
+                    .iter()
+                    .rposition(busy)
+                    .map_or(0.0, |last| (last + 1) as f64 * v.bucket.as_secs_f64())
+            })
+            .collect::<Vec<_>>(),
+    );
+    // One retries scale for every panel, so the bars compare across policies.
+    let retries_top = shown
+        .iter()
+        .flat_map(|&j| &point.variants[j].series)
+        .map(|r| r[Column::Retries as usize])
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let shared = shown.windows(2).all(|w| ends[w[0]] == ends[w[1]]);
+    let areas = body.split_evenly((shown.len(), 1));
+    for (k, (&j, area)) in shown.iter().zip(&areas).enumerate() {
+        let v = &point.variants[j];
+        let color = variant_color(j);
+        let end = ends[j];
+        let width = v.bucket.as_secs_f64();
+        let bar = super::bar_width(width, end);
+        let last = k + 1 == shown.len();
+        // Room above 100 %: a full budget's line is not cut by the panel's edge, and the
+        // trigger label sits above it.
+        let top = TOP;
+        let mut chart = ChartBuilder::on(area)
+            .margin_left(16)
+            .margin_right(16)
+            .margin_top(6)
+            .x_label_area_size(if last || !shared { 40 } else { 18 })
+            .y_label_area_size(64)
+            .right_y_label_area_size(if any_retries { 56 } else { 0 })
+            .caption(
+                panel_title(v, &scenarios[j].scenario),
+                (FONT, 17).into_font().color(&color),
+            )
+            .build_cartesian_2d(0.0..end, 0.0..top)
+            .map_err(err)?
+            .set_secondary_coord(0.0..end, 0.0..retries_top);
+        let percent = |y: &f64| format!("{} %", tick(y));
+        let mut mesh = chart.configure_mesh();
+        mesh.label_style((FONT, 13))
+            .x_label_formatter(&tick)
+            .y_label_formatter(&percent)
+            .y_labels(3)
+            .x_labels(10)
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .axis_desc_style((FONT, 14));
+        if last || !shared {
+            mesh.x_desc("time (s)");
+        }
+        mesh.draw().map_err(err)?;
+        if any_retries {
+            chart
+                .configure_secondary_axes()
+                .label_style((FONT, 13))
+                .y_labels(3)
+                .y_label_formatter(&tick)
+                .axis_desc_style((FONT, 14))
+                .y_desc("retries")
+                .draw()
+                .map_err(err)?;
+        }
+        // The trigger bands go under the data.
+        chart
+            .draw_series(triggers::bands(&triggers[j], end, top))
+            .map_err(err)?;
+        // States are sampled at the end of their bucket.
+        let at_end = |i: usize| (i as f64 + 1.0) * width;
+        if counts[j].1 > 0 {
+            let open = v
+                .series
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((at_end(i), open_pct(j, r)?)));
+            chart
+                .draw_series(
+                    AreaSeries::new(open, 0.0, color.mix(0.35)).border_style(color.stroke_width(1)),
+                )
+                .map_err(err)?;
+        }
+        if token_bucket(&scenarios[j].scenario) {
+            // gRPC retries only while tokens > max_tokens / 2.
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, 50.0), (end, 50.0)],
+                    6,
+                    4,
+                    color.mix(0.8).stroke_width(1),
+                ))
+                .map_err(err)?;
+        }
+        if counts[j].0 > 0 {
+            let level = v
+                .series
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((at_end(i), budget_pct(j, r)?)));
+            chart
+                .draw_series(LineSeries::new(level, color.stroke_width(3)))
+                .map_err(err)?;
+        }
+        // The retries go on top, translucent, so that none hides behind a budget's drop.
+        if any_retries {
+            let bars = v
+                .series
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r[Column::Retries as usize] > 0.0)
+                .map(|(i, r)| {
+                    let x0 = i as f64 * width;
+                    Rectangle::new(
+                        [(x0, 0.0), (x0 + bar, r[Column::Retries as usize])],
+                        RETRIES.mix(BAR_ALPHA).filled(),
+                    )
+                });
+            chart.draw_secondary_series(bars).map_err(err)?;
+        }
+    }
+    Ok(csv)
+}
+
+/// A panel's title: the variant's name and its budgets and breakers, and for a variant whose
+/// replications split between recovering and staying collapsed, the same warning as the
+/// load-over-time figure gives (the panel is their mean, which looks like no single run).
+fn panel_title(v: &VariantResult, s: &Scenario) -> String {
+    let clients = s.clients.count;
+    let what = |scope: Option<Scope>, one: &str| {
+        scope.map(|scope| match scope {
+            Scope::Shared => format!("one shared {one}"),
+            Scope::PerClient if clients == 1 => format!("one {one}"),
+            Scope::PerClient => format!("{clients} {one}s, one per client"),
+        })
+    };
+    let policy: Vec<String> = [
+        what(s.policy.budget.as_ref().map(|b| b.scope), "budget"),
+        what(s.policy.breaker.as_ref().map(|b| b.scope), "breaker"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut title = format!("{}: {}", v.name, policy.join(", "));
+    if let Some(note) = triggers::split_note(v) {
+        title.push_str(&format!(" ({note})"));
+    }
+    title
+}

@@ -1,0 +1,71 @@
+//! What the over-time figures share about triggers: each variant's windows, the light-red
+//! bands that shade them, the CSV flag of a bucket inside one, and the warning a panel carries
+//! when its replications split between recovering and staying collapsed.
+
+use plotters::element::DynElement;
+use plotters::prelude::*;
+
+use super::style::FONT;
+use crate::runner::VariantResult;
+use crate::scenario::Variant;
+
+/// The colour of the trigger bands and their label.
+pub const TRIGGER: RGBColor = RGBColor(200, 40, 40);
+
+/// Each variant's trigger windows, in seconds (a variant's patch may change them). They come
+/// from the validated scenario, so `retrystorm report DIR` draws them again.
+pub fn windows<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<Vec<(f64, f64)>> {
+    variants
+        .into_iter()
+        .map(|v| {
+            v.scenario
+                .triggers()
+                .iter()
+                .map(|t| (t.from.as_secs_f64(), t.to.as_secs_f64()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the bucket `[start, end)` (seconds) overlaps one of `windows`.
+pub fn overlaps(windows: &[(f64, f64)], start: f64, end: f64) -> bool {
+    windows.iter().any(|&(a, b)| a < end && start < b)
+}
+
+/// The shaded bands (and their "trigger" labels) of `windows` on a panel whose x axis ends at
+/// `end` and whose y axis reaches `top`; drawn first, under the data.
+pub fn bands<DB: DrawingBackend>(
+    windows: &[(f64, f64)],
+    end: f64,
+    top: f64,
+) -> Vec<DynElement<'static, DB, (f64, f64)>> {
+    windows
+        .iter()
+        .filter(|(a, _)| *a < end)
+        .flat_map(|&(a, b)| {
+            [
+                Rectangle::new([(a, 0.0), (b.min(end), top)], TRIGGER.mix(0.13).filled())
+                    .into_dyn(),
+                Text::new(
+                    "trigger",
+                    (a + end / 200.0, top),
+                    (FONT, 12).into_font().color(&TRIGGER),
+                )
+                .into_dyn(),
+            ]
+        })
+        .collect()
+}
+
+/// For a variant whose replications split between recovering and staying collapsed, the note
+/// its panels carry: a mean over both looks like no single run.
+pub fn split_note(v: &VariantResult) -> Option<String> {
+    let get = |key: &str| v.metrics["recovery"][key].as_f64();
+    match (get("recovered"), get("replications")) {
+        (Some(k), Some(n)) if k > 0.0 && k < n => Some(format!(
+            "mean of {k:.0} recovered and {:.0} collapsed replications: no single run looks like this",
+            n - k
+        )),
+        _ => None,
+    }
+}
