@@ -70,7 +70,8 @@ impl Faults {
         self.windows.is_empty()
     }
 
-    fn last_in_force(&self, t: SimTime, pick: impl Fn(&FaultEffect) -> Option<f64>) -> Option<f64> {
+    /// What `pick` finds in the last-listed window in force at `t`.
+    fn last_in_force<T>(&self, t: SimTime, pick: impl Fn(&FaultEffect) -> Option<T>) -> Option<T> {
         self.windows
             .iter()
             .rev()
@@ -80,14 +81,10 @@ impl Faults {
 
     /// The outage in force at `t`, if any.
     pub fn outage(&self, t: SimTime) -> Option<Outage> {
-        self.windows
-            .iter()
-            .rev()
-            .filter(|f| f.covers(t))
-            .find_map(|f| match f.effect {
-                FaultEffect::Outage(o) => Some(o),
-                _ => None,
-            })
+        self.last_in_force(t, |e| match e {
+            FaultEffect::Outage(o) => Some(*o),
+            _ => None,
+        })
     }
 
     /// The error rate in force at `t`, if a fault sets one.
@@ -110,10 +107,9 @@ impl Faults {
     /// The worker count a fault imposes at `t`, if any.
     pub fn concurrency(&self, t: SimTime) -> Option<u32> {
         self.last_in_force(t, |e| match e {
-            FaultEffect::Concurrency(c) => Some(f64::from(*c)),
+            FaultEffect::Concurrency(c) => Some(*c),
             _ => None,
         })
-        .map(|c| c as u32)
     }
 
     /// Every instant at which a concurrency window starts or ends, sorted and deduplicated:
