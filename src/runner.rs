@@ -14,7 +14,10 @@ use serde_json::Value;
 
 use crate::engine::SimDuration;
 use crate::metrics::recovery::{self, Recovery};
-use crate::metrics::{RunResult, Truncation, aggregate, aggregate_series, series::COLUMNS};
+use crate::metrics::{
+    LATENCY_BINS, LatencyHistogram, Metrics, RunResult, Truncation, aggregate, aggregate_series,
+    pool_latency, series::COLUMNS,
+};
 use crate::scenario::Experiment;
 use crate::simulate;
 
@@ -43,107 +46,71 @@ pub struct PointResult {
 pub struct VariantResult {
     /// The variant's name.
     pub name: String,
-    /// Means over replications, in the shape of summary.json's `metrics`.
-    pub metrics: Value,
+    /// Means over replications (latency pooled over them), summary.json's `metrics`.
+    pub metrics: Metrics,
     /// 95 % half-widths, same shape.
-    pub ci95: Value,
-    /// Each replication's own metrics (same shape), for distributions across replications.
-    pub replications: Vec<Value>,
+    pub ci95: Metrics,
+    /// Each replication's own metrics, for distributions across replications.
+    pub replications: Vec<Metrics>,
     /// Mean time series over replications.
     pub series: Vec<[f64; COLUMNS]>,
-    /// Mean logical requests per latency bin over replications.
+    /// Mean logical requests per latency bin over replications, successes and failures.
     pub latency_bins: Vec<f64>,
+    /// Mean successful logical requests per latency bin over replications.
+    pub success_latency_bins: Vec<f64>,
     /// Width of a time-series bucket.
     pub bucket: SimDuration,
     /// Replications that stopped early, with the reason.
     pub truncations: Vec<(u32, Truncation)>,
 }
 
+impl VariantResult {
+    /// Whether any replication stopped early: its numbers cover only what finished, so it
+    /// takes part in no comparison.
+    pub fn is_truncated(&self) -> bool {
+        self.metrics.truncated > 0.0
+    }
+}
+
 /// Runs `experiment` on `jobs` threads (0: all cores). `on_job_done` is called after every
 /// replication, from any thread.
+///
+/// Each (point, variant) group runs its replications in parallel and is summarised as soon as
+/// they are done, so only the groups being worked on hold per-replication results.
 pub fn run(
     experiment: &Experiment,
     jobs: usize,
     on_job_done: &(dyn Fn() + Sync),
 ) -> ExperimentResult {
     let reps = experiment.replications;
-    // One group per (point, variant): its replications run as separate jobs, then the group
-    // is aggregated, also in parallel. Gathering keeps job order, so threads change nothing.
     let groups: Vec<(usize, usize)> = experiment
         .points
         .iter()
         .enumerate()
         .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
         .collect();
-    let replicate = |&(p, v, r): &(usize, usize, u32)| {
+    let replicate = |p: usize, v: usize, r: u32| {
         let scenario = &experiment.points[p].variants[v].scenario;
         let result = simulate::run(scenario, experiment.seed, u64::from(r));
         on_job_done();
-        let metrics = result.metrics_json();
         let recovery = recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
-        (metrics, result, recovery)
+        (result, recovery)
     };
-    let summarise = |&(p, v): &(usize, usize), runs: &[(Value, RunResult, Option<Recovery>)]| {
-        let replications: Vec<Value> = runs.iter().map(|(m, ..)| m.clone()).collect();
-        let (mut metrics, mut ci95) = aggregate(&replications);
-        // Recovery is summarised on its own terms (a share of runs and order statistics), never
-        // averaged leaf by leaf: a mean of collapsed and healthy runs describes no run.
-        let recoveries: Vec<Recovery> = runs.iter().filter_map(|(.., rec)| *rec).collect();
-        if let Some((m, h)) = recovery::summarise(&recoveries) {
-            metrics["recovery"] = m;
-            ci95["recovery"] = h;
-        }
-        let series: Vec<_> = runs.iter().map(|(_, r, _)| &r.series).collect();
-        let (bucket, series) = aggregate_series(&series);
-        let n = runs.len().max(1) as f64;
-        let latency_bins = (0..crate::metrics::LATENCY_BINS)
-            .map(|i| {
-                runs.iter()
-                    .map(|(_, r, _)| r.latency_bins[i] as f64)
-                    .sum::<f64>()
-                    / n
-            })
-            .collect();
-        let variant = VariantResult {
-            latency_bins,
-            name: experiment.points[p].variants[v].name.clone(),
-            metrics,
-            ci95,
-            replications,
-            series,
-            bucket,
-            truncations: runs
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (_, r, _))| r.truncated.clone().map(|t| (i as u32, t)))
-                .collect(),
+    let group = |&(p, v): &(usize, usize), parallel: bool| {
+        let runs: Vec<(RunResult, Option<Recovery>)> = if parallel {
+            (0..reps)
+                .into_par_iter()
+                .map(|r| replicate(p, v, r))
+                .collect()
+        } else {
+            (0..reps).map(|r| replicate(p, v, r)).collect()
         };
-        let events: u64 = runs.iter().map(|(_, r, _)| r.counters.events).sum();
-        let requests: u64 = runs.iter().map(|(_, r, _)| r.counters.requests).sum();
-        (variant, events, requests)
+        summarise(experiment.points[p].variants[v].name.clone(), &runs)
     };
-    let tasks: Vec<(usize, usize, u32)> = groups
-        .iter()
-        .flat_map(|&(p, v)| (0..reps).map(move |r| (p, v, r)))
-        .collect();
     let summaries: Vec<(VariantResult, u64, u64)> =
         match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(|| {
-                let runs: Vec<_> = tasks.par_iter().map(replicate).collect();
-                groups
-                    .par_iter()
-                    .zip(runs.par_chunks(reps as usize))
-                    .map(|(g, chunk)| summarise(g, chunk))
-                    .collect()
-            }),
-            Err(_) => {
-                let runs: Vec<_> = tasks.iter().map(replicate).collect();
-                groups
-                    .iter()
-                    .zip(runs.chunks(reps as usize))
-                    .map(|(g, chunk)| summarise(g, chunk))
-                    .collect()
-            }
+            Ok(pool) => pool.install(|| groups.par_iter().map(|g| group(g, true)).collect()),
+            Err(_) => groups.iter().map(|g| group(g, false)).collect(),
         };
     let events = summaries.iter().map(|s| s.1).sum();
     let requests = summaries.iter().map(|s| s.2).sum();
@@ -161,4 +128,79 @@ pub fn run(
         events,
         requests,
     }
+}
+
+/// One variant's replications, in replication order, into its result; with the events and
+/// requests they simulated.
+fn summarise(name: String, runs: &[(RunResult, Option<Recovery>)]) -> (VariantResult, u64, u64) {
+    let replications: Vec<Metrics> = runs.iter().map(|(r, _)| r.metrics()).collect();
+    let (mut metrics, mut ci95) = aggregate(&replications);
+    // Latency is pooled: every replication's requests in one distribution.
+    let mut success = LatencyHistogram::default();
+    let mut failure = LatencyHistogram::default();
+    for (r, _) in runs {
+        success.merge(&r.success_latency);
+        failure.merge(&r.failure_latency);
+    }
+    let mut all = success.clone();
+    all.merge(&failure);
+    let counts = |r: &RunResult| {
+        (
+            r.ended(),
+            r.success_latency.count(),
+            r.failure_latency.count(),
+        )
+    };
+    (metrics.latency_ms, ci95.latency_ms) = pool_latency(
+        &all,
+        replications
+            .iter()
+            .zip(runs)
+            .map(|(m, (r, _))| (&m.latency_ms, counts(r).0)),
+    );
+    (metrics.success_latency_ms, ci95.success_latency_ms) = pool_latency(
+        &success,
+        replications
+            .iter()
+            .zip(runs)
+            .map(|(m, (r, _))| (&m.success_latency_ms, counts(r).1)),
+    );
+    (metrics.failure_latency_ms, ci95.failure_latency_ms) = pool_latency(
+        &failure,
+        replications
+            .iter()
+            .zip(runs)
+            .map(|(m, (r, _))| (&m.failure_latency_ms, counts(r).2)),
+    );
+    // Recovery is summarised on its own terms (a share of runs and order statistics), never
+    // averaged leaf by leaf: a mean of collapsed and healthy runs describes no run.
+    let recoveries: Vec<Recovery> = runs.iter().filter_map(|(_, rec)| *rec).collect();
+    if let Some((m, h)) = recovery::summarise(&recoveries) {
+        metrics.recovery = Some(m);
+        ci95.recovery = Some(h);
+    }
+    let series: Vec<_> = runs.iter().map(|(r, _)| &r.series).collect();
+    let (bucket, series) = aggregate_series(&series);
+    let n = runs.len().max(1) as f64;
+    let mean_bins =
+        |h: &LatencyHistogram| -> Vec<f64> { h.bins().into_iter().map(|c| c as f64 / n).collect() };
+    debug_assert_eq!(all.bins().len(), LATENCY_BINS);
+    let variant = VariantResult {
+        latency_bins: mean_bins(&all),
+        success_latency_bins: mean_bins(&success),
+        name,
+        metrics,
+        ci95,
+        replications,
+        series,
+        bucket,
+        truncations: runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (r, _))| r.truncated.clone().map(|t| (i as u32, t)))
+            .collect(),
+    };
+    let events: u64 = runs.iter().map(|(r, _)| r.counters.events).sum();
+    let requests: u64 = runs.iter().map(|(r, _)| r.counters.requests).sum();
+    (variant, events, requests)
 }

@@ -346,6 +346,7 @@ impl<'a> Sim<'a> {
         };
         self.in_flight += 1;
         self.rec.counters.requests += 1;
+        self.rec.series.add(Column::Started);
         if let Some(b) = self.sc.policy.budget {
             self.budgets[b.scope.index(client)].request_started(now);
         }

@@ -4,10 +4,10 @@
 //! `t(0.975, n-1) * s / sqrt(n)`. With one replication no interval can be estimated and the
 //! half-width is reported as 0.
 
-use serde_json::{Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Column, Row, TimeSeries};
+use super::{Latency, LatencyHistogram, Metric, Metrics};
 use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
@@ -48,34 +48,57 @@ pub fn t_quantile_975(df: usize) -> f64 {
         .inverse_cdf(0.975)
 }
 
-/// Averages metric documents of identical shape leaf by leaf. Returns the means and, in the
-/// same shape, the 95 % half-widths.
-pub fn aggregate(samples: &[Value]) -> (Value, Value) {
-    match samples.first() {
-        Some(Value::Object(first)) => {
-            let mut means = Map::new();
-            let mut halves = Map::new();
-            for key in first.keys() {
-                let column: Vec<Value> = samples.iter().map(|s| s[key].clone()).collect();
-                let (m, h) = aggregate(&column);
-                means.insert(key.clone(), m);
-                halves.insert(key.clone(), h);
-            }
-            (Value::Object(means), Value::Object(halves))
-        }
-        Some(Value::Number(_)) => {
-            let xs: Vec<f64> = samples.iter().filter_map(Value::as_f64).collect();
-            let e = Estimate::from_samples(&xs);
-            (number(e.mean), number(e.half_width))
-        }
-        Some(other) => (other.clone(), Value::Null),
-        None => (Value::Null, Value::Null),
+/// Averages replications' metrics: every per-replication metric's mean and 95 % half-width
+/// ([`Metric::PER_REPLICATION`]). Latency is then replaced by [`pool_latency`]; recovery is
+/// summarised on its own terms.
+pub fn aggregate(samples: &[Metrics]) -> (Metrics, Metrics) {
+    let mut mean = Metrics::default();
+    let mut half = Metrics::default();
+    let mut xs = Vec::with_capacity(samples.len());
+    for k in Metric::PER_REPLICATION {
+        xs.clear();
+        xs.extend(samples.iter().map(|s| k.value(s)));
+        let e = Estimate::from_samples(&xs);
+        k.set(&mut mean, finite(e.mean));
+        k.set(&mut half, finite(e.half_width));
     }
+    (mean, half)
 }
 
-/// A JSON number; non-finite values (which cannot be JSON) become 0.
-fn number(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::from(0), Value::Number)
+/// Pooled latency: the headline numbers come from the histogram of every replication's
+/// requests merged (so a percentile is the one of the distribution the figures draw), and the
+/// half-widths from the spread of the per-replication values, over the replications that had
+/// such requests.
+pub fn pool_latency<'a>(
+    pooled: &LatencyHistogram,
+    per_replication: impl Iterator<Item = (&'a Latency, u64)>,
+) -> (Latency, Latency) {
+    let mut cols: [Vec<f64>; 6] = Default::default();
+    for (l, n) in per_replication {
+        if n > 0 {
+            for (c, x) in cols
+                .iter_mut()
+                .zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max])
+            {
+                c.push(x);
+            }
+        }
+    }
+    let h = |i: usize| finite(Estimate::from_samples(&cols[i]).half_width);
+    let half = Latency {
+        mean: h(0),
+        p50: h(1),
+        p90: h(2),
+        p99: h(3),
+        p999: h(4),
+        max: h(5),
+    };
+    (pooled.summary(), half)
+}
+
+/// A finite number (JSON has no infinities): non-finite values become 0.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
 }
 
 /// Averages time series bucket by bucket; a replication that ended early counts as zeros (and
@@ -118,7 +141,6 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn t_quantiles_match_tables() {
@@ -128,13 +150,41 @@ mod tests {
     }
 
     #[test]
-    fn aggregates_leaf_by_leaf() {
-        let (m, h) = aggregate(&[
-            json!({"a": 1, "b": {"c": 2.0}}),
-            json!({"a": 3, "b": {"c": 2.0}}),
-        ]);
-        assert_eq!(m, json!({"a": 2.0, "b": {"c": 2.0}}));
-        assert!((h["a"].as_f64().unwrap() - 12.706).abs() < 1e-2);
-        assert_eq!(h["b"]["c"], json!(0.0));
+    fn aggregates_every_metric() {
+        let mut a = Metrics::default();
+        let mut b = Metrics::default();
+        a.requests = 1.0;
+        b.requests = 3.0;
+        a.server.served = 2.0;
+        b.server.served = 2.0;
+        let (m, h) = aggregate(&[a, b]);
+        assert_eq!(m.requests, 2.0);
+        assert!((h.requests - 12.706).abs() < 1e-2);
+        assert_eq!((m.server.served, h.server.served), (2.0, 0.0));
+    }
+
+    #[test]
+    fn pooled_percentiles_come_from_the_merged_histogram() {
+        // Two replications, one fast (1 ms) and one slow (100 ms): the pooled median lies in
+        // one of the two modes, never at the mean of the per-replication medians (50.5 ms).
+        let mut fast = LatencyHistogram::default();
+        let mut slow = LatencyHistogram::default();
+        for _ in 0..60 {
+            fast.record(SimDuration::from_millis(1));
+        }
+        for _ in 0..40 {
+            slow.record(SimDuration::from_millis(100));
+        }
+        let mut pooled = fast.clone();
+        pooled.merge(&slow);
+        let (f, s) = (fast.summary(), slow.summary());
+        let (m, h) = pool_latency(
+            &pooled,
+            [(&f, 60), (&s, 40), (&Latency::default(), 0)].into_iter(),
+        );
+        assert!((m.p50 - 1.0).abs() < 0.01, "{}", m.p50);
+        assert!((m.p90 - 100.0).abs() < 0.1, "{}", m.p90);
+        assert!((m.mean - 40.6).abs() < 1e-9);
+        assert!(h.p50 > 0.0, "the spread of the two replications");
     }
 }

@@ -5,14 +5,18 @@
 //! bucket; it never keeps a record per request. No I/O here.
 
 mod aggregate;
+mod metric;
 pub mod recovery;
 pub mod series;
 
-pub use aggregate::{Estimate, aggregate, aggregate_series, t_quantile_975};
+pub use aggregate::{Estimate, aggregate, aggregate_series, pool_latency, t_quantile_975};
+pub use metric::{
+    Better, BreakerMetrics, Failed, Latency, Metric, Metrics, RecoveryMetrics, ServerMetrics, Unit,
+    leaves,
+};
 pub use series::{Column, Gauges, Row, TimeSeries};
 
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::Outcome;
@@ -155,13 +159,94 @@ fn latency_bin(nanos: u64) -> usize {
     ((decades * LATENCY_BINS_PER_DECADE as f64).floor().max(0.0) as usize).min(LATENCY_BINS - 1)
 }
 
+/// A latency distribution in nanoseconds: an HDR histogram (three significant figures, one
+/// microsecond resolution at the low end) with the exact sum and maximum beside it. Histograms
+/// of replications merge exactly (integer counts), so pooled percentiles do not depend on the
+/// order replications finish in.
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    sum_nanos: u128,
+    max_nanos: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        // Sized for an hour and growing beyond if needed; a latency is never judged by its
+        // nanoseconds.
+        let mut hist =
+            Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("valid bounds");
+        hist.auto(true);
+        LatencyHistogram {
+            hist,
+            sum_nanos: 0,
+            max_nanos: 0,
+        }
+    }
+}
+
+impl LatencyHistogram {
+    /// Records one latency.
+    #[inline]
+    pub fn record(&mut self, latency: SimDuration) {
+        let nanos = latency.as_nanos();
+        self.hist
+            .record(nanos.max(1))
+            .expect("the histogram resizes itself");
+        self.sum_nanos += u128::from(nanos);
+        self.max_nanos = self.max_nanos.max(nanos);
+    }
+
+    /// Adds every latency of `other`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.hist
+            .add(&other.hist)
+            .expect("the histogram resizes itself");
+        self.sum_nanos += other.sum_nanos;
+        self.max_nanos = self.max_nanos.max(other.max_nanos);
+    }
+
+    /// Latencies recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Mean, percentiles and max in milliseconds (all 0 when empty). A percentile is its
+    /// bucket's upper edge, never more than the exact max; the mean is exact, and so never
+    /// more than the max either.
+    pub fn summary(&self) -> Latency {
+        let n = self.count();
+        if n == 0 {
+            return Latency::default();
+        }
+        let q = |p: f64| self.hist.value_at_quantile(p).min(self.max_nanos) as f64 / 1e6;
+        let max = self.max_nanos as f64 / 1e6;
+        Latency {
+            mean: (self.sum_nanos as f64 / n as f64 / 1e6).min(max),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            max,
+        }
+    }
+
+    /// Requests per log-spaced bin ([`latency_bin_upper_ms`]).
+    pub fn bins(&self) -> Vec<u64> {
+        let mut bins = vec![0u64; LATENCY_BINS];
+        for v in self.hist.iter_recorded() {
+            bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+        }
+        bins
+    }
+}
+
 /// Collects measurements during one replication.
 pub struct Recorder {
     /// The counters.
     pub counters: Counters,
-    latency: Histogram<u64>,
-    latency_sum_nanos: u128,
-    latency_max_nanos: u64,
+    success_latency: LatencyHistogram,
+    failure_latency: LatencyHistogram,
     /// Per-bucket counts and states.
     pub series: TimeSeries,
 }
@@ -171,17 +256,8 @@ impl Recorder {
     pub fn new(bucket: SimDuration) -> Self {
         Recorder {
             counters: Counters::default(),
-            // Nanoseconds, three significant figures, one microsecond resolution at the low end
-            // (a latency is never judged by its nanoseconds), sized for an hour and growing
-            // beyond if needed.
-            latency: {
-                let mut h =
-                    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("valid bounds");
-                h.auto(true);
-                h
-            },
-            latency_sum_nanos: 0,
-            latency_max_nanos: 0,
+            success_latency: LatencyHistogram::default(),
+            failure_latency: LatencyHistogram::default(),
             series: TimeSeries::new(bucket),
         }
     }
@@ -190,18 +266,14 @@ impl Recorder {
     #[inline]
     pub fn request_ended(&mut self, outcome: Outcome, latency: SimDuration, now: SimTime) {
         self.counters.final_outcomes[outcome.index()] += 1;
-        let nanos = latency.as_nanos();
-        self.latency
-            .record(nanos.max(1))
-            .expect("the histogram resizes itself");
-        self.latency_sum_nanos += u128::from(nanos);
-        self.latency_max_nanos = self.latency_max_nanos.max(nanos);
         self.counters.makespan = now;
-        self.series.add(if outcome == Outcome::Success {
-            Column::Succeeded
+        if outcome == Outcome::Success {
+            self.success_latency.record(latency);
+            self.series.add(Column::Succeeded);
         } else {
-            Column::Failed
-        });
+            self.failure_latency.record(latency);
+            self.series.add(Column::Failed);
+        }
     }
 
     /// Records an attempt outcome as its client saw it.
@@ -215,60 +287,14 @@ impl Recorder {
 
     /// Finishes the run.
     pub fn finish(self, truncated: Option<Truncation>) -> RunResult {
-        let ended: u64 = self.counters.final_outcomes.iter().sum();
-        let q = |p: f64| {
-            if ended == 0 {
-                0.0
-            } else {
-                // A bucket reports its upper edge; no percentile can exceed the exact max.
-                self.latency
-                    .value_at_quantile(p)
-                    .min(self.latency_max_nanos) as f64
-                    / 1e6
-            }
-        };
-        let latency = LatencySummary {
-            mean_ms: if ended == 0 {
-                0.0
-            } else {
-                self.latency_sum_nanos as f64 / ended as f64 / 1e6
-            },
-            p50_ms: q(0.50),
-            p90_ms: q(0.90),
-            p99_ms: q(0.99),
-            p999_ms: q(0.999),
-            max_ms: self.latency_max_nanos as f64 / 1e6,
-        };
-        let mut latency_bins = vec![0u64; LATENCY_BINS];
-        for v in self.latency.iter_recorded() {
-            latency_bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
-        }
         RunResult {
-            latency_bins,
             counters: self.counters,
-            latency,
+            success_latency: self.success_latency,
+            failure_latency: self.failure_latency,
             series: self.series,
             truncated,
         }
     }
-}
-
-/// Latency of the logical requests that ended, in milliseconds. Percentiles come from an HDR
-/// histogram with three significant figures; mean and max are exact.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct LatencySummary {
-    /// Mean.
-    pub mean_ms: f64,
-    /// Median.
-    pub p50_ms: f64,
-    /// 90th percentile.
-    pub p90_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// 99.9th percentile.
-    pub p999_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
 }
 
 /// Everything one replication measured.
@@ -276,10 +302,10 @@ pub struct LatencySummary {
 pub struct RunResult {
     /// Counts.
     pub counters: Counters,
-    /// Latency of logical requests.
-    pub latency: LatencySummary,
-    /// Logical requests per latency bin (log-spaced, see [`latency_bin_upper_ms`]).
-    pub latency_bins: Vec<u64>,
+    /// Latency of the logical requests that succeeded.
+    pub success_latency: LatencyHistogram,
+    /// Latency (time to give up) of the logical requests that failed.
+    pub failure_latency: LatencyHistogram,
     /// The time series.
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
@@ -297,9 +323,15 @@ impl RunResult {
         self.counters.final_outcomes.iter().sum()
     }
 
-    /// The metrics of this replication in the shape of `summary.json`'s `metrics` object.
-    /// Every leaf is a number, so replications can be averaged leaf by leaf.
-    pub fn metrics_json(&self) -> Value {
+    /// The latency of every logical request that ended.
+    pub fn all_latency(&self) -> LatencyHistogram {
+        let mut all = self.success_latency.clone();
+        all.merge(&self.failure_latency);
+        all
+    }
+
+    /// The metrics of this replication (summary.json's `metrics` shape, without recovery).
+    pub fn metrics(&self) -> Metrics {
         let c = &self.counters;
         let requests = c.requests as f64;
         let ratio = |num: u64| {
@@ -309,10 +341,14 @@ impl RunResult {
                 num as f64 / requests
             }
         };
-        let failed: serde_json::Map<String, Value> = Outcome::FAILURES
+        let mut failed = Failed::default();
+        for o in Outcome::FAILURES {
+            failed.set(o, c.final_outcomes[o.index()] as f64);
+        }
+        let failures: u64 = Outcome::FAILURES
             .iter()
-            .map(|o| (o.name().to_string(), json!(c.final_outcomes[o.index()])))
-            .collect();
+            .map(|o| c.final_outcomes[o.index()])
+            .sum();
         let horizon = c.last_service_end.max(c.end_time).as_nanos().max(1) as f64;
         let horizon = if self.truncated.is_none() && c.last_service_end.as_nanos() > 0 {
             c.last_service_end.as_nanos() as f64
@@ -329,46 +365,43 @@ impl RunResult {
         } else {
             (c.busy_nanos as f64 / (c.workers as f64 * horizon)).min(1.0)
         };
-        json!({
-            "requests": c.requests,
-            "succeeded": self.succeeded(),
-            "success_rate": ratio(self.succeeded()),
-            "failed": failed,
-            "attempts": c.attempts,
-            "first_attempts": c.first_attempts,
-            "retries": c.retries,
-            "amplification": ratio(c.attempts),
-            "latency_ms": {
-                "mean": self.latency.mean_ms,
-                "p50": self.latency.p50_ms,
-                "p90": self.latency.p90_ms,
-                "p99": self.latency.p99_ms,
-                "p999": self.latency.p999_ms,
-                "max": self.latency.max_ms,
+        Metrics {
+            requests,
+            succeeded: self.succeeded() as f64,
+            success_rate: ratio(self.succeeded()),
+            failure_rate: ratio(failures),
+            failed,
+            attempts: c.attempts as f64,
+            first_attempts: c.first_attempts as f64,
+            retries: c.retries as f64,
+            amplification: ratio(c.attempts),
+            latency_ms: self.all_latency().summary(),
+            success_latency_ms: self.success_latency.summary(),
+            failure_latency_ms: self.failure_latency.summary(),
+            makespan_ms: c.makespan.as_millis_f64(),
+            server: ServerMetrics {
+                served: c.served as f64,
+                wasted: c.wasted as f64,
+                rejected: c.rejected as f64,
+                throttled: c.throttled as f64,
+                expired_dropped: c.expired_dropped as f64,
+                outage_rejected: c.outage_rejected as f64,
+                outage_dropped: c.outage_dropped as f64,
+                utilization,
+                max_queue: c.max_queue as f64,
             },
-            "makespan_ms": c.makespan.as_millis_f64(),
-            "server": {
-                "served": c.served,
-                "wasted": c.wasted,
-                "rejected": c.rejected,
-                "throttled": c.throttled,
-                "expired_dropped": c.expired_dropped,
-                "outage_rejected": c.outage_rejected,
-                "outage_dropped": c.outage_dropped,
-                "utilization": utilization,
-                "max_queue": c.max_queue,
+            budget_denials: c.budget_denials as f64,
+            breaker: BreakerMetrics {
+                refusals: c.breaker_refusals as f64,
+                openings: c.breaker_openings as f64,
+                transitions: c.breaker_transitions as f64,
+                open_fraction,
             },
-            "budget_denials": c.budget_denials,
-            "breaker": {
-                "refusals": c.breaker_refusals,
-                "openings": c.breaker_openings,
-                "transitions": c.breaker_transitions,
-                "open_fraction": open_fraction,
-            },
-            "late_replies": c.late_replies,
-            "timeouts": c.attempt_outcomes[Outcome::Timeout.index()],
-            "truncated": if self.truncated.is_some() { 1 } else { 0 },
-        })
+            late_replies: c.late_replies as f64,
+            timeouts: c.attempt_outcomes[Outcome::Timeout.index()] as f64,
+            truncated: if self.truncated.is_some() { 1.0 } else { 0.0 },
+            recovery: None,
+        }
     }
 }
 

@@ -18,16 +18,21 @@
 //!   is cut at `duration`, and a trigger that lasts until `duration` leaves nothing to recover
 //!   in.
 //! - **Episode**: from the bucket holding the first trigger's start up to the recovery (or to
-//!   `duration` when there was none). Its peak amplification is the largest attempts / first
-//!   attempts over any 5 s window of whole buckets inside it (single buckets are too noisy; an
-//!   episode shorter than 5 s is one window), and its wasted fraction is wasted / served over
-//!   all of it.
+//!   `duration` when there was none). Its peak amplification is the largest attempts / logical
+//!   requests started over any 5 s window of whole buckets inside it (single buckets are too
+//!   noisy; an episode shorter than 5 s is one window), so a breaker or budget that refuses
+//!   attempts is not charged for them; its wasted fraction is wasted / served over all of it.
+//! - **Dip**: over every 5 s window of whole buckets from the first trigger's start to
+//!   `duration`, the lowest goodput relative to the baseline (`dip_fraction`; 1 means no dip),
+//!   and the time during which the window starting there was under 90 % of it (`below_90_s`,
+//!   in whole buckets). A replication can count as recovered at once after its trigger and
+//!   still show a dip: the recovery rule looks forward from the trigger's end, the dip says
+//!   what the clients saw on the way.
 //!
 //! The comparisons are made on integer counts, so a goodput of exactly 90 % counts as recovered
 //! on every machine. Pure functions, no I/O.
 
-use serde_json::{Map, Value, json};
-
+use super::RecoveryMetrics;
 use super::aggregate::Estimate;
 use super::series::{Column, Row, TimeSeries};
 use crate::engine::{SimDuration, SimTime};
@@ -62,6 +67,11 @@ pub struct Recovery {
     pub peak_amplification: f64,
     /// Wasted / served over the episode (0 if nothing was served).
     pub wasted_fraction: f64,
+    /// Lowest 5 s goodput from the first trigger's start to `duration`, over the baseline.
+    pub dip_fraction: f64,
+    /// Time from the first trigger's start to `duration` during which the 5 s goodput ahead
+    /// was under 90 % of the baseline.
+    pub below_90: SimDuration,
 }
 
 impl Recovery {
@@ -135,16 +145,34 @@ pub fn analyse_rows(
     let peak_amplification = if episode_end - episode_start <= window {
         ratio(
             Column::Attempts,
-            Column::FirstAttempts,
+            Column::Started,
             episode_start,
             episode_end,
         )
         .unwrap_or(0.0)
     } else {
         (episode_start..=episode_end - window)
-            .filter_map(|a| ratio(Column::Attempts, Column::FirstAttempts, a, a + window))
+            .filter_map(|a| ratio(Column::Attempts, Column::Started, a, a + window))
             .fold(0.0, f64::max)
     };
+    // The dip: 5 s windows (shorter only where `duration` cuts them) from the trigger's start.
+    let starts = episode_start..end.max(episode_start + 1);
+    let window_at = |a: usize| (a, (a + window).min(end).max(a + 1));
+    let dip_fraction = if base_count == 0 {
+        1.0
+    } else {
+        starts
+            .clone()
+            .map(window_at)
+            .map(|(a, b)| {
+                let n = sums.sum(Column::Succeeded, a, b) as f64;
+                n * base_buckets as f64 / (base_count as f64 * (b - a) as f64)
+            })
+            .fold(f64::INFINITY, f64::min)
+            .min(1.0)
+    };
+    let below = starts.map(window_at).filter(|&(a, b)| !back(a, b)).count() as u64;
+    let below_90 = SimDuration::from_nanos(below * width);
     let wasted_fraction =
         ratio(Column::Wasted, Column::Served, episode_start, episode_end).unwrap_or(0.0);
     Some(Recovery {
@@ -153,6 +181,8 @@ pub fn analyse_rows(
         recovered_at: recovered.map(|k| SimTime(k as u64 * width)),
         peak_amplification,
         wasted_fraction,
+        dip_fraction,
+        below_90,
     })
 }
 
@@ -165,7 +195,7 @@ impl Sums {
     const COLUMNS: [Column; 5] = [
         Column::Succeeded,
         Column::Attempts,
-        Column::FirstAttempts,
+        Column::Started,
         Column::Served,
         Column::Wasted,
     ];
@@ -227,18 +257,18 @@ pub fn wilson_interval(k: usize, n: usize) -> (f64, f64) {
 }
 
 /// Aggregates the replications of one variant into summary.json's `recovery` object and its
-/// `ci95` twin (the same keys in the same order), or `None` if no replication was analysed.
+/// `ci95` twin, or `None` if no replication was analysed.
 ///
 /// Nothing here averages runs into one no run looks like: `recovered_fraction` is the share
 /// of replications that recovered (its ci95 is the larger distance from it to a bound of its
 /// Wilson interval, and the bounds are `recovered_fraction_lower` and `_upper`), and the
 /// recovery times are order statistics over the replications that recovered:
 /// `median_recovery_s` (the mean of the two middle values for an even count),
-/// `p90_recovery_s` (nearest rank) and `max_recovery_s`. They are left out when no
-/// replication recovered (JSON has no "not a number", and every metric leaf is a number).
-/// `baseline_per_s`, `peak_amplification` and `wasted_fraction` are means over every
-/// replication with Student-t half-widths. Counts, bounds and order statistics have a ci95 of 0.
-pub fn summarise(runs: &[Recovery]) -> Option<(Value, Value)> {
+/// `p90_recovery_s` (nearest rank) and `max_recovery_s`. They are absent when no replication
+/// recovered. `baseline_per_s`, `dip_fraction`, `below_90_s`, `peak_amplification` and
+/// `wasted_fraction` are means over every replication with Student-t half-widths. Counts,
+/// bounds and order statistics have a ci95 of 0.
+pub fn summarise(runs: &[Recovery]) -> Option<(RecoveryMetrics, RecoveryMetrics)> {
     if runs.is_empty() {
         return None;
     }
@@ -254,46 +284,47 @@ pub fn summarise(runs: &[Recovery]) -> Option<(Value, Value)> {
     let (lower, upper) = wilson_interval(k, n);
     let mean =
         |f: fn(&Recovery) -> f64| Estimate::from_samples(&runs.iter().map(f).collect::<Vec<_>>());
-
-    let mut metrics = Map::new();
-    let mut ci95 = Map::new();
-    let mut put = |key: &str, value: Value, half: Value| {
-        metrics.insert(key.to_string(), value);
-        ci95.insert(key.to_string(), half);
+    let baseline = mean(|r| r.baseline_per_s);
+    let dip = mean(|r| r.dip_fraction);
+    let below = mean(|r| r.below_90.as_secs_f64());
+    let peak = mean(|r| r.peak_amplification);
+    let wasted = mean(|r| r.wasted_fraction);
+    let order = |f: fn(&[f64]) -> f64| (k > 0).then(|| f(&times));
+    let metrics = RecoveryMetrics {
+        replications: n as f64,
+        recovered: k as f64,
+        recovered_fraction: fraction,
+        recovered_fraction_lower: lower,
+        recovered_fraction_upper: upper,
+        median_recovery_s: order(|t| {
+            let k = t.len();
+            if k % 2 == 1 {
+                t[k / 2]
+            } else {
+                (t[k / 2 - 1] + t[k / 2]) / 2.0
+            }
+        }),
+        p90_recovery_s: order(|t| t[(t.len() * 9).div_ceil(10).max(1) - 1]),
+        max_recovery_s: order(|t| t[t.len() - 1]),
+        baseline_per_s: baseline.mean,
+        dip_fraction: dip.mean,
+        below_90_s: below.mean,
+        peak_amplification: peak.mean,
+        wasted_fraction: wasted.mean,
     };
-    put("replications", json!(n), json!(0));
-    put("recovered", json!(k), json!(0));
-    put(
-        "recovered_fraction",
-        number(fraction),
-        number((fraction - lower).max(upper - fraction)),
-    );
-    put("recovered_fraction_lower", number(lower), json!(0));
-    put("recovered_fraction_upper", number(upper), json!(0));
-    if k > 0 {
-        let median = if k % 2 == 1 {
-            times[k / 2]
-        } else {
-            (times[k / 2 - 1] + times[k / 2]) / 2.0
-        };
-        let p90 = times[(k * 9).div_ceil(10).max(1) - 1];
-        put("median_recovery_s", number(median), json!(0));
-        put("p90_recovery_s", number(p90), json!(0));
-        put("max_recovery_s", number(times[k - 1]), json!(0));
-    }
-    for (key, e) in [
-        ("baseline_per_s", mean(|r| r.baseline_per_s)),
-        ("peak_amplification", mean(|r| r.peak_amplification)),
-        ("wasted_fraction", mean(|r| r.wasted_fraction)),
-    ] {
-        put(key, number(e.mean), number(e.half_width));
-    }
-    Some((Value::Object(metrics), Value::Object(ci95)))
-}
-
-/// A JSON number; non-finite values (which cannot be JSON) become 0.
-fn number(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::from(0), Value::Number)
+    let ci95 = RecoveryMetrics {
+        recovered_fraction: (fraction - lower).max(upper - fraction),
+        median_recovery_s: metrics.median_recovery_s.map(|_| 0.0),
+        p90_recovery_s: metrics.p90_recovery_s.map(|_| 0.0),
+        max_recovery_s: metrics.max_recovery_s.map(|_| 0.0),
+        baseline_per_s: baseline.half_width,
+        dip_fraction: dip.half_width,
+        below_90_s: below.half_width,
+        peak_amplification: peak.half_width,
+        wasted_fraction: wasted.half_width,
+        ..RecoveryMetrics::default()
+    };
+    Some((metrics, ci95))
 }
 
 #[cfg(test)]
@@ -311,6 +342,7 @@ mod tests {
             let r = retries.get(i).copied().unwrap_or(0);
             for _ in 0..g {
                 s.add(Column::Succeeded);
+                s.add(Column::Started);
                 s.add(Column::FirstAttempts);
                 s.add(Column::Attempts);
                 s.add(Column::Served);
@@ -460,6 +492,23 @@ mod tests {
     }
 
     #[test]
+    fn the_dip_shows_even_when_recovery_is_immediate() {
+        // Goodput stops during the trigger and is back at its end: recovered at once (0 s),
+        // but the dip is total and the 5 s windows starting at 20..24 s were under 90 %.
+        let mut g = vec![10; 20];
+        g.extend([0; 5]);
+        g.extend([10; 35]);
+        let s = series(&g, &[]);
+        let r = analyse(&s, &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.recovery_time(), Some(secs(0)));
+        assert_eq!(r.dip_fraction, 0.0);
+        assert_eq!(r.below_90, secs(5));
+        // Without a dip: 1 and nothing under 90 %.
+        let r = analyse(&series(&[10; 60], &[]), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!((r.dip_fraction, r.below_90), (1.0, secs(0)));
+    }
+
+    #[test]
     fn peak_amplification_is_the_worst_five_second_window() {
         let mut g = vec![10; 20];
         g.extend([10; 20]);
@@ -490,21 +539,27 @@ mod tests {
             recovered_at: recovered_after.map(|s| SimTime((25 + s) * SECOND)),
             peak_amplification: 3.0,
             wasted_fraction: 0.5,
+            dip_fraction: 0.5,
+            below_90: SimDuration::from_secs(2),
         };
         let (m, h) = summarise(&[run(Some(2)), run(None), run(Some(6)), run(None)]).unwrap();
-        assert_eq!(m["replications"], json!(4));
-        assert_eq!(m["recovered"], json!(2));
-        assert_eq!(m["recovered_fraction"], json!(0.5));
-        assert_eq!(m["median_recovery_s"], json!(4.0));
-        assert_eq!(m["p90_recovery_s"], json!(6.0));
-        assert_eq!(m["baseline_per_s"], json!(40.0));
-        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(m.replications, 4.0);
+        assert_eq!(m.recovered, 2.0);
+        assert_eq!(m.recovered_fraction, 0.5);
+        assert_eq!(m.median_recovery_s, Some(4.0));
+        assert_eq!(m.p90_recovery_s, Some(6.0));
+        assert_eq!(m.baseline_per_s, 40.0);
+        assert_eq!(m.below_90_s, 2.0);
+        let keys = |v: &RecoveryMetrics| {
+            let doc = serde_json::to_value(v).unwrap();
+            doc.as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+        };
         assert_eq!(keys(&m), keys(&h), "ci95 mirrors the metrics");
-        assert!(h["recovered_fraction"].as_f64().unwrap() > 0.3);
+        assert!(h.recovered_fraction > 0.3);
 
         let (m, _) = summarise(&[run(None), run(None)]).unwrap();
-        assert_eq!(m["recovered_fraction"], json!(0.0));
-        assert!(m.get("median_recovery_s").is_none());
+        assert_eq!(m.recovered_fraction, 0.0);
+        assert!(m.median_recovery_s.is_none());
         assert_eq!(summarise(&[]), None);
     }
 }

@@ -12,6 +12,8 @@ use crate::model::Outcome;
 /// The columns of a time-series row. The order is the CSV column order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
+    /// Logical requests started in the bucket (what the clients asked for).
+    Started,
     /// First attempts sent in the bucket.
     FirstAttempts,
     /// Retries sent in the bucket (the retry-storm histogram).
@@ -52,7 +54,7 @@ pub enum Column {
 }
 
 /// Number of columns.
-pub const COLUMNS: usize = 18;
+pub const COLUMNS: usize = 19;
 
 /// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
 pub const MAX_ROWS: usize = 1 << 16;
@@ -60,6 +62,7 @@ pub const MAX_ROWS: usize = 1 << 16;
 impl Column {
     /// Every column, in CSV order.
     pub const ALL: [Column; COLUMNS] = [
+        Column::Started,
         Column::FirstAttempts,
         Column::Retries,
         Column::Attempts,
@@ -83,6 +86,7 @@ impl Column {
     /// The CSV header name.
     pub fn name(self) -> &'static str {
         match self {
+            Column::Started => "started",
             Column::FirstAttempts => "first_attempts",
             Column::Retries => "retries",
             Column::Attempts => "attempts",

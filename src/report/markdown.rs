@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::metric;
+use super::value_text;
 use crate::engine::{SimDuration, SimTime};
+use crate::metrics::Metric;
 use crate::model::{
     Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage,
     Outcome, Scope,
@@ -103,11 +104,23 @@ pub fn report_md(
             "Means over {reps} replications, ± the 95 % confidence half-width.\n"
         );
     }
+    let _ = writeln!(
+        out,
+        "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
+    );
     results_table(&mut out, &point.variants, reps > 1);
+    theory_section(&mut out, &scenarios, &point.variants);
 
     let _ = writeln!(out, "\n## Findings\n");
     for f in findings(&point.variants) {
         let _ = writeln!(out, "- {f}");
+    }
+    let along = sweep_findings(experiment, result);
+    if !along.is_empty() {
+        let _ = writeln!(out, "\n### Along the sweep\n");
+        for f in along {
+            let _ = writeln!(out, "- {f}");
+        }
     }
     recovery_section(&mut out, &scenarios, &point.variants);
     every_pair(&mut out, experiment, result);
@@ -126,34 +139,41 @@ pub fn report_md(
     out
 }
 
+/// The columns of the results table: latency is the latency of successful requests, with the
+/// failure share beside it.
+const RESULT_COLUMNS: [Metric; 9] = [
+    Metric::REQUESTS,
+    Metric::SUCCESS_RATE,
+    Metric::FAILURE_RATE,
+    Metric::ATTEMPTS,
+    Metric::AMPLIFICATION,
+    Metric::SUCCESS_P50,
+    Metric::SUCCESS_P99,
+    Metric::COMPLETION,
+    Metric::WASTED,
+];
+
+/// Columns shown when some variant has a non-zero value: what retry budgets, breakers and
+/// fail-fast outcomes did.
+const OPTIONAL_COLUMNS: [Metric; 4] = [
+    Metric::FAILURE_P50,
+    Metric::BUDGET_DENIALS,
+    Metric::BREAKER_REFUSALS,
+    Metric::BREAKER_OPEN,
+];
+
 fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
-    const COLS: [(&str, &str, f64, usize); 8] = [
-        ("requests", "requests", 1.0, 0),
-        ("success %", "success_rate", 100.0, 1),
-        ("attempts", "attempts", 1.0, 0),
-        ("amplification", "amplification", 1.0, 2),
-        ("p50 ms", "latency_ms.p50", 1.0, 1),
-        ("p99 ms", "latency_ms.p99", 1.0, 1),
-        ("completion s", "makespan_ms", 1e-3, 2),
-        ("wasted", "server.wasted", 1.0, 0),
-    ];
-    // Retry budget and breaker columns, when some variant has one.
-    const POLICY: [(&str, &str, f64, usize); 3] = [
-        ("budget denials", "budget_denials", 1.0, 0),
-        ("breaker refusals", "breaker.refusals", 1.0, 0),
-        ("breaker open %", "breaker.open_fraction", 100.0, 1),
-    ];
-    let cols: Vec<(&str, &str, f64, usize)> = COLS
+    let cols: Vec<Metric> = RESULT_COLUMNS
         .into_iter()
         .chain(
-            POLICY
+            OPTIONAL_COLUMNS
                 .into_iter()
-                .filter(|(_, path, ..)| variants.iter().any(|v| metric(&v.metrics, path) != 0.0)),
+                .filter(|k| variants.iter().any(|v| k.value(&v.metrics) != 0.0)),
         )
         .collect();
     let _ = write!(out, "| variant |");
-    for (h, ..) in &cols {
-        let _ = write!(out, " {h} |");
+    for k in &cols {
+        let _ = write!(out, " {} |", k.title());
     }
     let _ = write!(out, "\n|---|");
     for _ in &cols {
@@ -161,218 +181,464 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
     }
     let _ = writeln!(out);
     for v in variants {
-        let _ = write!(out, "| {} |", v.name);
-        for &(_, path, scale, d) in &cols {
-            let m = metric(&v.metrics, path) * scale;
-            if with_ci {
-                let h = metric(&v.ci95, path) * scale;
-                let _ = write!(out, " {m:.d$} ± {h:.d$} |");
-            } else {
-                let _ = write!(out, " {m:.d$} |");
-            }
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = write!(out, "| {}{mark} |", escape(&v.name));
+        for k in &cols {
+            let _ = write!(
+                out,
+                " {} |",
+                k.format_estimate(&v.metrics, &v.ci95, with_ci)
+            );
         }
         let _ = writeln!(out);
     }
 }
 
-/// Whether two estimates' 95 % intervals are apart.
-fn apart(a: (f64, f64), b: (f64, f64)) -> bool {
-    (a.0 - b.0).abs() > a.1 + b.1
-}
-
-/// Sentences computed from the numbers.
-pub fn findings(variants: &[VariantResult]) -> Vec<String> {
-    let mut out = Vec::new();
-    let est = |v: &VariantResult, path: &str| (metric(&v.metrics, path), metric(&v.ci95, path));
-    // The variants with the lowest and the highest value of `path`; among variants whose
-    // mean lies within the extreme's interval, the first in file order (usually the
-    // baseline), so that a tie names the variant readers compare against.
-    let by = |path: &str| -> (usize, usize) {
-        let values: Vec<f64> = variants.iter().map(|v| metric(&v.metrics, path)).collect();
-        let lo = (0..values.len())
-            .min_by(|a, b| values[*a].total_cmp(&values[*b]))
-            .unwrap_or(0);
-        let hi = (0..values.len())
-            .max_by(|a, b| values[*a].total_cmp(&values[*b]))
-            .unwrap_or(0);
-        let first_like = |extreme: usize| {
-            let e = est(&variants[extreme], path);
-            (0..values.len())
-                .find(|&i| {
-                    let x = est(&variants[i], path);
-                    (x.0 - e.0).abs() <= e.1.max(1e-9 * e.0.abs())
-                })
-                .unwrap_or(extreme)
-        };
-        (first_like(lo), first_like(hi))
-    };
-    if variants.len() > 1 {
-        let (lo, hi) = by("attempts");
-        let (a, b) = (
-            est(&variants[lo], "attempts"),
-            est(&variants[hi], "attempts"),
-        );
-        if apart(a, b) && b.0 > 0.0 {
-            out.push(format!(
-                "**{}** sends {:.0} % fewer attempts to the server than **{}** ({:.0} against {:.0}).",
-                variants[lo].name,
-                100.0 * (1.0 - a.0 / b.0),
-                variants[hi].name,
-                a.0,
-                b.0
-            ));
-        } else {
-            out.push("Every variant puts about the same work on the server (the 95 % intervals overlap).".into());
-        }
-        let (lo, hi) = by("success_rate");
-        let (a, b) = (
-            est(&variants[lo], "success_rate"),
-            est(&variants[hi], "success_rate"),
-        );
-        if apart(a, b) {
-            // Named with the best only when its own mean lies inside the best's interval: a
-            // bimodal variant's wide interval overlaps everything but its mean is no match.
-            let best: Vec<String> = variants
-                .iter()
-                .filter(|v| {
-                    let e = est(v, "success_rate");
-                    !apart(e, b) && b.0 - e.0 <= b.1.max(1e-9)
-                })
-                .map(|v| format!("**{}**", v.name))
-                .collect();
-            let (verb, names) = match best.as_slice() {
-                [one] => ("succeeds", one.clone()),
-                [init @ .., last] => ("succeed", format!("{} and {last}", init.join(", "))),
-                [] => ("succeeds", String::new()),
-            };
-            out.push(format!(
-                "{names} {verb} for {:.1} % of requests, **{}** for only {:.1} %.",
-                100.0 * b.0,
-                variants[lo].name,
-                100.0 * a.0
-            ));
-        }
-        let (lo, hi) = by("latency_ms.p99");
-        let (a, b) = (
-            est(&variants[lo], "latency_ms.p99"),
-            est(&variants[hi], "latency_ms.p99"),
-        );
-        if apart(a, b) && b.0 > 0.0 {
-            let ratio = if a.0 >= 1.0 {
-                format!(" ({:.1}x)", b.0 / a.0)
-            } else {
-                String::new()
-            };
-            out.push(format!(
-                "The slowest 1 % of requests take up to {:.0} ms with **{}** and {:.0} ms with **{}**{ratio}.",
-                b.0, variants[hi].name, a.0, variants[lo].name
-            ));
-        }
-        let (lo, hi) = by("makespan_ms");
-        let (a, b) = (
-            est(&variants[lo], "makespan_ms"),
-            est(&variants[hi], "makespan_ms"),
-        );
-        if apart(a, b) {
-            out.push(format!(
-                "The last request ends after {} with **{}** and after {} with **{}**.",
-                seconds(b.0),
-                variants[hi].name,
-                seconds(a.0),
-                variants[lo].name
-            ));
-        }
-    }
-    if let Some(v) = variants.iter().max_by(|a, b| {
-        metric(&a.metrics, "amplification").total_cmp(&metric(&b.metrics, "amplification"))
-    }) {
-        let amp = metric(&v.metrics, "amplification");
-        if amp >= 1.5 {
-            // Every variant whose mean lies within the top one's interval shares the sentence
-            // (a bimodal variant's wide interval does not make it a match).
-            let top = est(v, "amplification");
-            let names: Vec<String> = variants
-                .iter()
-                .filter(|w| {
-                    let x = est(w, "amplification");
-                    top.0 - x.0 <= top.1.max(5e-3)
-                })
-                .map(|w| format!("**{}**", w.name))
-                .collect();
-            let (who, verb) = match names.as_slice() {
-                [one] => (one.clone(), "amplifies"),
-                [init @ .., last] => (format!("{} and {last}", init.join(", ")), "amplify"),
-                [] => (format!("**{}**", v.name), "amplifies"),
-            };
-            out.push(format!(
-                "{who} {verb} the load most, {amp:.2}x: each logical request reaches the server {amp:.2} times on average."
-            ));
-        }
-    }
-    for v in variants {
-        let requests = metric(&v.metrics, "requests");
-        let failed: Vec<(Outcome, f64)> = Outcome::FAILURES
-            .iter()
-            .map(|o| (*o, metric(&v.metrics, &format!("failed.{}", o.name()))))
-            .filter(|(_, n)| *n > 0.0)
-            .collect();
-        let total: f64 = failed.iter().map(|(_, n)| n).sum();
-        if let Some((o, n)) = failed.iter().max_by(|a, b| a.1.total_cmp(&b.1))
-            && requests > 0.0
-            && total / requests >= 0.01
-        {
-            out.push(format!(
-                "**{}** fails {:.1} % of requests, mostly with `{}` ({:.0} % of its failures).",
-                v.name,
-                100.0 * total / requests,
-                o.name(),
-                100.0 * n / total
-            ));
-        }
-        let wasted = metric(&v.metrics, "server.wasted");
-        let served = metric(&v.metrics, "server.served");
-        if served > 0.0 && wasted / served >= 0.01 {
-            out.push(format!(
-                "**{}** wastes {:.0} % of the server's work on attempts whose client had already given up.",
-                v.name,
-                100.0 * wasted / served
-            ));
-        }
-        let denials = metric(&v.metrics, "budget_denials");
-        if denials > 0.0 && requests > 0.0 {
-            out.push(format!(
-                "**{}**'s retry budget denied {:.0} retries: {:.1} % of requests ended `budget_exhausted` instead of retrying.",
-                v.name,
-                denials,
-                100.0 * denials / requests
-            ));
-        }
-        let refusals = metric(&v.metrics, "breaker.refusals");
-        if refusals > 0.0 {
-            out.push(format!(
-                "**{}**'s circuit breakers were open {:.1} % of the time and refused {:.0} attempts, which never reached the server.",
-                v.name,
-                100.0 * metric(&v.metrics, "breaker.open_fraction"),
-                refusals
-            ));
-        }
-        let truncated = metric(&v.metrics, "truncated");
-        if truncated > 0.0 {
-            out.push(format!(
-                "**{}** hit a limit and stopped early in {:.0} % of replications: its numbers cover only what finished.",
-                v.name,
-                100.0 * truncated
-            ));
+/// A name as Markdown text: characters that would start markup or break a table are escaped.
+fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
         }
     }
     out
 }
 
+/// How far apart two estimates must be for a finding: the 95 % intervals must not overlap,
+/// and the difference must matter: at least [`RELATIVE`] of the larger value, or for shares
+/// (printed in %) at least [`POINTS`] percentage points.
+pub const RELATIVE: f64 = 0.05;
+/// The smallest difference between two shares that a finding reports, as a fraction (1 point).
+pub const POINTS: f64 = 0.01;
+
+/// An estimate: mean and 95 % half-width, in the metric's stored unit.
+#[derive(Debug, Clone, Copy)]
+struct Est {
+    mean: f64,
+    half: f64,
+}
+
+fn est(v: &VariantResult, k: &Metric) -> Est {
+    Est {
+        mean: k.value(&v.metrics),
+        half: k.value(&v.ci95),
+    }
+}
+
+/// Whether `a` and `b` differ really (intervals apart) and meaningfully (see [`RELATIVE`]).
+fn differ(k: &Metric, a: Est, b: Est) -> bool {
+    let apart = (a.mean - b.mean).abs() > a.half + b.half;
+    let gap = (a.mean - b.mean).abs();
+    let matters = match k.unit {
+        crate::metrics::Unit::Percent => gap >= POINTS,
+        _ => gap >= RELATIVE * a.mean.abs().max(b.mean.abs()),
+    };
+    apart && matters
+}
+
+/// A metric's value as a sentence prints it: scaled, with its decimals and unit.
+fn say(k: &Metric, x: f64) -> String {
+    match k.unit {
+        crate::metrics::Unit::Millis => format!("{} ms", significant(x * k.scale)),
+        crate::metrics::Unit::Seconds => format!("{} s", significant(x * k.scale)),
+        crate::metrics::Unit::Percent => format!("{} %", k.format(x * k.scale)),
+        crate::metrics::Unit::Times => format!("{}x", k.format(x * k.scale)),
+        _ => k.format(x * k.scale),
+    }
+}
+
+/// Names in bold, joined: "**a**", "**a** and **b**", "**a**, **b** and **c**".
+fn names(vs: &[&VariantResult]) -> String {
+    let bold: Vec<String> = vs
+        .iter()
+        .map(|v| format!("**{}**", escape(&v.name)))
+        .collect();
+    match bold.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The variants a comparison may name: those that ran to the end. A truncated variant's
+/// numbers cover only what finished, so it never wins or loses a comparison.
+fn comparable(variants: &[VariantResult]) -> Vec<&VariantResult> {
+    variants.iter().filter(|v| !v.is_truncated()).collect()
+}
+
+/// The best and worst of `k` among `vs` (by its better direction), with every variant not
+/// really different from the best beside it. `None` without a real, meaningful difference.
+fn extremes<'a>(
+    vs: &[&'a VariantResult],
+    k: &Metric,
+    better_high: bool,
+) -> Option<(Vec<&'a VariantResult>, &'a VariantResult)> {
+    let key = |v: &&VariantResult| k.value(&v.metrics);
+    let best = if better_high {
+        vs.iter().max_by(|a, b| key(a).total_cmp(&key(b)))?
+    } else {
+        vs.iter().min_by(|a, b| key(a).total_cmp(&key(b)))?
+    };
+    let worst = if better_high {
+        vs.iter().min_by(|a, b| key(a).total_cmp(&key(b)))?
+    } else {
+        vs.iter().max_by(|a, b| key(a).total_cmp(&key(b)))?
+    };
+    if !differ(k, est(best, k), est(worst, k)) {
+        return None;
+    }
+    let group: Vec<&VariantResult> = vs
+        .iter()
+        .filter(|v| !differ(k, est(v, k), est(best, k)))
+        .copied()
+        .collect();
+    Some((group, worst))
+}
+
+/// Sentences computed from the numbers at one point (no sweep, or the sweep's focus value):
+/// a finding only where the 95 % intervals are apart and the difference matters, never about
+/// a truncated variant, never about a difference the setup forces (work is compared per
+/// request when the variants start different numbers of requests).
+pub fn findings(variants: &[VariantResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    let vs = comparable(variants);
+    let plural = |g: &[&VariantResult], one: &str, many: &str| {
+        if g.len() == 1 {
+            one.to_string()
+        } else {
+            many.to_string()
+        }
+    };
+    if vs.len() > 1 {
+        let same_requests = extremes(&vs, &Metric::REQUESTS, true).is_none();
+        // Work: attempts when the variants start the same requests, else per request.
+        let work = if same_requests {
+            Metric::ATTEMPTS
+        } else {
+            Metric::AMPLIFICATION
+        };
+        match extremes(&vs, &work, false) {
+            Some((best, worst)) => {
+                let (b, w) = (est(best[0], &work), est(worst, &work));
+                let what = if same_requests {
+                    "attempts to the server"
+                } else {
+                    "attempts per request to the server"
+                };
+                out.push(format!(
+                    "{} {} {:.0} % fewer {what} than **{}** ({} against {}).",
+                    names(&best),
+                    plural(&best, "sends", "send"),
+                    100.0 * (1.0 - b.mean / w.mean),
+                    escape(&worst.name),
+                    say(&work, b.mean),
+                    say(&work, w.mean),
+                ));
+            }
+            None => out.push(format!(
+                "Every variant that ran to the end puts about the same {} on the server (no two differ by more than their 95 % intervals and {:.0} %).",
+                if same_requests { "work" } else { "work per request" },
+                100.0 * RELATIVE
+            )),
+        }
+        let k = Metric::SUCCESS_RATE;
+        if let Some((best, worst)) = extremes(&vs, &k, true) {
+            out.push(format!(
+                "{} {} for {} of requests, **{}** for only {} ({} fail).",
+                names(&best),
+                plural(&best, "succeeds", "succeed"),
+                say(&k, est(best[0], &k).mean),
+                escape(&worst.name),
+                say(&k, est(worst, &k).mean),
+                say(
+                    &Metric::FAILURE_RATE,
+                    est(worst, &Metric::FAILURE_RATE).mean
+                ),
+            ));
+        }
+        // Latency: of successful requests only, with each side's failure share beside it, so
+        // that a policy which fails fast does not look fast.
+        let with_successes: Vec<&VariantResult> = vs
+            .iter()
+            .filter(|v| v.metrics.succeeded > 0.0)
+            .copied()
+            .collect();
+        let k = Metric::SUCCESS_P99;
+        if let Some((best, worst)) = extremes(&with_successes, &k, false) {
+            let fails = |v: &VariantResult| say(&Metric::FAILURE_RATE, v.metrics.failure_rate);
+            out.push(format!(
+                "1 % of successful requests take longer than {} with **{}** ({} of its requests fail) and longer than {} with {} ({} fail{}).",
+                say(&k, est(worst, &k).mean),
+                escape(&worst.name),
+                fails(worst),
+                say(&k, est(best[0], &k).mean),
+                names(&best),
+                fails(best[0]),
+                if best.len() > 1 { " for the first" } else { "" },
+            ));
+        }
+        let k = Metric::COMPLETION;
+        if let Some((best, worst)) = extremes(&vs, &k, false) {
+            out.push(format!(
+                "The last request ends after {} with **{}** and after {} with {}.",
+                say(&k, est(worst, &k).mean),
+                escape(&worst.name),
+                say(&k, est(best[0], &k).mean),
+                names(&best),
+            ));
+        }
+    }
+    let k = Metric::AMPLIFICATION;
+    if let Some(top) = vs
+        .iter()
+        .max_by(|a, b| k.value(&a.metrics).total_cmp(&k.value(&b.metrics)))
+    {
+        let amp = est(top, &k);
+        if amp.mean >= 1.5 {
+            let group: Vec<&VariantResult> = vs
+                .iter()
+                .filter(|v| !differ(&k, est(v, &k), amp))
+                .copied()
+                .collect();
+            out.push(format!(
+                "{} {} the load most, {}: each logical request reaches the server {} times on average.",
+                names(&group),
+                plural(&group, "amplifies", "amplify"),
+                say(&k, amp.mean),
+                k.format(amp.mean),
+            ));
+        }
+    }
+    // What each variant's failures and policies did, one sentence per variant.
+    for v in variants {
+        let m = &v.metrics;
+        let mut parts: Vec<String> = Vec::new();
+        let total = m.failed.total();
+        if m.failure_rate >= 0.01 && total > 0.0 {
+            let (o, n) = Outcome::FAILURES
+                .iter()
+                .map(|o| (*o, m.failed.get(*o)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((Outcome::Error, 0.0));
+            let how = if n >= 0.995 * total {
+                format!("all with `{o}`")
+            } else {
+                format!("{:.0} % of them with `{o}`", 100.0 * n / total)
+            };
+            parts.push(format!(
+                "fails {} of requests ({how})",
+                say(&Metric::FAILURE_RATE, m.failure_rate)
+            ));
+        }
+        if m.server.served > 0.0 && m.server.wasted / m.server.served >= 0.01 {
+            parts.push(format!(
+                "wastes {:.0} % of the server's work on attempts whose client had already given up",
+                100.0 * m.server.wasted / m.server.served
+            ));
+        }
+        if m.budget_denials > 0.0 && m.requests > 0.0 {
+            parts.push(format!(
+                "its retry budget denied {:.0} retries, so {:.1} % of requests ended `budget_exhausted` instead of retrying",
+                m.budget_denials,
+                100.0 * m.failed.budget_exhausted / m.requests
+            ));
+        }
+        if m.breaker.refusals > 0.0 {
+            parts.push(format!(
+                "its circuit breakers were open {:.1} % of the time and refused {:.0} attempts, which never reached the server",
+                100.0 * m.breaker.open_fraction,
+                m.breaker.refusals
+            ));
+        }
+        if v.is_truncated() {
+            parts.push(format!(
+                "it hit a limit and stopped early in {:.0} % of replications, so its numbers cover only what finished and it is left out of every comparison",
+                100.0 * m.truncated
+            ));
+        }
+        if !parts.is_empty() {
+            let (first, rest) = parts.split_first().expect("not empty");
+            let mut line = format!("**{}** {first}", escape(&v.name));
+            if let Some((last, middle)) = rest.split_last() {
+                for p in middle {
+                    let _ = write!(line, "; {p}");
+                }
+                let _ = write!(line, "; {last}");
+            }
+            line.push('.');
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// Findings along a one-axis sweep of numbers: how each headline metric moves from the first
+/// value to the last (only where the two ends really and meaningfully differ), where two
+/// variants trade places, and where recovery stops. Truncated points are skipped.
+pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(sweep) = experiment.sweep.as_ref() else {
+        return out;
+    };
+    let line = sweep.first_axis_points();
+    if line.len() < 2 {
+        return out;
+    }
+    let path = &sweep.path;
+    let value = |k: usize| value_text(result.points[k].value.as_ref());
+    let at_second = match (
+        &sweep.second,
+        experiment.points[line[0]].second_value.as_ref(),
+    ) {
+        (Some(second), Some(y)) => format!(" (at `{}` = {})", second.path, value_text(Some(y))),
+        _ => String::new(),
+    };
+    let variants = result.points[0].variants.len();
+    for j in 0..variants {
+        let name = escape(&result.points[0].variants[j].name);
+        let at = |k: usize| &result.points[k].variants[j];
+        let ok: Vec<usize> = line
+            .iter()
+            .copied()
+            .filter(|&k| !at(k).is_truncated())
+            .collect();
+        let (Some(&first), Some(&last)) = (ok.first(), ok.last()) else {
+            continue;
+        };
+        if first == last {
+            continue;
+        }
+        let mut moves = Vec::new();
+        for k in [
+            Metric::AMPLIFICATION,
+            Metric::SUCCESS_RATE,
+            Metric::SUCCESS_P99,
+        ] {
+            let (a, b) = (est(at(first), &k), est(at(last), &k));
+            if differ(&k, a, b) {
+                moves.push(format!(
+                    "{} {} from {} to {}",
+                    k.label,
+                    if b.mean > a.mean { "rises" } else { "falls" },
+                    say(&k, a.mean),
+                    say(&k, b.mean)
+                ));
+            }
+        }
+        if !moves.is_empty() {
+            out.push(format!(
+                "From `{path}` = {} to {}{at_second}, **{name}**'s {}.",
+                value(first),
+                value(last),
+                moves.join(", its ")
+            ));
+        }
+        // Where recovery stops: the last value at which every replication recovered, and the
+        // first after it at which fewer than half did.
+        let rec = |k: usize| at(k).metrics.recovery.map(|r| r.recovered_fraction);
+        if ok.iter().all(|&k| rec(k).is_some()) {
+            let all = ok.iter().rposition(|&k| rec(k) == Some(1.0));
+            let stops = ok.iter().position(|&k| rec(k).is_some_and(|f| f < 0.5));
+            if let (Some(a), Some(b)) = (all, stops)
+                && a < b
+                && ok[..=a].iter().all(|&k| rec(k) == Some(1.0))
+            {
+                out.push(format!(
+                    "**{name}** recovers in every replication up to `{path}` = {}{at_second}; from {} on, fewer than half of its replications recover.",
+                    value(ok[a]),
+                    value(ok[b])
+                ));
+            }
+        }
+    }
+    // Crossings: where two variants trade places in amplification, both sides real.
+    let k = Metric::AMPLIFICATION;
+    for a in 0..variants {
+        for b in a + 1..variants {
+            let mut sign = 0i8;
+            let mut from: Option<usize> = None;
+            for &p in &line {
+                let (va, vb) = (&result.points[p].variants[a], &result.points[p].variants[b]);
+                if va.is_truncated() || vb.is_truncated() {
+                    continue;
+                }
+                let (ea, eb) = (est(va, &k), est(vb, &k));
+                if !differ(&k, ea, eb) {
+                    continue;
+                }
+                let s = if ea.mean < eb.mean { -1 } else { 1 };
+                if sign != 0 && s != sign {
+                    let (lo, hi) = if sign < 0 { (a, b) } else { (b, a) };
+                    out.push(format!(
+                        "**{}** amplifies less than **{}** up to `{path}` = {}, and more from {}{at_second}.",
+                        escape(&result.points[p].variants[lo].name),
+                        escape(&result.points[p].variants[hi].name),
+                        value(from.unwrap_or(p)),
+                        value(p)
+                    ));
+                }
+                sign = s;
+                from = Some(p);
+            }
+        }
+    }
+    out
+}
+
+/// Theory beside simulation, for the variants a closed form describes exactly.
+fn theory_section(out: &mut String, scenarios: &[&Scenario], variants: &[VariantResult]) {
+    let rows: Vec<(&VariantResult, super::theory::Prediction)> = variants
+        .iter()
+        .zip(scenarios)
+        .flat_map(|(v, s)| {
+            super::theory::predictions(s)
+                .into_iter()
+                .map(move |p| (v, p))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Theory beside simulation\n");
+    let _ = writeln!(
+        out,
+        "Where a closed form describes a variant exactly, its prediction sits beside the simulated mean and 95 % interval.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| variant | quantity | formula | theory | simulated | inside the interval |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|:---:|");
+    for (v, p) in rows {
+        let k = p.metric;
+        let e = est(v, &k);
+        let inside = (e.mean - p.value).abs() <= e.half;
+        let d = k.decimals + 2;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.d$} | {} | {} |",
+            escape(&v.name),
+            k.title(),
+            p.formula,
+            p.value * k.scale,
+            k.format_estimate(&v.metrics, &v.ci95, true),
+            if inside { "yes" } else { "no" }
+        );
+    }
+}
+
 /// The "Recovery" section: for each variant, in words, the goodput before the trigger, the
-/// trigger windows, and whether and when it recovered (from the `recovery` metrics, which
-/// count replications rather than average them). Nothing without triggers.
+/// trigger windows, whether and when it recovered (counting replications rather than averaging
+/// them, with the Wilson interval of the share), how deep goodput dipped and for how long it
+/// stayed under 90 %. Nothing without triggers.
 fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[VariantResult]) {
-    if !variants.iter().any(|v| v.metrics.get("recovery").is_some()) {
+    if !variants.iter().any(|v| v.metrics.recovery.is_some()) {
         return;
     }
     let windows = |s: &Scenario| -> String {
@@ -401,42 +667,51 @@ fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[Varia
     }
     let _ = writeln!(
         out,
-        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not.\n"
+        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it.\n"
     );
     for (v, s) in variants.iter().zip(scenarios) {
-        let r = v.metrics.get("recovery");
-        let get = |key: &str| r.and_then(|r| r.get(key)).and_then(Value::as_f64);
-        let (Some(n), Some(k)) = (get("replications"), get("recovered")) else {
+        let Some(r) = v.metrics.recovery else {
             let _ = writeln!(
                 out,
                 "- **{}**: no recovery analysis (no trigger, or no time before it to measure goodput).",
-                v.name
+                escape(&v.name)
             );
             continue;
         };
-        let mut line = format!("- **{}**: ", v.name);
+        let h = v.ci95.recovery.unwrap_or_default();
+        let (n, k) = (r.replications, r.recovered);
+        let mut line = format!("- **{}**: ", escape(&v.name));
         if !shared {
             let _ = write!(line, "triggers {}; ", windows(s));
         }
         let _ = write!(
             line,
             "before the trigger it completed {:.1} requests/s. ",
-            get("baseline_per_s").unwrap_or(0.0)
+            r.baseline_per_s
         );
-        let median = get("median_recovery_s").unwrap_or(0.0);
+        let median = r.median_recovery_s.unwrap_or(0.0);
         let reps = |x: f64| format!("{x:.0} replication{}", if x == 1.0 { "" } else { "s" });
+        let interval = if n > 1.0 {
+            format!(
+                " (95 % interval {:.0}-{:.0} %)",
+                100.0 * r.recovered_fraction_lower,
+                100.0 * r.recovered_fraction_upper
+            )
+        } else {
+            String::new()
+        };
         if k == 0.0 {
             let any = if n == 1.0 {
                 String::new()
             } else {
-                format!(" in any of its {}", reps(n))
+                format!(" in any of its {}{interval}", reps(n))
             };
             let _ = write!(
                 line,
                 "Metastable: it did not recover by the end of the run{any}."
             );
         } else if k == n {
-            let spread = match get("p90_recovery_s") {
+            let spread = match r.p90_recovery_s {
                 Some(p90) if n >= 10.0 && p90 > median => {
                     format!(" (90 % within {p90:.1} s)")
                 }
@@ -444,23 +719,48 @@ fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[Varia
             };
             let _ = write!(
                 line,
-                "It recovered in {}{}, median {median:.1} s after the trigger ended{spread}.",
-                if n == 1.0 { "its " } else { "all " },
-                reps(n)
+                "It recovered in {}{interval}, median {median:.1} s after the trigger ended{spread}.",
+                if n == 1.0 {
+                    format!("its {}", reps(n))
+                } else {
+                    format!("all {}", reps(n))
+                },
             );
         } else {
             let _ = write!(
                 line,
-                "{k:.0} of {} ({:.0} %) recovered (median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
+                "{k:.0} of {} ({:.0} %{}) recovered (median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
                 reps(n),
-                100.0 * k / n
+                100.0 * k / n,
+                if n > 1.0 {
+                    format!(
+                        ", 95 % interval {:.0}-{:.0} %",
+                        100.0 * r.recovered_fraction_lower,
+                        100.0 * r.recovered_fraction_upper
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
-        let peak = get("peak_amplification").unwrap_or(0.0);
-        let wasted = get("wasted_fraction").unwrap_or(0.0);
+        let pm = |x: f64| {
+            if n > 1.0 {
+                format!(" ± {x:.1}")
+            } else {
+                String::new()
+            }
+        };
         let _ = write!(
             line,
-            " From the trigger until {}, the load peaked at {peak:.2} attempts per first attempt (the worst 5 s, mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
+            " Goodput dipped to {:.0} %{} of that level and stayed under 90 % for {:.1}{} s.",
+            100.0 * r.dip_fraction,
+            pm(100.0 * h.dip_fraction),
+            r.below_90_s,
+            pm(h.below_90_s),
+        );
+        let _ = write!(
+            line,
+            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
             if k == n {
                 "it recovered"
             } else if k == 0.0 {
@@ -468,7 +768,8 @@ fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[Varia
             } else {
                 "recovery (or the end of the run)"
             },
-            100.0 * wasted
+            r.peak_amplification,
+            100.0 * r.wasted_fraction
         );
         let _ = writeln!(out, "{line}");
     }
@@ -499,7 +800,7 @@ fn every_pair(out: &mut String, experiment: &Experiment, result: &ExperimentResu
         out,
         "{} (`{}`, in %) for each value of `{}` (columns) and of `{}` (rows, its last value on top, as in the phase diagram).",
         capitalized(m.words),
-        m.path,
+        m.metric.key,
         s.path,
         second.path
     );
@@ -522,7 +823,7 @@ fn every_pair(out: &mut String, experiment: &Experiment, result: &ExperimentResu
             let cells: Vec<String> = (0..s.values.len())
                 .map(|i| {
                     let at = &result.points[s.point_index(i, j)].variants[k];
-                    format!("{:.1}", 100.0 * metric(&at.metrics, m.path))
+                    format!("{:.1}", 100.0 * m.metric.value(&at.metrics))
                 })
                 .collect();
             let _ = writeln!(
@@ -540,6 +841,20 @@ fn capitalized(text: &str) -> String {
     chars.next().map_or(String::new(), |c| {
         c.to_uppercase().chain(chars).collect::<String>()
     })
+}
+
+/// A number with about three significant figures (never fewer than the integer digits).
+fn significant(x: f64) -> String {
+    let a = x.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 fn seconds(ms: f64) -> String {

@@ -11,13 +11,14 @@ mod reload;
 mod summary;
 mod sweep;
 mod table;
+mod theory;
 mod timeseries;
 
 pub use charts::ImageFormat;
 pub use markdown::{findings, report_md};
 pub use reload::reload;
 pub use summary::summary_json;
-pub use sweep::{flatten, sweep_csv};
+pub use sweep::sweep_csv;
 pub use table::table;
 pub use timeseries::timeseries_csv;
 
@@ -34,14 +35,6 @@ pub fn value_text(v: Option<&serde_json::Value>) -> String {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
     }
-}
-
-/// A metric by dotted path (`latency_ms.p99`) in a metrics document; 0 if absent.
-pub fn metric(doc: &serde_json::Value, path: &str) -> f64 {
-    path.split('.')
-        .try_fold(doc, |d, key| d.get(key))
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(0.0)
 }
 
 /// A rendered output file: its name inside the output folder and its bytes.

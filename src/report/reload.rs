@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::engine::SimDuration;
-use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, series::COLUMNS};
+use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, Metrics, series::COLUMNS};
 use crate::runner::{ExperimentResult, PointResult, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Sweep, load_str, set_path};
 
@@ -81,18 +81,24 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
                 } else {
                     vec![0.0; LATENCY_BINS]
                 };
-                VariantResult {
+                let typed = |key: &str| -> anyhow::Result<Metrics> {
+                    serde_json::from_value(v[key].clone()).with_context(|| {
+                        format!("summary.json: variant {name:?}: `{key}` is not a metrics object")
+                    })
+                };
+                Ok(VariantResult {
+                    metrics: typed("metrics")?,
+                    ci95: typed("ci95")?,
                     name,
-                    metrics: v["metrics"].clone(),
-                    ci95: v["ci95"].clone(),
                     replications: Vec::new(),
                     series: rows,
+                    success_latency_bins: vec![0.0; LATENCY_BINS],
                     latency_bins,
                     bucket,
                     truncations: Vec::new(),
-                }
+                })
             })
-            .collect();
+            .collect::<anyhow::Result<Vec<_>>>()?;
         points.push(PointResult { value, variants });
     }
     let events = summary["events"].as_u64().unwrap_or(0);

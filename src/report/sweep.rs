@@ -1,35 +1,11 @@
 //! `sweep.csv`: a row per (sweep value, variant) with every metric's mean and 95 %
-//! half-width, columns named by dotted paths into summary.json's `metrics`. A two-axis sweep
-//! has a column per swept setting, first axis first.
-
-use serde_json::Value;
+//! half-width, columns named by dotted paths into summary.json's `metrics` (the metric
+//! registry's keys). A two-axis sweep has a column per swept setting, first axis first.
 
 use super::timeseries::format_number;
+use crate::metrics::leaves;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
-
-/// The leaves of a metrics document as (dotted path, number), in document order.
-pub fn flatten(doc: &Value) -> Vec<(String, f64)> {
-    fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, f64)>) {
-        match v {
-            Value::Object(map) => {
-                for (k, child) in map {
-                    let path = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&path, child, out);
-                }
-            }
-            Value::Number(n) => out.push((prefix.to_string(), n.as_f64().unwrap_or(0.0))),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk("", doc, &mut out);
-    out
-}
 
 /// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).
 pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::Result<Vec<u8>> {
@@ -40,7 +16,7 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
     let mut names: Vec<String> = Vec::new();
     for v in result.points.iter().flat_map(|p| &p.variants) {
         let mut after = 0;
-        for (k, _) in flatten(&v.metrics) {
+        for (k, _) in leaves(&v.metrics) {
             match names.iter().position(|n| *n == k) {
                 Some(i) => after = i + 1,
                 None => {
@@ -69,9 +45,9 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
             let mut record = values.clone();
             record.push(v.name.clone());
             let means: std::collections::HashMap<String, f64> =
-                flatten(&v.metrics).into_iter().collect();
+                leaves(&v.metrics).into_iter().collect();
             let halves: std::collections::HashMap<String, f64> =
-                flatten(&v.ci95).into_iter().collect();
+                leaves(&v.ci95).into_iter().collect();
             for n in &names {
                 for cell in [means.get(n), halves.get(n)] {
                     record.push(cell.map_or(String::new(), |x| format_number(*x)));

@@ -2,61 +2,50 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
+use crate::metrics::{Metric, Metrics};
 use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
-/// One column: header, JSON path into the metrics, scale, decimals.
+/// One column: its header and its metric (printed with the metric's scale and decimals).
 struct Col {
     header: &'static str,
-    path: &'static [&'static str],
-    scale: f64,
-    decimals: usize,
+    metric: Metric,
 }
 
-const COLS: [Col; 7] = [
+/// The headline columns. Latency is the latency of successful requests; the failure share is
+/// beside the success share.
+const COLS: [Col; 8] = [
     Col {
         header: "requests",
-        path: &["requests"],
-        scale: 1.0,
-        decimals: 0,
+        metric: Metric::REQUESTS,
     },
     Col {
         header: "success %",
-        path: &["success_rate"],
-        scale: 100.0,
-        decimals: 2,
+        metric: Metric::SUCCESS_RATE,
+    },
+    Col {
+        header: "failed %",
+        metric: Metric::FAILURE_RATE,
     },
     Col {
         header: "attempts",
-        path: &["attempts"],
-        scale: 1.0,
-        decimals: 0,
+        metric: Metric::ATTEMPTS,
     },
     Col {
         header: "amplification",
-        path: &["amplification"],
-        scale: 1.0,
-        decimals: 3,
+        metric: Metric::AMPLIFICATION,
     },
     Col {
-        header: "p50 ms",
-        path: &["latency_ms", "p50"],
-        scale: 1.0,
-        decimals: 1,
+        header: "success p50 ms",
+        metric: Metric::SUCCESS_P50,
     },
     Col {
-        header: "p99 ms",
-        path: &["latency_ms", "p99"],
-        scale: 1.0,
-        decimals: 1,
+        header: "success p99 ms",
+        metric: Metric::SUCCESS_P99,
     },
     Col {
-        header: "makespan s",
-        path: &["makespan_ms"],
-        scale: 1e-3,
-        decimals: 2,
+        header: "completion s",
+        metric: Metric::COMPLETION,
     },
 ];
 
@@ -65,33 +54,21 @@ const COLS: [Col; 7] = [
 const POLICY_COLS: [Col; 4] = [
     Col {
         header: "budget denials",
-        path: &["budget_denials"],
-        scale: 1.0,
-        decimals: 0,
+        metric: Metric::BUDGET_DENIALS,
     },
     Col {
         header: "breaker refusals",
-        path: &["breaker", "refusals"],
-        scale: 1.0,
-        decimals: 0,
+        metric: Metric::BREAKER_REFUSALS,
     },
     Col {
         header: "breaker transitions",
-        path: &["breaker", "transitions"],
-        scale: 1.0,
-        decimals: 0,
+        metric: Metric::BREAKER_TRANSITIONS,
     },
     Col {
         header: "open %",
-        path: &["breaker", "open_fraction"],
-        scale: 100.0,
-        decimals: 1,
+        metric: Metric::BREAKER_OPEN,
     },
 ];
-
-fn get(v: &Value, path: &[&str]) -> f64 {
-    path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(0.0)
-}
 
 /// Renders the table of a finished run.
 pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
@@ -109,14 +86,14 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     let variants = || result.points.iter().flat_map(|p| &p.variants);
     let policy_cols: Vec<&Col> = POLICY_COLS
         .iter()
-        .filter(|c| variants().any(|v| get(&v.metrics, c.path) != 0.0))
+        .filter(|c| variants().any(|v| c.metric.value(&v.metrics) != 0.0))
         .collect();
     header.extend(policy_cols.iter().map(|c| c.header.to_string()));
     let with_recovery = result
         .points
         .iter()
         .flat_map(|p| &p.variants)
-        .any(|v| v.metrics.get("recovery").is_some());
+        .any(|v| v.metrics.recovery.is_some());
     if with_recovery {
         header.push("recovery".into());
     }
@@ -130,7 +107,11 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
             if second.is_some() {
                 row.push(super::value_text(at.second_value.as_ref()));
             }
-            row.push(v.name.clone());
+            row.push(if v.is_truncated() {
+                format!("{} (truncated)", v.name)
+            } else {
+                v.name.clone()
+            });
             row.extend(COLS.iter().map(|c| cell(v, c, with_ci)));
             row.extend(policy_cols.iter().map(|c| cell(v, c, with_ci)));
             if with_recovery {
@@ -212,32 +193,22 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
 }
 
 fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
-    let mean = get(&v.metrics, c.path) * c.scale;
-    let d = c.decimals;
-    if with_ci {
-        let half = get(&v.ci95, c.path) * c.scale;
-        format!("{mean:.d$} ± {half:.d$}")
-    } else {
-        format!("{mean:.d$}")
-    }
+    c.metric.format_estimate(&v.metrics, &v.ci95, with_ci)
 }
 
-/// The recovery column: "recovered 25 % (median 6.2 s)" or "metastable (0/200)", from the
-/// `recovery` object of a variant's metrics (none without triggers).
-fn recovery_cell(metrics: &Value) -> Option<String> {
-    let r = metrics.get("recovery")?;
-    let n = r.get("replications")?.as_u64()?;
-    let k = r.get("recovered")?.as_u64()?;
-    if k == 0 {
-        return Some(format!("metastable (0/{n})"));
+/// The recovery column: "recovered 25 % (median 6.2 s)" or "metastable (0/200)" (none
+/// without triggers).
+fn recovery_cell(metrics: &Metrics) -> Option<String> {
+    let r = metrics.recovery.as_ref()?;
+    let (n, k) = (r.replications, r.recovered);
+    if k == 0.0 {
+        return Some(format!("metastable (0/{n:.0})"));
     }
-    let fraction = r.get("recovered_fraction")?.as_f64()?;
     let median = r
-        .get("median_recovery_s")
-        .and_then(Value::as_f64)
+        .median_recovery_s
         .map_or(String::new(), |m| format!(" (median {m:.1} s)"));
     // A split result never reads as "100 %" or "0 %".
-    let pct = 100.0 * fraction;
+    let pct = 100.0 * r.recovered_fraction;
     let pct = if k < n && !(0.5..99.5).contains(&pct) {
         format!("{pct:.1}")
     } else {

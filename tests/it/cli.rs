@@ -41,7 +41,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         "full jitter",
         "amplification",
         "p99 ms",
-        "makespan s",
+        "completion s",
     ] {
         assert!(stdout.contains(needle), "table lacks {needle:?}:\n{stdout}");
     }
@@ -80,7 +80,11 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         assert!(v["metrics"]["server"][key].is_number());
     }
     let csv = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
-    assert!(csv.starts_with("sweep_value,variant,bucket_start_s,bucket_s,first_attempts,retries"));
+    assert!(
+        csv.starts_with(
+            "sweep_value,variant,bucket_start_s,bucket_s,started,first_attempts,retries"
+        )
+    );
     let resolved: serde_json::Value = json_file(&folder.join("scenario.resolved.json"));
     assert_eq!(resolved["seed"], 1);
     assert!(resolved["version"].is_string());

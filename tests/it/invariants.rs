@@ -223,10 +223,14 @@ proptest! {
         // The last request ended no earlier than the run's events allow.
         prop_assert!(c.makespan <= c.end_time);
         // Percentiles never exceed the exact maximum; a deadline bounds every latency.
-        let l = &r.latency;
-        prop_assert!(l.p50_ms <= l.p99_ms && l.p99_ms <= l.p999_ms && l.p999_ms <= l.max_ms);
-        if let Some(d) = p.deadline_ms {
-            prop_assert!(l.max_ms <= f64::from(d) + 1e-6, "max {} > deadline {d}", l.max_ms);
+        // The mean never exceeds the max either, for every outcome.
+        let m = r.metrics();
+        for l in [m.latency_ms, m.success_latency_ms, m.failure_latency_ms] {
+            prop_assert!(l.p50 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max);
+            prop_assert!(l.mean <= l.max);
+            if let Some(d) = p.deadline_ms {
+                prop_assert!(l.max <= f64::from(d) + 1e-6, "max {} > deadline {d}", l.max);
+            }
         }
     }
 }
@@ -267,7 +271,7 @@ fn a_timeout_that_never_fires_changes_nothing() {
     let run = |policy: &str| {
         let text = base.replace("POLICY", policy);
         let e = load_str(&text, "test", &LoadOptions::default()).unwrap();
-        retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0).metrics_json()
+        retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0).metrics()
     };
     assert_eq!(run(""), run(r#""timeout": "1h","#));
 }

@@ -53,12 +53,14 @@ pub fn variant<'a>(result: &'a ExperimentResult, name: &str) -> &'a VariantResul
         .unwrap_or_else(|| panic!("no variant {name:?}"))
 }
 
-/// A metric's mean and 95 % half-width, by dotted path (`latency_ms.p99`).
+/// A metric's mean and 95 % half-width, by dotted path (`latency_ms.p99`), through
+/// summary.json's serialised shape; a path that names no number fails the test.
 pub fn metric(v: &VariantResult, path: &str) -> (f64, f64) {
-    let get = |doc: &Value| {
+    let get = |doc: &retrystorm::metrics::Metrics| {
+        let doc: Value = serde_json::to_value(doc).expect("metrics serialise");
         path.split('.')
-            .fold(doc, |d, k| &d[k])
-            .as_f64()
+            .try_fold(&doc, |d, k| d.get(k))
+            .and_then(Value::as_f64)
             .unwrap_or_else(|| panic!("no metric {path}"))
     };
     (get(&v.metrics), get(&v.ci95))

@@ -17,7 +17,13 @@ fn recovery(v: &VariantResult, key: &str) -> f64 {
 fn replication_values(v: &VariantResult, key: &str) -> Vec<f64> {
     v.replications
         .iter()
-        .map(|r| r[key].as_f64().expect("a number"))
+        .map(|r| {
+            retrystorm::metrics::Metric::PER_REPLICATION
+                .iter()
+                .find(|k| k.key == key)
+                .unwrap_or_else(|| panic!("no metric {key}"))
+                .value(r)
+        })
         .collect()
 }
 

@@ -1,8 +1,6 @@
 //! Recovery after a trigger: the `recovery` object appears only when a scenario has triggers,
 //! a healthy system recovers in every replication, and the report re-renders it unchanged.
 
-use serde_json::Value;
-
 use crate::cli::retrystorm;
 use crate::{metric, run_text, variant};
 
@@ -39,39 +37,24 @@ const SPIKE: &str = r#"[{"at": "10s", "rate_per_s": 80}, {"at": "15s", "rate_per
 fn recovery_is_reported_only_when_the_scenario_has_triggers() {
     let (_, result) = run_text(&healthy("", ""));
     let v = variant(&result, "baseline");
-    assert!(v.metrics.get("recovery").is_none(), "{}", v.metrics);
-    assert!(v.ci95.get("recovery").is_none());
+    assert!(v.metrics.recovery.is_none(), "{:?}", v.metrics);
+    assert!(v.ci95.recovery.is_none());
 
     // A profile that never leaves its base rate is no trigger either.
     let flat = r#"[{"at": "10s", "rate_per_s": 40}]"#;
     let (_, result) = run_text(&healthy(flat, ""));
-    assert!(
-        variant(&result, "baseline")
-            .metrics
-            .get("recovery")
-            .is_none()
-    );
+    assert!(variant(&result, "baseline").metrics.recovery.is_none());
 
     // Nor is a profile that moves to another rate for good: the goodput before it is no
     // longer the level to come back to (regression: a healthy system was called metastable).
     let lower = r#"[{"at": "10s", "rate_per_s": 80}, {"at": "15s", "rate_per_s": 20}]"#;
     let (_, result) = run_text(&healthy(lower, ""));
-    assert!(
-        variant(&result, "baseline")
-            .metrics
-            .get("recovery")
-            .is_none()
-    );
+    assert!(variant(&result, "baseline").metrics.recovery.is_none());
 
     // A fault that lasts until new requests stop leaves nothing to judge.
     let to_the_end = r#"[{"from": "30s", "to": "60s", "error_rate": 0.5}]"#;
     let (_, result) = run_text(&healthy("", to_the_end));
-    assert!(
-        variant(&result, "baseline")
-            .metrics
-            .get("recovery")
-            .is_none()
-    );
+    assert!(variant(&result, "baseline").metrics.recovery.is_none());
 }
 
 #[test]
@@ -95,8 +78,8 @@ fn a_healthy_system_recovers_from_a_load_spike_in_every_replication() {
     let (wasted, _) = metric(v, "recovery.wasted_fraction");
     assert!(wasted < 0.05, "wasted fraction {wasted}");
     // ci95 mirrors the metrics key for key, in order (sweep.csv pairs them up).
-    let keys = |doc: &Value| -> Vec<String> {
-        doc["recovery"]
+    let keys = |doc: &retrystorm::metrics::Metrics| -> Vec<String> {
+        serde_json::to_value(doc).unwrap()["recovery"]
             .as_object()
             .unwrap()
             .keys()

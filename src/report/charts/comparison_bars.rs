@@ -5,17 +5,18 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{FONT, tick, variant_color};
-use crate::report::metric;
+use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
-/// The metrics compared: (dotted path, panel title, scale to the title's unit).
-const PANELS: [(&str, &str, f64); 5] = [
-    ("attempts", "work (attempts)", 1.0),
-    ("amplification", "amplification (x)", 1.0),
-    ("success_rate", "success (%)", 100.0),
-    ("latency_ms.p99", "p99 latency (ms)", 1.0),
-    ("makespan_ms", "completion (s)", 1e-3),
+/// The metrics compared. Latency is the latency of successful requests: a policy that fails
+/// fast must not look fast.
+const PANELS: [Metric; 5] = [
+    Metric::ATTEMPTS,
+    Metric::AMPLIFICATION,
+    Metric::SUCCESS_RATE,
+    Metric::SUCCESS_P99,
+    Metric::COMPLETION,
 ];
 
 /// Draws the panels and returns their CSV.
@@ -30,13 +31,13 @@ where
     let (point, at) = super::focus_point(experiment, result);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["metric", "variant", "mean", "ci95"])?;
-    for (path, title, scale) in PANELS {
+    for k in PANELS {
         for v in &point.variants {
             w.write_record([
-                title.to_string(),
+                k.title(),
                 v.name.clone(),
-                (metric(&v.metrics, path) * scale).to_string(),
-                (metric(&v.ci95, path) * scale).to_string(),
+                k.scaled(&v.metrics).unwrap_or(0.0).to_string(),
+                k.scaled(&v.ci95).unwrap_or(0.0).to_string(),
             ])?;
         }
     }
@@ -59,14 +60,15 @@ where
     let n = names.len();
     super::legend_row(&legend_area, &names)?;
     let areas = panels_area.split_evenly((1, PANELS.len()));
-    for ((path, title, scale), area) in PANELS.iter().zip(&areas) {
+    for (k, area) in PANELS.iter().zip(&areas) {
+        let title = k.title();
         let bars: Vec<(f64, f64)> = point
             .variants
             .iter()
             .map(|v| {
                 (
-                    metric(&v.metrics, path) * scale,
-                    metric(&v.ci95, path) * scale,
+                    k.scaled(&v.metrics).unwrap_or(0.0),
+                    k.scaled(&v.ci95).unwrap_or(0.0),
                 )
             })
             .collect();
@@ -78,7 +80,7 @@ where
             * 1.12;
         let mut chart = ChartBuilder::on(area)
             .margin(8)
-            .caption(*title, (FONT, 15))
+            .caption(&title, (FONT, 15))
             .x_label_area_size(8)
             .y_label_area_size(56)
             .build_cartesian_2d(0.0..n as f64, 0.0..top)

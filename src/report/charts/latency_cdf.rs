@@ -6,7 +6,6 @@ use plotters::prelude::*;
 
 use super::style::{FONT, variant_color};
 use crate::metrics::{LATENCY_BINS, latency_bin_upper_ms};
-use crate::report::metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
@@ -114,8 +113,8 @@ where
                 PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
             });
         let marks = [
-            (metric(&v.metrics, "latency_ms.p50"), 0.5),
-            (metric(&v.metrics, "latency_ms.p99"), 0.99),
+            (v.metrics.latency_ms.p50, 0.5),
+            (v.metrics.latency_ms.p99, 0.99),
         ];
         chart
             .draw_series(

@@ -23,7 +23,7 @@ use plotters::prelude::*;
 pub use phase_diagram::{PhaseMetric, phase_metric};
 pub use style::{tick, variant_color};
 
-use crate::metrics::Column;
+use crate::metrics::{Column, Metric};
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
@@ -103,12 +103,10 @@ pub enum Chart {
     SweepCurve {
         /// File stem.
         stem: &'static str,
-        /// Dotted path into the metrics.
-        metric: &'static str,
+        /// The metric.
+        metric: Metric,
         /// Axis label, with its unit.
         label: &'static str,
-        /// Factor from the metric's unit to the label's.
-        scale: f64,
         /// Caption.
         caption: &'static str,
     },
@@ -266,16 +264,14 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
     if experiment.sweep.is_some() {
         charts.push(Chart::SweepCurve {
             stem: "work",
-            metric: "attempts",
+            metric: Metric::ATTEMPTS,
             label: "work (attempts that reached the server)",
-            scale: 1.0,
             caption: "Work against the swept value: lower is less load on the server.",
         });
         charts.push(Chart::SweepCurve {
             stem: "completion-time",
-            metric: "makespan_ms",
+            metric: Metric::COMPLETION,
             label: "completion time (s)",
-            scale: 1e-3,
             caption: "When the last request ended: lower is faster.",
         });
         charts.push(Chart::SweepGrid {
@@ -284,24 +280,21 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         });
         charts.push(Chart::SweepCurve {
             stem: "amplification",
-            metric: "amplification",
+            metric: Metric::AMPLIFICATION,
             label: "amplification (attempts per request)",
-            scale: 1.0,
             caption: "How many times each request reached the server: 1 is no retries at all.",
         });
         charts.push(Chart::SweepCurve {
             stem: "success-rate",
-            metric: "success_rate",
+            metric: Metric::SUCCESS_RATE,
             label: "success rate (%)",
-            scale: 100.0,
             caption: "The share of requests that ended in success.",
         });
         charts.push(Chart::SweepCurve {
             stem: "latency-p99",
-            metric: "latency_ms.p99",
-            label: "p99 latency (ms)",
-            scale: 1.0,
-            caption: "The latency the slowest 1 % of requests exceed, from start to final outcome.",
+            metric: Metric::SUCCESS_P99,
+            label: "p99 latency of successful requests (ms)",
+            caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
         });
     }
     charts.push(Chart::LatencyCdf {
@@ -426,12 +419,9 @@ where
     DB::ErrorType: 'static,
 {
     let csv = match chart {
-        Chart::SweepCurve {
-            metric,
-            label,
-            scale,
-            ..
-        } => sweep_curves::draw(experiment, result, metric, label, *scale, false, &root)?,
+        Chart::SweepCurve { metric, label, .. } => {
+            sweep_curves::draw(experiment, result, metric, label, false, &root)?
+        }
         Chart::SweepGrid { .. } => sweep_grid::draw(experiment, result, &root)?,
         Chart::PhaseDiagram { .. } => phase_diagram::draw(experiment, result, &root)?,
         Chart::TimeHistogram { column, label, .. } => {

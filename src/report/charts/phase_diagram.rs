@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{FONT, variant_color};
+use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -19,10 +20,10 @@ use crate::scenario::Experiment;
 pub const CAPTION: &str = "Each cell is one (x, y) pair of the two swept settings, a panel per variant; the number in a cell (when there is room) is its value in %.";
 
 /// What the cells show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhaseMetric {
-    /// Dotted path into the metrics (a value in [0, 1]).
-    pub path: &'static str,
+    /// The metric (a value in [0, 1]).
+    pub metric: Metric,
     /// Short label with its unit, for the legend and tables.
     pub label: &'static str,
     /// What it is, in words.
@@ -35,7 +36,7 @@ pub struct PhaseMetric {
 
 /// The fraction of replications that recovered after the trigger.
 const RECOVERED: PhaseMetric = PhaseMetric {
-    path: "recovery.recovered_fraction",
+    metric: Metric::RECOVERED,
     label: "recovered %",
     words: "the fraction of replications that recovered after the trigger",
     dark: "no replication recovered after the trigger (a storm that persists)",
@@ -44,7 +45,7 @@ const RECOVERED: PhaseMetric = PhaseMetric {
 
 /// The share of requests that succeeded.
 const SUCCESS: PhaseMetric = PhaseMetric {
-    path: "success_rate",
+    metric: Metric::SUCCESS_RATE,
     label: "success %",
     words: "the share of requests that succeeded",
     dark: "few requests succeeded",
@@ -63,17 +64,13 @@ pub fn phase_metric(result: &ExperimentResult) -> PhaseMetric {
     )
 }
 
-/// The recovered fraction if every one of these metrics documents has it, else the success
-/// rate.
-fn metric_of<'a>(mut docs: impl Iterator<Item = &'a serde_json::Value>) -> PhaseMetric {
-    let has = |doc: &serde_json::Value| {
+/// The recovered fraction if every one of these variants has it, else the success rate.
+fn metric_of<'a>(mut docs: impl Iterator<Item = &'a Metrics>) -> PhaseMetric {
+    if docs.all(|m| RECOVERED.metric.get(m).is_some()) {
         RECOVERED
-            .path
-            .split('.')
-            .try_fold(doc, |d, key| d.get(key))
-            .is_some_and(serde_json::Value::is_number)
-    };
-    if docs.all(has) { RECOVERED } else { SUCCESS }
+    } else {
+        SUCCESS
+    }
 }
 
 /// The full caption: [`CAPTION`] with the axes and what the colours mean.
@@ -198,10 +195,7 @@ where
                     (0..ny)
                         .map(|j| {
                             let v = &result.points[sweep.point_index(i, j)].variants[k];
-                            (
-                                crate::report::metric(&v.metrics, m.path),
-                                crate::report::metric(&v.ci95, m.path),
-                            )
+                            (m.metric.value(&v.metrics), m.metric.value(&v.ci95))
                         })
                         .collect()
                 })
@@ -214,7 +208,7 @@ where
         "variant",
         sweep.path.as_str(),
         second.path.as_str(),
-        m.path,
+        m.metric.key,
         "ci95",
     ])?;
     for (k, name) in names.iter().enumerate() {
@@ -486,9 +480,17 @@ mod tests {
 
     #[test]
     fn cells_show_recovery_when_every_variant_has_it() {
-        use serde_json::json;
-        let recovered = json!({"success_rate": 0.5, "recovery": {"recovered_fraction": 0.25}});
-        let plain = json!({"success_rate": 0.5});
+        let plain = Metrics {
+            success_rate: 0.5,
+            ..Metrics::default()
+        };
+        let recovered = Metrics {
+            recovery: Some(crate::metrics::RecoveryMetrics {
+                recovered_fraction: 0.25,
+                ..Default::default()
+            }),
+            ..plain.clone()
+        };
         assert_eq!(metric_of([&recovered, &recovered].into_iter()), RECOVERED);
         assert_eq!(metric_of([&recovered, &plain].into_iter()), SUCCESS);
         assert_eq!(metric_of([&plain].into_iter()), SUCCESS);

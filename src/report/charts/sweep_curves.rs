@@ -6,17 +6,17 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::style::{FONT, tick, variant_color};
+use crate::metrics::Metric;
 use crate::report;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
-/// Draws the curves of `metric` (scaled by `scale`) and returns their CSV.
+/// Draws the curves of `metric` (in its printed unit) and returns their CSV.
 pub fn draw<DB: DrawingBackend>(
     experiment: &Experiment,
     result: &ExperimentResult,
-    metric: &str,
+    metric: &Metric,
     label: &str,
-    scale: f64,
     compact: bool,
     root: &DrawingArea<DB, Shift>,
 ) -> anyhow::Result<Vec<u8>>
@@ -46,8 +46,8 @@ where
                 .map(|&k| {
                     let v = &result.points[k].variants[j];
                     (
-                        report::metric(&v.metrics, metric) * scale,
-                        report::metric(&v.ci95, metric) * scale,
+                        metric.scaled(&v.metrics).unwrap_or(0.0),
+                        metric.scaled(&v.ci95).unwrap_or(0.0),
                     )
                 })
                 .collect()

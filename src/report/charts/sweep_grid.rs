@@ -6,24 +6,24 @@ use plotters::prelude::*;
 
 use super::style::FONT;
 use super::sweep_curves;
-use crate::report::metric;
+use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
-/// The panels: (dotted path, title with unit, scale to that unit).
-const PANELS: [(&str, &str, f64); 12] = [
-    ("requests", "requests", 1.0),
-    ("success_rate", "success rate (%)", 100.0),
-    ("attempts", "work (attempts)", 1.0),
-    ("retries", "retries", 1.0),
-    ("amplification", "amplification (x)", 1.0),
-    ("latency_ms.p50", "p50 latency (ms)", 1.0),
-    ("latency_ms.p99", "p99 latency (ms)", 1.0),
-    ("makespan_ms", "completion time (s)", 1e-3),
-    ("server.served", "served", 1.0),
-    ("server.wasted", "wasted (served too late)", 1.0),
-    ("server.rejected", "rejected", 1.0),
-    ("server.utilization", "utilization (%)", 100.0),
+/// The panels. Latency is the latency of successful requests.
+const PANELS: [Metric; 12] = [
+    Metric::REQUESTS,
+    Metric::SUCCESS_RATE,
+    Metric::ATTEMPTS,
+    Metric::RETRIES,
+    Metric::AMPLIFICATION,
+    Metric::SUCCESS_P50,
+    Metric::SUCCESS_P99,
+    Metric::COMPLETION,
+    Metric::SERVED,
+    Metric::WASTED,
+    Metric::REJECTED,
+    Metric::UTILIZATION,
 ];
 
 /// Draws the grid and returns its CSV (long format: value, variant, metric, mean, ci95).
@@ -55,13 +55,13 @@ where
             ));
         }
         for v in &point.variants {
-            for (path, title, scale) in PANELS {
+            for k in PANELS {
                 let mut record = values.clone();
                 record.extend([
                     v.name.clone(),
-                    title.to_string(),
-                    (metric(&v.metrics, path) * scale).to_string(),
-                    (metric(&v.ci95, path) * scale).to_string(),
+                    k.title(),
+                    k.scaled(&v.metrics).unwrap_or(0.0).to_string(),
+                    k.scaled(&v.ci95).unwrap_or(0.0).to_string(),
                 ]);
                 w.write_record(&record)?;
             }
@@ -90,8 +90,8 @@ where
         .map(|v| v.name.clone())
         .collect();
     super::legend_row(&legend_area, &names)?;
-    for ((path, title, scale), area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
-        sweep_curves::draw(experiment, result, path, title, *scale, true, &area)?;
+    for (k, area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
+        sweep_curves::draw(experiment, result, k, &k.title(), true, &area)?;
     }
     Ok(csv)
 }

@@ -60,9 +60,9 @@ pub fn bands<DB: DrawingBackend>(
 /// For a variant whose replications split between recovering and staying collapsed, the note
 /// its panels carry: a mean over both looks like no single run.
 pub fn split_note(v: &VariantResult) -> Option<String> {
-    let get = |key: &str| v.metrics["recovery"][key].as_f64();
-    match (get("recovered"), get("replications")) {
-        (Some(k), Some(n)) if k > 0.0 && k < n => Some(format!(
+    let r = v.metrics.recovery.as_ref()?;
+    match (r.recovered, r.replications) {
+        (k, n) if k > 0.0 && k < n => Some(format!(
             "mean of {k:.0} recovered and {:.0} collapsed replications: no single run looks like this",
             n - k
         )),

@@ -1,0 +1,1034 @@
+//! The metrics of a run as types: [`Metrics`] is one replication's numbers, and also a
+//! variant's means and its 95 % half-widths (the same shape three times), serialised as
+//! summary.json's `metrics` and `ci95` objects. [`Metric`] is the one registry of what each
+//! number is called, its unit, how it is printed and which direction is better; the terminal
+//! table, report.md, sweep.csv and every figure read metrics through it, so a metric that does
+//! not exist is a compile error, never a silent 0.
+//!
+//! No I/O here: these are values.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Outcome;
+
+/// Latency of a set of logical requests, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile: 10 % of requests take longer.
+    pub p90: f64,
+    /// 99th percentile: 1 % of requests take longer.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// Logical requests that ended in each kind of failure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failed {
+    /// Last attempt answered `error`.
+    pub error: f64,
+    /// Last attempt rejected by a full server.
+    pub rejected: f64,
+    /// Last attempt refused by the server's rate limit.
+    pub throttled: f64,
+    /// Last attempt timed out.
+    pub timeout: f64,
+    /// Last attempt lost an optimistic-concurrency write.
+    pub conflict: f64,
+    /// A bad request (4xx), never retried.
+    pub permanent: f64,
+    /// A retry budget denied the retry.
+    pub budget_exhausted: f64,
+    /// A circuit breaker refused the attempt.
+    pub breaker_open: f64,
+    /// The request's deadline passed.
+    pub deadline_exceeded: f64,
+}
+
+impl Failed {
+    /// The count for failure outcome `o` (0 for `Success`, which is not a failure).
+    pub fn get(&self, o: Outcome) -> f64 {
+        match o {
+            Outcome::Success => 0.0,
+            Outcome::Error => self.error,
+            Outcome::Rejected => self.rejected,
+            Outcome::Throttled => self.throttled,
+            Outcome::Timeout => self.timeout,
+            Outcome::Conflict => self.conflict,
+            Outcome::Permanent => self.permanent,
+            Outcome::BudgetExhausted => self.budget_exhausted,
+            Outcome::BreakerOpen => self.breaker_open,
+            Outcome::DeadlineExceeded => self.deadline_exceeded,
+        }
+    }
+
+    fn get_mut(&mut self, o: Outcome) -> Option<&mut f64> {
+        Some(match o {
+            Outcome::Success => return None,
+            Outcome::Error => &mut self.error,
+            Outcome::Rejected => &mut self.rejected,
+            Outcome::Throttled => &mut self.throttled,
+            Outcome::Timeout => &mut self.timeout,
+            Outcome::Conflict => &mut self.conflict,
+            Outcome::Permanent => &mut self.permanent,
+            Outcome::BudgetExhausted => &mut self.budget_exhausted,
+            Outcome::BreakerOpen => &mut self.breaker_open,
+            Outcome::DeadlineExceeded => &mut self.deadline_exceeded,
+        })
+    }
+
+    /// Sets the count for failure outcome `o` (ignored for `Success`).
+    pub fn set(&mut self, o: Outcome, x: f64) {
+        if let Some(slot) = self.get_mut(o) {
+            *slot = x;
+        }
+    }
+
+    /// Every failure.
+    pub fn total(&self) -> f64 {
+        Outcome::FAILURES.iter().map(|o| self.get(*o)).sum()
+    }
+}
+
+/// What the server did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetrics {
+    /// Attempts served.
+    pub served: f64,
+    /// Served attempts whose client had already given up.
+    pub wasted: f64,
+    /// Attempts rejected because the server was full.
+    pub rejected: f64,
+    /// Attempts refused by the rate limit.
+    pub throttled: f64,
+    /// Attempts discarded unserved because their client had given up.
+    pub expired_dropped: f64,
+    /// Attempts answered `error` at once by an `outage: reject` fault.
+    pub outage_rejected: f64,
+    /// Attempts lost to an `outage: drop` fault.
+    pub outage_dropped: f64,
+    /// Busy worker-time over available worker-time, in [0, 1].
+    pub utilization: f64,
+    /// Most attempts waiting at once.
+    pub max_queue: f64,
+}
+
+/// What the circuit breakers did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerMetrics {
+    /// Attempts refused.
+    pub refusals: f64,
+    /// Times a breaker opened.
+    pub openings: f64,
+    /// State changes.
+    pub transitions: f64,
+    /// Share of breaker-time spent open, in [0, 1].
+    pub open_fraction: f64,
+}
+
+/// How a variant came through its triggers, counted over replications (see
+/// `metrics::recovery`). Recovery times exist only when some replication recovered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryMetrics {
+    /// Replications judged.
+    pub replications: f64,
+    /// Replications whose goodput came back.
+    pub recovered: f64,
+    /// `recovered / replications`; its ci95 is the larger side of the Wilson interval.
+    pub recovered_fraction: f64,
+    /// Lower end of the 95 % Wilson interval of the recovered fraction.
+    pub recovered_fraction_lower: f64,
+    /// Upper end of the 95 % Wilson interval of the recovered fraction.
+    pub recovered_fraction_upper: f64,
+    /// Median recovery time over the replications that recovered, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_recovery_s: Option<f64>,
+    /// 90th percentile of the recovery times, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_recovery_s: Option<f64>,
+    /// Longest recovery time, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_recovery_s: Option<f64>,
+    /// Goodput per second before the first trigger (mean over replications).
+    pub baseline_per_s: f64,
+    /// Lowest goodput after the trigger started, relative to the baseline (the depth of the
+    /// dip; 1 = no dip), over 5 s windows; mean over replications.
+    pub dip_fraction: f64,
+    /// Time after the first trigger started that goodput stayed under 90 % of the baseline,
+    /// in seconds (whole buckets); mean over replications.
+    pub below_90_s: f64,
+    /// Largest attempts per logical request started, over 5 s windows of the episode; mean
+    /// over replications.
+    pub peak_amplification: f64,
+    /// Wasted / served over the episode; mean over replications.
+    pub wasted_fraction: f64,
+}
+
+/// The metrics of one replication, or a variant's means or 95 % half-widths over its
+/// replications (summary.json's `metrics` and `ci95`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// Logical requests started.
+    pub requests: f64,
+    /// Logical requests that succeeded.
+    pub succeeded: f64,
+    /// `succeeded / requests`.
+    pub success_rate: f64,
+    /// Failed logical requests / requests: with `success_rate` it adds up to 1 unless a
+    /// truncated run left requests in flight.
+    pub failure_rate: f64,
+    /// Failed logical requests by outcome.
+    pub failed: Failed,
+    /// Attempts that reached the server (the work).
+    pub attempts: f64,
+    /// First attempts sent.
+    pub first_attempts: f64,
+    /// Retries sent.
+    pub retries: f64,
+    /// Attempts at the server per logical request.
+    pub amplification: f64,
+    /// Latency of every logical request that ended, successes and failures alike.
+    pub latency_ms: Latency,
+    /// Latency of the logical requests that succeeded.
+    pub success_latency_ms: Latency,
+    /// Time until a failed logical request gave up (its latency).
+    pub failure_latency_ms: Latency,
+    /// When the last logical request ended (the completion time), in ms.
+    pub makespan_ms: f64,
+    /// What the server did.
+    pub server: ServerMetrics,
+    /// Retries a budget denied.
+    pub budget_denials: f64,
+    /// What the breakers did.
+    pub breaker: BreakerMetrics,
+    /// Answers that arrived after their client had given up.
+    pub late_replies: f64,
+    /// Attempts that timed out.
+    pub timeouts: f64,
+    /// 1 when the replication hit a limit and stopped early; as a mean, the share truncated.
+    pub truncated: f64,
+    /// Recovery after the triggers, for a variant whose scenario has some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryMetrics>,
+}
+
+/// The unit a metric is printed in, after its scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count.
+    Count,
+    /// A share, printed as a percentage.
+    Percent,
+    /// A ratio, printed with an `x`.
+    Times,
+    /// Milliseconds.
+    Millis,
+    /// Seconds.
+    Seconds,
+    /// Events per second.
+    PerSecond,
+}
+
+impl Unit {
+    /// The unit's suffix in a table header or axis title (`%`, `ms`, ...), empty for counts.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Percent => "%",
+            Unit::Times => "x",
+            Unit::Millis => "ms",
+            Unit::Seconds => "s",
+            Unit::PerSecond => "/s",
+        }
+    }
+}
+
+/// Which direction of a metric is better, for findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Lower is better (work, latency, failures).
+    Lower,
+    /// Higher is better (success, recovery).
+    Higher,
+    /// Neither: a description of the setup (requests started).
+    Neither,
+}
+
+/// One metric: where it lives in [`Metrics`], what it is called and how it is printed.
+#[derive(Clone, Copy)]
+pub struct Metric {
+    /// Dotted path in summary.json's `metrics` (and sweep.csv's column name).
+    pub key: &'static str,
+    /// Short label for table headers and axis titles, without the unit.
+    pub label: &'static str,
+    /// The unit after `scale`.
+    pub unit: Unit,
+    /// Factor from the stored value to the printed one (100 for shares printed in %, 1e-3 for
+    /// milliseconds printed in seconds).
+    pub scale: f64,
+    /// Decimals printed.
+    pub decimals: usize,
+    /// Which direction is better.
+    pub better: Better,
+    get: fn(&Metrics) -> Option<f64>,
+    set: fn(&mut Metrics, f64),
+}
+
+impl std::fmt::Debug for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key)
+    }
+}
+
+impl PartialEq for Metric {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Metric {
+    /// The stored value (unscaled), or `None` where the metric does not apply (a recovery
+    /// time when nothing recovered, recovery without triggers).
+    pub fn get(&self, m: &Metrics) -> Option<f64> {
+        (self.get)(m)
+    }
+
+    /// The stored value, 0 where it does not apply.
+    pub fn value(&self, m: &Metrics) -> f64 {
+        self.get(m).unwrap_or(0.0)
+    }
+
+    /// The printed value: stored value times `scale`.
+    pub fn scaled(&self, m: &Metrics) -> Option<f64> {
+        self.get(m).map(|x| x * self.scale)
+    }
+
+    /// Sets the stored value (for the per-replication metrics; ignored for recovery).
+    pub fn set(&self, m: &mut Metrics, x: f64) {
+        (self.set)(m, x)
+    }
+
+    /// The label with its unit: `p99 latency (ms)`, `success (%)`.
+    pub fn title(&self) -> String {
+        match self.unit {
+            Unit::Count => self.label.to_string(),
+            u => format!("{} ({})", self.label, u.suffix()),
+        }
+    }
+
+    /// A printed value with the metric's decimals.
+    pub fn format(&self, scaled: f64) -> String {
+        let d = self.decimals;
+        format!("{scaled:.d$}")
+    }
+
+    /// `mean ± half` with the metric's decimals, the mean alone without an interval, or `-`
+    /// where the metric does not apply (no request succeeded, say).
+    pub fn format_estimate(&self, mean: &Metrics, ci95: &Metrics, with_ci: bool) -> String {
+        let Some(m) = self.scaled(mean) else {
+            return "-".to_string();
+        };
+        if with_ci {
+            let h = self.scaled(ci95).unwrap_or(0.0);
+            format!("{} ± {}", self.format(m), self.format(h))
+        } else {
+            self.format(m)
+        }
+    }
+}
+
+macro_rules! metric {
+    // A metric that exists only when `$guard` holds (latency of successes when some request
+    // succeeded): absent, not 0, otherwise.
+    (if $guard:ident; $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
+        Metric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            get: |m| $guard(m).then_some(m.$($f).+),
+            set: |m, x| m.$($f).+ = x,
+        }
+    };
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
+        Metric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            get: |m| Some(m.$($f).+),
+            set: |m, x| m.$($f).+ = x,
+        }
+    };
+}
+
+macro_rules! recovery_metric {
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
+        Metric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            get: |m| m.recovery.as_ref().map(|r| r.$f),
+            set: |_, _| {},
+        }
+    };
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, ? $f:ident) => {
+        Metric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            get: |m| m.recovery.as_ref().and_then(|r| r.$f),
+            set: |_, _| {},
+        }
+    };
+}
+
+fn any_success(m: &Metrics) -> bool {
+    m.succeeded > 0.0
+}
+
+fn any_failure(m: &Metrics) -> bool {
+    m.failed.total() > 0.0
+}
+
+fn any_ended(m: &Metrics) -> bool {
+    any_success(m) || any_failure(m)
+}
+
+/// The registry. Each constant is one metric; [`Metric::PER_REPLICATION`] and
+/// [`Metric::RECOVERY`] list them in summary.json's order.
+impl Metric {
+    /// Logical requests started.
+    pub const REQUESTS: Metric = metric!("requests", "requests", Count, 1.0, 0, Neither, requests);
+    /// Logical requests that succeeded.
+    pub const SUCCEEDED: Metric =
+        metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
+    /// Success rate.
+    pub const SUCCESS_RATE: Metric = metric!(
+        "success_rate",
+        "success",
+        Percent,
+        100.0,
+        1,
+        Higher,
+        success_rate
+    );
+    /// Failure rate.
+    pub const FAILURE_RATE: Metric = metric!(
+        "failure_rate",
+        "failed",
+        Percent,
+        100.0,
+        1,
+        Lower,
+        failure_rate
+    );
+    /// Requests that failed with `error`.
+    pub const FAILED_ERROR: Metric = metric!(
+        "failed.error",
+        "failed error",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.error
+    );
+    /// Requests that failed with `rejected`.
+    pub const FAILED_REJECTED: Metric = metric!(
+        "failed.rejected",
+        "failed rejected",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.rejected
+    );
+    /// Requests that failed with `throttled`.
+    pub const FAILED_THROTTLED: Metric = metric!(
+        "failed.throttled",
+        "failed throttled",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.throttled
+    );
+    /// Requests that failed with `timeout`.
+    pub const FAILED_TIMEOUT: Metric = metric!(
+        "failed.timeout",
+        "failed timeout",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.timeout
+    );
+    /// Requests that failed with `conflict`.
+    pub const FAILED_CONFLICT: Metric = metric!(
+        "failed.conflict",
+        "failed conflict",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.conflict
+    );
+    /// Requests that failed with `permanent`.
+    pub const FAILED_PERMANENT: Metric = metric!(
+        "failed.permanent",
+        "failed permanent",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.permanent
+    );
+    /// Requests that failed with `budget_exhausted`.
+    pub const FAILED_BUDGET_EXHAUSTED: Metric = metric!(
+        "failed.budget_exhausted",
+        "failed budget_exhausted",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.budget_exhausted
+    );
+    /// Requests that failed with `breaker_open`.
+    pub const FAILED_BREAKER_OPEN: Metric = metric!(
+        "failed.breaker_open",
+        "failed breaker_open",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.breaker_open
+    );
+    /// Requests that failed with `deadline_exceeded`.
+    pub const FAILED_DEADLINE_EXCEEDED: Metric = metric!(
+        "failed.deadline_exceeded",
+        "failed deadline_exceeded",
+        Count,
+        1.0,
+        0,
+        Lower,
+        failed.deadline_exceeded
+    );
+    /// Work: attempts at the server.
+    pub const ATTEMPTS: Metric = metric!(
+        "attempts",
+        "work (attempts)",
+        Count,
+        1.0,
+        0,
+        Lower,
+        attempts
+    );
+    /// First attempts.
+    pub const FIRST_ATTEMPTS: Metric = metric!(
+        "first_attempts",
+        "first attempts",
+        Count,
+        1.0,
+        0,
+        Neither,
+        first_attempts
+    );
+    /// Retries.
+    pub const RETRIES: Metric = metric!("retries", "retries", Count, 1.0, 0, Lower, retries);
+    /// Amplification.
+    pub const AMPLIFICATION: Metric = metric!(
+        "amplification",
+        "amplification",
+        Times,
+        1.0,
+        3,
+        Lower,
+        amplification
+    );
+    /// Latency of every request, mean.
+    pub const LATENCY_MEAN: Metric = metric!(if any_ended; "latency_ms.mean", "mean latency, all", Millis, 1.0, 1, Lower, latency_ms.mean);
+    /// Latency of every request, p50.
+    pub const LATENCY_P50: Metric = metric!(if any_ended; "latency_ms.p50", "p50 latency, all", Millis, 1.0, 1, Lower, latency_ms.p50);
+    /// Latency of every request, p90.
+    pub const LATENCY_P90: Metric = metric!(if any_ended; "latency_ms.p90", "p90 latency, all", Millis, 1.0, 1, Lower, latency_ms.p90);
+    /// Latency of every request, p99.
+    pub const LATENCY_P99: Metric = metric!(if any_ended; "latency_ms.p99", "p99 latency, all", Millis, 1.0, 1, Lower, latency_ms.p99);
+    /// Latency of every request, p99.9.
+    pub const LATENCY_P999: Metric = metric!(if any_ended; "latency_ms.p999", "p99.9 latency, all", Millis, 1.0, 1, Lower, latency_ms.p999);
+    /// Latency of every request, max.
+    pub const LATENCY_MAX: Metric = metric!(if any_ended; "latency_ms.max", "max latency, all", Millis, 1.0, 1, Lower, latency_ms.max);
+    /// Success latency, mean.
+    pub const SUCCESS_MEAN: Metric = metric!(
+        if any_success; "success_latency_ms.mean", "mean success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.mean
+    );
+    /// Success latency, p50.
+    pub const SUCCESS_P50: Metric = metric!(
+        if any_success; "success_latency_ms.p50", "p50 success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.p50
+    );
+    /// Success latency, p90.
+    pub const SUCCESS_P90: Metric = metric!(
+        if any_success; "success_latency_ms.p90", "p90 success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.p90
+    );
+    /// Success latency, p99.
+    pub const SUCCESS_P99: Metric = metric!(
+        if any_success; "success_latency_ms.p99", "p99 success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.p99
+    );
+    /// Success latency, p99.9.
+    pub const SUCCESS_P999: Metric = metric!(
+        if any_success; "success_latency_ms.p999", "p99.9 success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.p999
+    );
+    /// Success latency, max.
+    pub const SUCCESS_MAX: Metric = metric!(
+        if any_success; "success_latency_ms.max", "max success latency", Millis, 1.0, 1, Lower,
+        success_latency_ms.max
+    );
+    /// Time to give up, mean.
+    pub const FAILURE_MEAN: Metric = metric!(
+        if any_failure; "failure_latency_ms.mean", "mean time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.mean
+    );
+    /// Time to give up, p50.
+    pub const FAILURE_P50: Metric = metric!(
+        if any_failure; "failure_latency_ms.p50", "p50 time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.p50
+    );
+    /// Time to give up, p90.
+    pub const FAILURE_P90: Metric = metric!(
+        if any_failure; "failure_latency_ms.p90", "p90 time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.p90
+    );
+    /// Time to give up, p99.
+    pub const FAILURE_P99: Metric = metric!(
+        if any_failure; "failure_latency_ms.p99", "p99 time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.p99
+    );
+    /// Time to give up, p99.9.
+    pub const FAILURE_P999: Metric = metric!(
+        if any_failure; "failure_latency_ms.p999", "p99.9 time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.p999
+    );
+    /// Time to give up, max.
+    pub const FAILURE_MAX: Metric = metric!(
+        if any_failure; "failure_latency_ms.max", "max time to give up", Millis, 1.0, 1, Lower,
+        failure_latency_ms.max
+    );
+    /// Completion time: when the last request ended.
+    pub const COMPLETION: Metric = metric!(
+        "makespan_ms",
+        "completion time",
+        Seconds,
+        1e-3,
+        2,
+        Lower,
+        makespan_ms
+    );
+    /// Served attempts.
+    pub const SERVED: Metric = metric!(
+        "server.served",
+        "served",
+        Count,
+        1.0,
+        0,
+        Neither,
+        server.served
+    );
+    /// Wasted attempts.
+    pub const WASTED: Metric = metric!(
+        "server.wasted",
+        "wasted",
+        Count,
+        1.0,
+        0,
+        Lower,
+        server.wasted
+    );
+    /// Rejected attempts.
+    pub const REJECTED: Metric = metric!(
+        "server.rejected",
+        "rejected",
+        Count,
+        1.0,
+        0,
+        Lower,
+        server.rejected
+    );
+    /// Throttled attempts.
+    pub const THROTTLED: Metric = metric!(
+        "server.throttled",
+        "throttled",
+        Count,
+        1.0,
+        0,
+        Lower,
+        server.throttled
+    );
+    /// Dropped expired attempts.
+    pub const EXPIRED_DROPPED: Metric = metric!(
+        "server.expired_dropped",
+        "expired dropped",
+        Count,
+        1.0,
+        0,
+        Neither,
+        server.expired_dropped
+    );
+    /// Attempts rejected by an outage.
+    pub const OUTAGE_REJECTED: Metric = metric!(
+        "server.outage_rejected",
+        "outage rejected",
+        Count,
+        1.0,
+        0,
+        Neither,
+        server.outage_rejected
+    );
+    /// Attempts dropped by an outage.
+    pub const OUTAGE_DROPPED: Metric = metric!(
+        "server.outage_dropped",
+        "outage dropped",
+        Count,
+        1.0,
+        0,
+        Neither,
+        server.outage_dropped
+    );
+    /// Utilization.
+    pub const UTILIZATION: Metric = metric!(
+        "server.utilization",
+        "utilization",
+        Percent,
+        100.0,
+        1,
+        Neither,
+        server.utilization
+    );
+    /// Longest queue.
+    pub const MAX_QUEUE: Metric = metric!(
+        "server.max_queue",
+        "longest queue",
+        Count,
+        1.0,
+        0,
+        Lower,
+        server.max_queue
+    );
+    /// Budget denials.
+    pub const BUDGET_DENIALS: Metric = metric!(
+        "budget_denials",
+        "budget denials",
+        Count,
+        1.0,
+        0,
+        Neither,
+        budget_denials
+    );
+    /// Breaker refusals.
+    pub const BREAKER_REFUSALS: Metric = metric!(
+        "breaker.refusals",
+        "breaker refusals",
+        Count,
+        1.0,
+        0,
+        Neither,
+        breaker.refusals
+    );
+    /// Breaker openings.
+    pub const BREAKER_OPENINGS: Metric = metric!(
+        "breaker.openings",
+        "breaker openings",
+        Count,
+        1.0,
+        0,
+        Neither,
+        breaker.openings
+    );
+    /// Breaker transitions.
+    pub const BREAKER_TRANSITIONS: Metric = metric!(
+        "breaker.transitions",
+        "breaker transitions",
+        Count,
+        1.0,
+        0,
+        Neither,
+        breaker.transitions
+    );
+    /// Share of time breakers were open.
+    pub const BREAKER_OPEN: Metric = metric!(
+        "breaker.open_fraction",
+        "breaker open",
+        Percent,
+        100.0,
+        1,
+        Neither,
+        breaker.open_fraction
+    );
+    /// Late replies.
+    pub const LATE_REPLIES: Metric = metric!(
+        "late_replies",
+        "late replies",
+        Count,
+        1.0,
+        0,
+        Lower,
+        late_replies
+    );
+    /// Timeouts.
+    pub const TIMEOUTS: Metric = metric!("timeouts", "timeouts", Count, 1.0, 0, Lower, timeouts);
+    /// Share of replications truncated.
+    pub const TRUNCATED: Metric = metric!(
+        "truncated",
+        "truncated",
+        Percent,
+        100.0,
+        0,
+        Lower,
+        truncated
+    );
+
+    /// Recovered share of replications.
+    pub const RECOVERED: Metric = recovery_metric!(
+        "recovery.recovered_fraction",
+        "recovered",
+        Percent,
+        100.0,
+        0,
+        Higher,
+        recovered_fraction
+    );
+    /// Median recovery time.
+    pub const RECOVERY_MEDIAN: Metric = recovery_metric!(
+        "recovery.median_recovery_s",
+        "median recovery",
+        Seconds,
+        1.0,
+        1,
+        Lower,
+        ?median_recovery_s
+    );
+    /// Depth of the dip.
+    pub const RECOVERY_DIP: Metric = recovery_metric!(
+        "recovery.dip_fraction",
+        "lowest goodput",
+        Percent,
+        100.0,
+        0,
+        Higher,
+        dip_fraction
+    );
+    /// Time below 90 %.
+    pub const RECOVERY_BELOW_90: Metric = recovery_metric!(
+        "recovery.below_90_s",
+        "goodput under 90 %",
+        Seconds,
+        1.0,
+        1,
+        Lower,
+        below_90_s
+    );
+    /// Peak amplification per logical request during the episode.
+    pub const RECOVERY_PEAK: Metric = recovery_metric!(
+        "recovery.peak_amplification",
+        "peak amplification",
+        Times,
+        1.0,
+        2,
+        Lower,
+        peak_amplification
+    );
+
+    /// Every metric a replication measures, in summary.json's order: each is averaged over
+    /// replications with a 95 % interval.
+    pub const PER_REPLICATION: [Metric; 53] = [
+        Metric::REQUESTS,
+        Metric::SUCCEEDED,
+        Metric::SUCCESS_RATE,
+        Metric::FAILURE_RATE,
+        Metric::FAILED_ERROR,
+        Metric::FAILED_REJECTED,
+        Metric::FAILED_THROTTLED,
+        Metric::FAILED_TIMEOUT,
+        Metric::FAILED_CONFLICT,
+        Metric::FAILED_PERMANENT,
+        Metric::FAILED_BUDGET_EXHAUSTED,
+        Metric::FAILED_BREAKER_OPEN,
+        Metric::FAILED_DEADLINE_EXCEEDED,
+        Metric::ATTEMPTS,
+        Metric::FIRST_ATTEMPTS,
+        Metric::RETRIES,
+        Metric::AMPLIFICATION,
+        Metric::LATENCY_MEAN,
+        Metric::LATENCY_P50,
+        Metric::LATENCY_P90,
+        Metric::LATENCY_P99,
+        Metric::LATENCY_P999,
+        Metric::LATENCY_MAX,
+        Metric::SUCCESS_MEAN,
+        Metric::SUCCESS_P50,
+        Metric::SUCCESS_P90,
+        Metric::SUCCESS_P99,
+        Metric::SUCCESS_P999,
+        Metric::SUCCESS_MAX,
+        Metric::FAILURE_MEAN,
+        Metric::FAILURE_P50,
+        Metric::FAILURE_P90,
+        Metric::FAILURE_P99,
+        Metric::FAILURE_P999,
+        Metric::FAILURE_MAX,
+        Metric::COMPLETION,
+        Metric::SERVED,
+        Metric::WASTED,
+        Metric::REJECTED,
+        Metric::THROTTLED,
+        Metric::EXPIRED_DROPPED,
+        Metric::OUTAGE_REJECTED,
+        Metric::OUTAGE_DROPPED,
+        Metric::UTILIZATION,
+        Metric::MAX_QUEUE,
+        Metric::BUDGET_DENIALS,
+        Metric::BREAKER_REFUSALS,
+        Metric::BREAKER_OPENINGS,
+        Metric::BREAKER_TRANSITIONS,
+        Metric::BREAKER_OPEN,
+        Metric::LATE_REPLIES,
+        Metric::TIMEOUTS,
+        Metric::TRUNCATED,
+    ];
+
+    /// The headline recovery metrics.
+    pub const RECOVERY: [Metric; 5] = [
+        Metric::RECOVERED,
+        Metric::RECOVERY_MEDIAN,
+        Metric::RECOVERY_DIP,
+        Metric::RECOVERY_BELOW_90,
+        Metric::RECOVERY_PEAK,
+    ];
+
+    /// The metric counting requests that failed with outcome `o` (`None` for success).
+    pub fn failed(o: Outcome) -> Option<Metric> {
+        Metric::PER_REPLICATION
+            .into_iter()
+            .find(|k| k.key.strip_prefix("failed.") == Some(o.name()))
+    }
+}
+
+/// Every (dotted key, stored value) of a metrics document, in summary.json's order, for
+/// sweep.csv: the per-replication metrics, then every recovery number the document has.
+pub fn leaves(m: &Metrics) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Metric::PER_REPLICATION
+        .iter()
+        .map(|k| (k.key.to_string(), k.value(m)))
+        .collect();
+    if let Some(r) = &m.recovery {
+        let mut put = |k: &str, x: Option<f64>| {
+            if let Some(x) = x {
+                out.push((format!("recovery.{k}"), x));
+            }
+        };
+        put("replications", Some(r.replications));
+        put("recovered", Some(r.recovered));
+        put("recovered_fraction", Some(r.recovered_fraction));
+        put("recovered_fraction_lower", Some(r.recovered_fraction_lower));
+        put("recovered_fraction_upper", Some(r.recovered_fraction_upper));
+        put("median_recovery_s", r.median_recovery_s);
+        put("p90_recovery_s", r.p90_recovery_s);
+        put("max_recovery_s", r.max_recovery_s);
+        put("baseline_per_s", Some(r.baseline_per_s));
+        put("dip_fraction", Some(r.dip_fraction));
+        put("below_90_s", Some(r.below_90_s));
+        put("peak_amplification", Some(r.peak_amplification));
+        put("wasted_fraction", Some(r.wasted_fraction));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registry key names the leaf its accessor reads: set a distinct value through the
+    /// registry, serialise, and find it at the key's dotted path.
+    #[test]
+    fn registry_keys_are_the_json_paths() {
+        let mut m = Metrics::default();
+        let all = Metric::PER_REPLICATION;
+        for (i, k) in all.iter().enumerate() {
+            k.set(&mut m, i as f64 + 1.0);
+        }
+        let doc = serde_json::to_value(&m).unwrap();
+        for (i, k) in all.iter().enumerate() {
+            let at = k.key.split('.').try_fold(&doc, |d, s| d.get(s));
+            assert_eq!(
+                at.and_then(serde_json::Value::as_f64),
+                Some(i as f64 + 1.0),
+                "{}",
+                k.key
+            );
+            assert_eq!(k.get(&m), Some(i as f64 + 1.0));
+        }
+        let keys: std::collections::HashSet<&str> = all.iter().map(|k| k.key).collect();
+        assert_eq!(keys.len(), all.len(), "keys are unique");
+    }
+
+    #[test]
+    fn recovery_metrics_are_absent_without_recovery() {
+        let m = Metrics::default();
+        assert!(Metric::RECOVERY.iter().all(|k| k.get(&m).is_none()));
+        let doc = serde_json::to_value(&m).unwrap();
+        assert!(doc.get("recovery").is_none());
+    }
+
+    #[test]
+    fn leaves_round_trip_through_json() {
+        let mut m = Metrics::default();
+        m.failed.set(Outcome::Timeout, 3.0);
+        m.recovery = Some(RecoveryMetrics {
+            median_recovery_s: Some(2.5),
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&m).unwrap();
+        let back: Metrics = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        assert!(
+            leaves(&m)
+                .iter()
+                .any(|(k, v)| k == "failed.timeout" && *v == 3.0)
+        );
+        assert!(
+            leaves(&m)
+                .iter()
+                .any(|(k, v)| k == "recovery.median_recovery_s" && *v == 2.5)
+        );
+        assert!(
+            !leaves(&m)
+                .iter()
+                .any(|(k, _)| k == "recovery.p90_recovery_s")
+        );
+    }
+}
