@@ -115,11 +115,12 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .as_array()
         .filter(|v| !v.is_empty())
         .context("scenario.resolved.json lists no variants")?;
-    let axis = |doc: &Value| -> Option<(String, Vec<Value>, Option<Value>)> {
+    let axis = |doc: &Value| -> Option<(String, Vec<Value>, Option<Value>, Option<String>)> {
         Some((
             doc.get("path")?.as_str()?.to_string(),
             doc.get("values")?.as_array()?.clone(),
             doc.get("base_value").cloned(),
+            doc.get("label").and_then(Value::as_str).map(str::to_string),
         ))
     };
     let first = resolved.get("sweep").and_then(axis);
@@ -128,11 +129,11 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .and_then(|s| s.get("second"))
         .and_then(axis);
     let xs: Vec<Option<Value>> = match &first {
-        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        Some((_, values, _, _)) => values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let ys: Vec<Option<Value>> = match &second {
-        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        Some((_, values, _, _)) => values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let mut points = Vec::new();
@@ -143,7 +144,7 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             for v in variants {
                 let mut doc = v["scenario"].clone();
                 for (axis, value) in [(&first, x), (&second, y)] {
-                    if let (Some((path, _, _)), Some(value)) = (axis, value) {
+                    if let (Some((path, _, _, _)), Some(value)) = (axis, value) {
                         set_path(&mut doc, path, value.clone())
                             .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
                     }
@@ -176,15 +177,18 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         }
     }
     let mut experiment = loaded.context("scenario.resolved.json describes no run")?;
-    experiment.sweep = first.map(|(path, values, base_value)| Sweep {
-        path,
-        values,
-        base_value,
-        second: second.map(|(path, values, base_value)| Axis {
-            path,
-            values,
-            base_value,
-        }),
+    // A run written before axes had labels gets the label made from its path.
+    experiment.sweep = first.map(|(path, values, base_value, label)| {
+        let mut sweep = Sweep::new(path, values);
+        sweep.label = label.unwrap_or(sweep.label);
+        sweep.base_value = base_value;
+        sweep.second = second.map(|(path, values, base_value, label)| {
+            let mut axis = Axis::new(path, values);
+            axis.label = label.unwrap_or(axis.label);
+            axis.base_value = base_value;
+            axis
+        });
+        sweep
     });
     experiment.points = points;
     Ok(experiment)
