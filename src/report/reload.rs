@@ -149,9 +149,16 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
                             .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
                     }
                 }
-                patches.push(json!({"name": v["name"], "patch": doc}));
+                patches.push((v["name"].clone(), doc));
             }
-            let mut doc = patches[0]["patch"]
+            // The first variant is the base; each variant's patch is what turns the base into
+            // it, removing the keys it lacks (a distribution or workload of another kind).
+            let base = patches[0].1.clone();
+            let patches: Vec<Value> = patches
+                .into_iter()
+                .map(|(name, doc)| json!({"name": name, "patch": merge_diff(&base, &doc)}))
+                .collect();
+            let mut doc = base
                 .as_object()
                 .cloned()
                 .context("scenario.resolved.json: a variant has no scenario")?;
@@ -192,6 +199,33 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
     });
     experiment.points = points;
     Ok(experiment)
+}
+
+/// The JSON merge patch (RFC 7396) that turns `from` into `to`: keys of `from` missing in `to`
+/// become `null`, objects on both sides are compared key by key, anything else is replaced.
+/// Exact as long as `to` holds no `null` (a resolved scenario writes none).
+fn merge_diff(from: &Value, to: &Value) -> Value {
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut patch = serde_json::Map::new();
+            for key in a.keys().filter(|k| !b.contains_key(*k)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            for (key, value) in b {
+                match a.get(key) {
+                    Some(old) if old == value => {}
+                    Some(old) => {
+                        patch.insert(key.clone(), merge_diff(old, value));
+                    }
+                    None => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
 }
 
 /// Time series by (sweep value, second value, variant): bucket width and rows.

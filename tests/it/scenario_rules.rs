@@ -57,3 +57,50 @@ fn sweeping_a_path_that_a_variant_patch_sets_is_an_error_that_writes_nothing() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Regression: runs of queueing-theory and backoff-open-vs-closed, whose variants change a
+/// distribution's or a workload's kind, did not re-render (the rebuilt variant kept the first
+/// variant's old kind beside its own). Every bundled scenario, listed from the folder, runs
+/// with at most 2 replications and re-renders byte for byte.
+#[test]
+fn every_bundled_scenario_re_renders_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = scenario_path("x").parent().unwrap().to_path_buf();
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 13, "{files:?}");
+    for file in &files {
+        let name = file.file_stem().unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(file).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Two replications give confidence intervals; a file asking for one (the benchmarks,
+        // which are the slowest) keeps one.
+        let replications = doc["replications"].as_u64().unwrap_or(1).min(2).to_string();
+        let here = dir.path().join(name);
+        std::fs::create_dir(&here).unwrap();
+        let first = here.join("first");
+        let run = retrystorm(
+            &here,
+            &[
+                "run",
+                file.to_str().unwrap(),
+                "--replications",
+                &replications,
+                "--out",
+                first.to_str().unwrap(),
+                "--quiet",
+            ],
+        );
+        assert!(
+            run.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let compared = crate::cli::assert_report_re_renders(&here, &first);
+        assert!(compared >= 3, "{name}: compared {compared} files");
+    }
+}
