@@ -513,7 +513,8 @@ pub struct RawBreaker {
     /// Failure rate in [0, 1] that opens the breaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_rate_threshold: Option<f64>,
-    /// Calls the window must hold before the rate is judged.
+    /// Calls the window must hold before the rate is judged (default 100; with a count
+    /// window of n, at most n: a larger value runs, and is resolved, as n).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_calls: Option<u64>,
     /// How long the breaker stays open.

@@ -717,14 +717,21 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
     } else {
         None
     };
+    let minimum_calls = c.count_u32(
+        &format!("{p}.minimum_calls"),
+        raw.minimum_calls.unwrap_or(100),
+        1,
+    );
+    // A count window of n never holds more than n results, so (as Resilience4j does) at
+    // most n are awaited: the value that runs, and that resolved.json and report.md show.
+    let minimum_calls = match window {
+        BreakerWindow::Count(n) => minimum_calls.min(n),
+        BreakerWindow::Time(_) => minimum_calls,
+    };
     BreakerConfig {
         window,
         failure_rate_threshold,
-        minimum_calls: c.count_u32(
-            &format!("{p}.minimum_calls"),
-            raw.minimum_calls.unwrap_or(100),
-            1,
-        ),
+        minimum_calls,
         open_duration: raw
             .open_duration
             .as_ref()

@@ -104,3 +104,69 @@ fn every_bundled_scenario_re_renders_byte_for_byte() {
         assert!(compared >= 3, "{name}: compared {compared} files");
     }
 }
+
+/// A breaker of `window` and `minimum_calls` (if given), in a small overloaded scenario.
+fn breaker_scenario(minimum_calls: Option<u32>) -> String {
+    let minimum = minimum_calls.map_or(String::new(), |n| format!(r#", "minimum_calls": {n}"#));
+    format!(
+        r#"{{"name": "breaker-20", "seed": 3, "replications": 2, "duration": "2s",
+          "clients": {{"count": 50, "workload": {{"open": {{"rate_per_s": 300}}}}}},
+          "server": {{"concurrency": 2, "queue_limit": 10,
+                      "service_time": {{"exponential": {{"mean": "10ms"}}}}}},
+          "policy": {{"timeout": "200ms",
+                      "breaker": {{"window": {{"count": 20}}, "open_duration": "100ms"{minimum}}}}}}}"#
+    )
+}
+
+/// Regression: a breaker with a count window of 20 and the default minimum_calls ran with 20
+/// but said 100 in scenario.resolved.json and report.md.
+#[test]
+fn a_breaker_minimum_above_its_count_window_resolves_and_reports_as_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |text: &str, out: &str| -> std::path::PathBuf {
+        let file = dir.path().join(format!("{out}.json"));
+        std::fs::write(&file, text).unwrap();
+        let out = dir.path().join(out);
+        let run = retrystorm(
+            dir.path(),
+            &[
+                "run",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--quiet",
+            ],
+        );
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        out
+    };
+    let first = run(&breaker_scenario(None), "first");
+    let resolved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(first.join("scenario.resolved.json")).unwrap())
+            .unwrap();
+    let scenario = &resolved["variants"][0]["scenario"];
+    assert_eq!(scenario["policy"]["breaker"]["minimum_calls"], 20);
+    let report = std::fs::read_to_string(first.join("report.md")).unwrap();
+    assert!(report.contains("once it has seen 20)"), "{report}");
+    assert!(!report.contains("once it has seen 100"), "{report}");
+
+    // The resolved scenario, run again as a file, gives the same summary.
+    let mut again = scenario.clone();
+    for key in ["name", "seed", "replications"] {
+        again[key] = resolved[key].clone();
+    }
+    let second = run(&again.to_string(), "second");
+    let summary = |dir: &std::path::Path| std::fs::read(dir.join("summary.json")).unwrap();
+    assert!(summary(&first) == summary(&second), "summaries differ");
+    // And so does the minimum written out as it ran.
+    let third = run(&breaker_scenario(Some(20)), "third");
+    assert!(summary(&first) == summary(&third), "summaries differ");
+    // The breaker did open, so the minimum mattered.
+    let text = String::from_utf8(summary(&first)).unwrap();
+    assert!(text.contains("\"breaker_open\": "), "{text}");
+    assert!(!text.contains("\"breaker_open\": 0.0,"), "{text}");
+}
