@@ -115,13 +115,17 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .as_array()
         .filter(|v| !v.is_empty())
         .context("scenario.resolved.json lists no variants")?;
-    let axis = |doc: &Value| -> Option<(String, Vec<Value>, Option<Value>, Option<String>)> {
-        Some((
-            doc.get("path")?.as_str()?.to_string(),
+    // A run written before axes had labels gets the label made from its path.
+    let axis = |doc: &Value| -> Option<Axis> {
+        let mut axis = Axis::new(
+            doc.get("path")?.as_str()?,
             doc.get("values")?.as_array()?.clone(),
-            doc.get("base_value").cloned(),
-            doc.get("label").and_then(Value::as_str).map(str::to_string),
-        ))
+        );
+        if let Some(label) = doc.get("label").and_then(Value::as_str) {
+            axis.label = label.to_string();
+        }
+        axis.base_value = doc.get("base_value").cloned();
+        Some(axis)
     };
     let first = resolved.get("sweep").and_then(axis);
     let second = resolved
@@ -129,11 +133,11 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .and_then(|s| s.get("second"))
         .and_then(axis);
     let xs: Vec<Option<Value>> = match &first {
-        Some((_, values, _, _)) => values.iter().cloned().map(Some).collect(),
+        Some(axis) => axis.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let ys: Vec<Option<Value>> = match &second {
-        Some((_, values, _, _)) => values.iter().cloned().map(Some).collect(),
+        Some(axis) => axis.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let mut points = Vec::new();
@@ -144,8 +148,8 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             for v in variants {
                 let mut doc = v["scenario"].clone();
                 for (axis, value) in [(&first, x), (&second, y)] {
-                    if let (Some((path, _, _, _)), Some(value)) = (axis, value) {
-                        set_path(&mut doc, path, value.clone())
+                    if let (Some(axis), Some(value)) = (axis, value) {
+                        set_path(&mut doc, &axis.path, value.clone())
                             .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
                     }
                 }
@@ -184,18 +188,12 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         }
     }
     let mut experiment = loaded.context("scenario.resolved.json describes no run")?;
-    // A run written before axes had labels gets the label made from its path.
-    experiment.sweep = first.map(|(path, values, base_value, label)| {
-        let mut sweep = Sweep::new(path, values);
-        sweep.label = label.unwrap_or(sweep.label);
-        sweep.base_value = base_value;
-        sweep.second = second.map(|(path, values, base_value, label)| {
-            let mut axis = Axis::new(path, values);
-            axis.label = label.unwrap_or(axis.label);
-            axis.base_value = base_value;
-            axis
-        });
-        sweep
+    experiment.sweep = first.map(|a| Sweep {
+        path: a.path,
+        label: a.label,
+        values: a.values,
+        base_value: a.base_value,
+        second,
     });
     experiment.points = points;
     Ok(experiment)
