@@ -2,7 +2,8 @@
 //!
 //! - **Closed**: every attempt passes and its result enters a sliding window (the last `n`
 //!   results, or the results of the last `D`). Once the window holds at least
-//!   `minimum_calls` results (for a count window, at most `n`, as Resilience4j clamps it) and
+//!   `minimum_calls` results (for a count window, at most `n`: validation clamps it, as
+//!   Resilience4j does) and
 //!   the failure rate, or the slow-call rate, reaches its threshold, the breaker opens.
 //! - **Open**: attempts are refused without reaching the server. The first attempt at or after
 //!   `open_duration` finds the breaker half-open (the transition is lazy, as in Resilience4j
@@ -51,7 +52,8 @@ pub struct BreakerConfig {
     pub window: BreakerWindow,
     /// Failure rate in (0, 1] that opens the breaker.
     pub failure_rate_threshold: f64,
-    /// Results the window must hold before rates are judged (>= 1).
+    /// Results the window must hold before rates are judged (>= 1, and at most `n` with a
+    /// count window of `n`).
     pub minimum_calls: u32,
     /// How long the breaker stays open (> 0).
     pub open_duration: SimDuration,
@@ -211,13 +213,12 @@ impl Breaker {
                 };
                 self.window.push_back(call);
                 self.closed.add(failed, slow);
-                let minimum = match self.cfg.window {
+                match self.cfg.window {
                     BreakerWindow::Count(n) => {
                         if self.window.len() > n as usize {
                             let old = self.window.pop_front().expect("not empty");
                             self.closed.remove(old);
                         }
-                        self.cfg.minimum_calls.min(n)
                     }
                     BreakerWindow::Time(d) => {
                         while let Some(&old) = self.window.front() {
@@ -227,10 +228,9 @@ impl Breaker {
                             self.window.pop_front();
                             self.closed.remove(old);
                         }
-                        self.cfg.minimum_calls
                     }
-                };
-                if self.closed.calls >= minimum && self.closed.trips(&self.cfg) {
+                }
+                if self.closed.calls >= self.cfg.minimum_calls && self.closed.trips(&self.cfg) {
                     self.open(now);
                 }
             }
@@ -329,11 +329,15 @@ mod tests {
     }
 
     #[test]
-    fn minimum_calls_above_the_count_window_is_clamped_to_it() {
-        let mut b = Breaker::new(config(BreakerWindow::Count(4), 100));
-        for i in 0..4 {
+    fn minimum_calls_equal_to_the_count_window_opens_once_it_is_full() {
+        // Validation clamps minimum_calls to the window's size; at that size the breaker
+        // judges as soon as the window is full.
+        let mut b = Breaker::new(config(BreakerWindow::Count(4), 4));
+        for i in 0..3 {
             b.record(ms(i), true, FAST);
+            assert_eq!(b.state(), BreakerState::Closed, "call {i}");
         }
+        b.record(ms(3), true, FAST);
         assert_eq!(b.state(), BreakerState::Open);
     }
 

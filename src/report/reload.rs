@@ -121,12 +121,17 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .as_array()
         .filter(|v| !v.is_empty())
         .context("scenario.resolved.json lists no variants")?;
-    let axis = |doc: &Value| -> Option<(String, Vec<Value>, Option<Value>)> {
-        Some((
-            doc.get("path")?.as_str()?.to_string(),
+    // A run written before axes had labels gets the label made from its path.
+    let axis = |doc: &Value| -> Option<Axis> {
+        let mut axis = Axis::new(
+            doc.get("path")?.as_str()?,
             doc.get("values")?.as_array()?.clone(),
-            doc.get("base_value").cloned(),
-        ))
+        );
+        if let Some(label) = doc.get("label").and_then(Value::as_str) {
+            axis.label = label.to_string();
+        }
+        axis.base_value = doc.get("base_value").cloned();
+        Some(axis)
     };
     let first = resolved.get("sweep").and_then(axis);
     let second = resolved
@@ -134,11 +139,11 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         .and_then(|s| s.get("second"))
         .and_then(axis);
     let xs: Vec<Option<Value>> = match &first {
-        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        Some(axis) => axis.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let ys: Vec<Option<Value>> = match &second {
-        Some((_, values, _)) => values.iter().cloned().map(Some).collect(),
+        Some(axis) => axis.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
     let mut points = Vec::new();
@@ -149,14 +154,21 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             for v in variants {
                 let mut doc = v["scenario"].clone();
                 for (axis, value) in [(&first, x), (&second, y)] {
-                    if let (Some((path, _, _)), Some(value)) = (axis, value) {
-                        set_path(&mut doc, path, value.clone())
+                    if let (Some(axis), Some(value)) = (axis, value) {
+                        set_path(&mut doc, &axis.path, value.clone())
                             .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
                     }
                 }
-                patches.push(json!({"name": v["name"], "patch": doc}));
+                patches.push((v["name"].clone(), doc));
             }
-            let mut doc = patches[0]["patch"]
+            // The first variant is the base; each variant's patch is what turns the base into
+            // it, removing the keys it lacks (a distribution or workload of another kind).
+            let base = patches[0].1.clone();
+            let patches: Vec<Value> = patches
+                .into_iter()
+                .map(|(name, doc)| json!({"name": name, "patch": merge_diff(&base, &doc)}))
+                .collect();
+            let mut doc = base
                 .as_object()
                 .cloned()
                 .context("scenario.resolved.json: a variant has no scenario")?;
@@ -182,18 +194,42 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         }
     }
     let mut experiment = loaded.context("scenario.resolved.json describes no run")?;
-    experiment.sweep = first.map(|(path, values, base_value)| Sweep {
-        path,
-        values,
-        base_value,
-        second: second.map(|(path, values, base_value)| Axis {
-            path,
-            values,
-            base_value,
-        }),
+    experiment.sweep = first.map(|a| Sweep {
+        path: a.path,
+        label: a.label,
+        values: a.values,
+        base_value: a.base_value,
+        second,
     });
     experiment.points = points;
     Ok(experiment)
+}
+
+/// The JSON merge patch (RFC 7396) that turns `from` into `to`: keys of `from` missing in `to`
+/// become `null`, objects on both sides are compared key by key, anything else is replaced.
+/// Exact as long as `to` holds no `null` (a resolved scenario writes none).
+fn merge_diff(from: &Value, to: &Value) -> Value {
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut patch = serde_json::Map::new();
+            for key in a.keys().filter(|k| !b.contains_key(*k)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            for (key, value) in b {
+                match a.get(key) {
+                    Some(old) if old == value => {}
+                    Some(old) => {
+                        patch.insert(key.clone(), merge_diff(old, value));
+                    }
+                    None => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
 }
 
 /// Time series by (sweep value, second value, variant): bucket width and rows.

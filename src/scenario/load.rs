@@ -82,10 +82,19 @@ pub fn load_str(
     let mut sweep = match &options.sweep {
         Some(s) => Some(s.clone()),
         None => raw.sweep.as_ref().map(|s| {
-            let sweep = Sweep::new(s.path.clone(), s.values.clone());
+            let mut sweep = Sweep::new(s.path.clone(), s.values.clone());
+            if let Some(label) = &s.label {
+                check_label("sweep.label", label, &mut problems);
+                sweep = sweep.with_label(label.trim());
+            }
             match &s.second {
                 Some(second) => {
-                    sweep.with_second(Axis::new(second.path.clone(), second.values.clone()))
+                    let mut axis = Axis::new(second.path.clone(), second.values.clone());
+                    if let Some(label) = &second.label {
+                        check_label("sweep.second.label", label, &mut problems);
+                        axis = axis.with_label(label.trim());
+                    }
+                    sweep.with_second(axis)
                 }
                 None => sweep,
             }
@@ -111,6 +120,10 @@ pub fn load_str(
             }
             for (i, v) in list.iter().enumerate() {
                 check_variant(i, &v.name, &v.patch, list, &mut problems);
+                if let Some(s) = &sweep {
+                    let from_command_line = options.sweep.is_some();
+                    check_sweep_against_patch(s, from_command_line, i, v, &mut problems);
+                }
             }
             // A variant without a patch (or with `null`) is the base scenario itself.
             list.iter()
@@ -354,6 +367,78 @@ fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) {
             ));
         }
     }
+}
+
+fn check_label(at: &str, label: &str, problems: &mut Vec<Problem>) {
+    if label.trim().is_empty() {
+        problems.push(Problem::new(
+            at,
+            "must not be empty; leave it out for a name made from the path",
+        ));
+    }
+}
+
+/// A variant whose patch sets a swept setting (or a key on its way, or one inside it) would
+/// overwrite every sweep value: the sweep would silently do nothing for it. Reported once per
+/// axis and variant, naming the patch key and the fix.
+fn check_sweep_against_patch(
+    s: &Sweep,
+    from_command_line: bool,
+    i: usize,
+    variant: &super::schema::RawVariant,
+    problems: &mut Vec<Problem>,
+) {
+    let mut axes = vec![("sweep.path", s.path.as_str())];
+    if let Some(second) = &s.second {
+        axes.push(("sweep.second.path", second.path.as_str()));
+    }
+    for (at, path) in axes {
+        let Some(key) = patch_key_over(&variant.patch, path) else {
+            continue;
+        };
+        let sweep = if from_command_line {
+            format!("--sweep {path}")
+        } else {
+            format!("{at} \"{path}\"")
+        };
+        let overlap = if key == path {
+            "the setting"
+        } else if path.starts_with(&format!("{key}.")) {
+            "a whole object holding the setting"
+        } else {
+            "a key inside the setting"
+        };
+        problems.push(Problem::new(
+            format!("variants[{i}].patch.{key}"),
+            format!(
+                "variant \"{}\" sets \"{key}\", {overlap} that {sweep} sweeps: its patch is applied after the sweep value and would overwrite it, so the sweep would do nothing for this variant; remove \"{key}\" from the variant's patch, or sweep another path",
+                variant.name
+            ),
+        ));
+    }
+}
+
+/// The first key of merge `patch` that sets dotted `path`, a key on its way (an object, a list
+/// or `null` replaces everything under it) or a key inside it, if any.
+fn patch_key_over(patch: &Value, path: &str) -> Option<String> {
+    let mut here = patch;
+    let mut keys = Vec::new();
+    for key in path.split('.') {
+        let Value::Object(map) = here else {
+            // A merge patch replaces what is here as a whole (only at depth > 0: a patch
+            // that is not an object is reported by check_variant).
+            return (!keys.is_empty()).then(|| keys.join("."));
+        };
+        here = map.get(key)?;
+        keys.push(key);
+    }
+    // The patch reaches the swept setting: name the first key it sets there.
+    let mut key = keys.join(".");
+    while let Some((k, v)) = here.as_object().and_then(|map| map.iter().next()) {
+        key = format!("{key}.{k}");
+        here = v;
+    }
+    Some(key)
 }
 
 /// Checks one axis; `at` names it in messages (`sweep` or `sweep.second`).
@@ -628,6 +713,137 @@ mod tests {
         assert_eq!(e.points.len(), 6);
         assert_eq!(e.points[2].value, Some(json!(1)));
         assert_eq!(e.points[2].second_value, Some(json!(5)));
+    }
+
+    /// `with_sweep` plus variants whose patches are `patches`.
+    fn with_sweep_and_patches(sweep: &str, patches: &[&str]) -> String {
+        let variants: Vec<String> = patches
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!(r#"{{"name": "v{i}", "patch": {p}}}"#))
+            .collect();
+        let text = with_sweep(sweep);
+        format!(
+            "{}, \"variants\": [{}]}}",
+            text.trim_end().strip_suffix('}').unwrap(),
+            variants.join(", ")
+        )
+    }
+
+    #[test]
+    fn a_patch_over_a_swept_path_is_a_conflict_reported_once() {
+        let jitter = r#"{"policy": {"retry": {"backoff": {"jitter": "full"}}}}"#;
+        let retry = r#"{"policy": {"retry": {"max_attempts": 2}}}"#;
+        let sibling = r#"{"policy": {"retry": {"backoff": {"base": "1ms"}}}}"#;
+        let whole = r#"{"policy": {"retry": "x"}}"#;
+        // (sweep path, patch, the patch key named, or None for no conflict)
+        let cases = [
+            (
+                "policy.retry.backoff.jitter",
+                jitter,
+                Some("policy.retry.backoff.jitter"),
+            ),
+            ("policy.retry", jitter, Some("policy.retry.backoff.jitter")),
+            ("policy.retry.backoff.jitter", whole, Some("policy.retry")),
+            ("policy.retry.backoff.jitter", retry, None),
+            ("policy.retry.backoff.jitter", sibling, None),
+            ("policy.retry.backoff.jitter", "{}", None),
+            ("policy.retry.backoff.jitter", "null", None),
+        ];
+        for (path, patch, key) in cases {
+            let sweep = format!(r#"{{"path": "{path}", "values": ["full", "none", "equal"]}}"#);
+            let text = with_sweep_and_patches(&sweep, &["{}", patch]);
+            let found: Vec<Problem> = match load_str(&text, "test", &LoadOptions::default()) {
+                Ok(_) => Vec::new(),
+                Err(ScenarioError::Invalid { problems, .. }) => problems,
+                Err(e) => panic!("{e}"),
+            };
+            let conflicts: Vec<&Problem> = found
+                .iter()
+                .filter(|p| p.path.starts_with("variants[1].patch"))
+                .collect();
+            match key {
+                None => assert!(conflicts.is_empty(), "{path} / {patch}: {found:?}"),
+                Some(key) => {
+                    assert_eq!(conflicts.len(), 1, "{path} / {patch}: {found:?}");
+                    let p = conflicts[0];
+                    assert_eq!(p.path, format!("variants[1].patch.{key}"));
+                    for needle in [
+                        format!("sweep.path \"{path}\""),
+                        "variant \"v1\"".to_string(),
+                        format!("remove \"{key}\" from the variant's patch, or sweep another path"),
+                    ] {
+                        assert!(p.message.contains(&needle), "{needle}: {}", p.message);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn both_axes_and_the_command_line_sweep_are_checked_against_patches() {
+        let patch = r#"{"server": {"concurrency": 3}}"#;
+        let text = with_sweep_and_patches(
+            r#"{"path": "clients.count", "values": [1, 2],
+                "second": {"path": "server.concurrency", "values": [1, 4]}}"#,
+            &[patch],
+        );
+        let found = problems(&text, &LoadOptions::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "variants[0].patch.server.concurrency");
+        assert!(
+            found[0]
+                .message
+                .contains("sweep.second.path \"server.concurrency\"")
+        );
+
+        let text = with_sweep_and_patches("null", &[patch]);
+        let options = LoadOptions {
+            sweep: Some(Sweep::new(
+                "server",
+                vec![json!({"service_time": {"constant": "1ms"}})],
+            )),
+            ..LoadOptions::default()
+        };
+        let found = problems(&text, &options);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "variants[0].patch.server.concurrency");
+        assert!(
+            found[0].message.contains("--sweep server"),
+            "{}",
+            found[0].message
+        );
+    }
+
+    #[test]
+    fn an_axis_is_labelled_as_written_or_from_its_path() {
+        let text = with_sweep(
+            r#"{"path": "clients.count", "label": "clients", "values": [1],
+                "second": {"path": "server.concurrency", "values": [1, 4]}}"#,
+        );
+        let sweep = load_str(&text, "test", &LoadOptions::default())
+            .unwrap()
+            .sweep
+            .unwrap();
+        assert_eq!(sweep.label, "clients");
+        assert_eq!(sweep.second.unwrap().label, "server concurrency");
+        let text = with_sweep(r#"{"path": "clients.count", "label": " ", "values": [1]}"#);
+        let found = problems(&text, &LoadOptions::default());
+        assert!(
+            found
+                .iter()
+                .any(|p| p.path == "sweep.label" && p.message.contains("must not be empty")),
+            "{found:?}"
+        );
+        for (path, label) in [
+            ("clients.count", "clients count"),
+            ("policy.retry.max_attempts", "retry max attempts"),
+            ("server.faults.0.to", "faults 0 to"),
+            ("clients", "clients"),
+            ("", "sweep value"),
+        ] {
+            assert_eq!(crate::scenario::label_from_path(path), label, "{path}");
+        }
     }
 
     #[test]

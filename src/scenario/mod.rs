@@ -16,6 +16,7 @@ pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
 pub use resolve::resolved_json;
 pub use units::parse_duration;
+pub use validate::label_from_path;
 
 use serde_json::Value;
 
@@ -50,6 +51,9 @@ pub struct Experiment {
 pub struct Sweep {
     /// Dotted keys of the first axis, e.g. "clients.count".
     pub path: String,
+    /// The first axis' name for people (figures, report.md): `sweep.label`, else made from
+    /// `path` by [`label_from_path`]. Never empty.
+    pub label: String,
     /// The first axis' values, in order.
     pub values: Vec<Value>,
     /// The value the scenario itself has at `path`, if any (filled in by loading). Figures
@@ -65,6 +69,9 @@ pub struct Sweep {
 pub struct Axis {
     /// Dotted keys, e.g. "policy.retry.max_attempts".
     pub path: String,
+    /// The axis' name for people: `sweep.second.label`, else made from `path` by
+    /// [`label_from_path`]. Never empty.
+    pub label: String,
     /// The values, in order.
     pub values: Vec<Value>,
     /// The value the scenario itself has at `path`, if any (filled in by loading).
@@ -72,12 +79,22 @@ pub struct Axis {
 }
 
 impl Axis {
-    /// An axis of `path` over `values`.
+    /// An axis of `path` over `values`, labelled by [`label_from_path`].
     pub fn new(path: impl Into<String>, values: Vec<Value>) -> Self {
+        let path = path.into();
         Axis {
-            path: path.into(),
+            label: label_from_path(&path),
+            path,
             values,
             base_value: None,
+        }
+    }
+
+    /// This axis with `label` as its name for people.
+    pub fn with_label(self, label: impl Into<String>) -> Self {
+        Axis {
+            label: label.into(),
+            ..self
         }
     }
 
@@ -94,13 +111,23 @@ fn focus_of(values: &[Value], base: Option<&Value>) -> usize {
 }
 
 impl Sweep {
-    /// A one-axis sweep of `path` over `values`.
+    /// A one-axis sweep of `path` over `values`, labelled by [`label_from_path`].
     pub fn new(path: impl Into<String>, values: Vec<Value>) -> Self {
+        let path = path.into();
         Sweep {
-            path: path.into(),
+            label: label_from_path(&path),
+            path,
             values,
             base_value: None,
             second: None,
+        }
+    }
+
+    /// This sweep with `label` as its first axis' name for people.
+    pub fn with_label(self, label: impl Into<String>) -> Self {
+        Sweep {
+            label: label.into(),
+            ..self
         }
     }
 

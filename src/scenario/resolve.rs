@@ -23,13 +23,14 @@ pub fn resolved_json(e: &Experiment) -> Value {
     out.insert("replications".into(), json!(e.replications));
     out.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
     if let Some(s) = &e.sweep {
-        let mut sweep = json!({"path": s.path, "values": s.values});
+        let mut sweep = json!({"path": s.path, "label": s.label, "values": s.values});
         if let Some(v) = &s.base_value {
             // The value the scenario itself has there: figures of one sweep value show it.
             sweep["base_value"] = v.clone();
         }
         if let Some(second) = &s.second {
-            let mut axis = json!({"path": second.path, "values": second.values});
+            let mut axis =
+                json!({"path": second.path, "label": second.label, "values": second.values});
             if let Some(v) = &second.base_value {
                 axis["base_value"] = v.clone();
             }

@@ -513,7 +513,8 @@ pub struct RawBreaker {
     /// Failure rate in [0, 1] that opens the breaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_rate_threshold: Option<f64>,
-    /// Calls the window must hold before the rate is judged.
+    /// Calls the window must hold before the rate is judged (default 100; with a count
+    /// window of n, at most n: a larger value runs, and is resolved, as n).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_calls: Option<u64>,
     /// How long the breaker stays open.
@@ -576,6 +577,11 @@ pub struct RawVariant {
 pub struct RawSweep {
     /// Dotted keys into the scenario, e.g. "clients.count".
     pub path: String,
+    /// The axis' name in figures and report.md, e.g. "offered load (req/s)". Default: the
+    /// path's last two keys (and list indices among them) with underscores as spaces, e.g.
+    /// "clients.count" -> "clients count", "server.faults.0.to" -> "faults 0 to".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The values to put there, in order.
     pub values: Vec<Value>,
     /// A second setting to sweep: every variant runs at every (value, second value) pair,
@@ -591,6 +597,10 @@ pub struct RawAxis {
     /// Dotted keys into the scenario, e.g. "policy.retry.max_attempts"; not the same setting
     /// as `sweep.path`.
     pub path: String,
+    /// The axis' name in figures and report.md; default made from the path as for
+    /// `sweep.label`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The values to put there, in order.
     pub values: Vec<Value>,
 }

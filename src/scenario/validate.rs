@@ -24,6 +24,32 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
 pub const DEFAULT_BUCKETS: u64 = 200;
 
+/// The name a sweep axis gets without a `label`: its path's last two keys (and the list
+/// indices among or just before them), joined by spaces, with underscores read as spaces.
+/// "clients.count" -> "clients count", "policy.retry.max_attempts" -> "retry max attempts",
+/// "server.faults.0.to" -> "faults 0 to". Never empty: a path without keys gives "sweep value".
+pub fn label_from_path(path: &str) -> String {
+    let mut keys = Vec::new();
+    let mut named = 0;
+    for key in path.split('.').rev() {
+        let index = !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit());
+        if named == 2 && !index {
+            break;
+        }
+        if !key.is_empty() {
+            keys.push(key.replace('_', " "));
+        }
+        named += usize::from(!index);
+    }
+    keys.reverse();
+    let label = keys.join(" ");
+    if label.trim().is_empty() {
+        "sweep value".to_string()
+    } else {
+        label
+    }
+}
+
 /// Collects problems while building validated values.
 #[derive(Default)]
 pub(super) struct Checker {
@@ -691,14 +717,21 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
     } else {
         None
     };
+    let minimum_calls = c.count_u32(
+        &format!("{p}.minimum_calls"),
+        raw.minimum_calls.unwrap_or(100),
+        1,
+    );
+    // A count window of n never holds more than n results, so (as Resilience4j does) at
+    // most n are awaited: the value that runs, and that resolved.json and report.md show.
+    let minimum_calls = match window {
+        BreakerWindow::Count(n) => minimum_calls.min(n),
+        BreakerWindow::Time(_) => minimum_calls,
+    };
     BreakerConfig {
         window,
         failure_rate_threshold,
-        minimum_calls: c.count_u32(
-            &format!("{p}.minimum_calls"),
-            raw.minimum_calls.unwrap_or(100),
-            1,
-        ),
+        minimum_calls,
         open_duration: raw
             .open_duration
             .as_ref()

@@ -217,20 +217,21 @@ fn sweep_given_twice_makes_a_second_axis() {
             "1",
             "--sweep",
             "server.concurrency=1,3",
+            // Not policy.retry.max_attempts: the "no retries" variant's patch sets it.
             "--sweep",
-            "policy.retry.max_attempts=1,2,4",
+            "policy.timeout=\"20ms\",\"50ms\",\"100ms\"",
         ],
     );
     let summary = json_file(&out.join("summary.json"));
     assert_eq!(summary["sweep"]["path"], "server.concurrency");
     assert_eq!(
         summary["sweep"]["second"],
-        json!({"path": "policy.retry.max_attempts", "values": [1, 2, 4]})
+        json!({"path": "policy.timeout", "values": ["20ms", "50ms", "100ms"]})
     );
     let points = summary["sweep"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     assert_eq!(points[4]["value"], 3);
-    assert_eq!(points[4]["second_value"], 2);
+    assert_eq!(points[4]["second_value"], "50ms");
     assert!(out.join("phase-diagram.png").exists());
 
     // Once is one axis, as before: no second axis, no second_value, no phase diagram.
