@@ -283,6 +283,9 @@ pub struct Metric {
     /// Which direction is better.
     pub better: Better,
     get: fn(&Metrics) -> Option<f64>,
+    /// The stored leaf itself, whatever the guard says (for half-widths, whose document has
+    /// no counts of its own to guard on).
+    raw: fn(&Metrics) -> f64,
     set: fn(&mut Metrics, f64),
 }
 
@@ -315,6 +318,19 @@ impl Metric {
         self.get(m).map(|x| x * self.scale)
     }
 
+    /// The scaled mean and 95 % half-width of a variant, or `None` where the metric does not
+    /// apply to it. The half-width is read from `ci95` at the same leaf; whether the metric
+    /// applies is decided by the means.
+    pub fn estimate(&self, mean: &Metrics, ci95: &Metrics) -> Option<(f64, f64)> {
+        let m = self.get(mean)?;
+        let h = if self.get(ci95).is_some() {
+            self.value(ci95)
+        } else {
+            (self.raw)(ci95)
+        };
+        Some((m * self.scale, h * self.scale))
+    }
+
     /// Sets the stored value (for the per-replication metrics; ignored for recovery).
     pub fn set(&self, m: &mut Metrics, x: f64) {
         (self.set)(m, x)
@@ -337,11 +353,10 @@ impl Metric {
     /// `mean ± half` with the metric's decimals, the mean alone without an interval, or `-`
     /// where the metric does not apply (no request succeeded, say).
     pub fn format_estimate(&self, mean: &Metrics, ci95: &Metrics, with_ci: bool) -> String {
-        let Some(m) = self.scaled(mean) else {
+        let Some((m, h)) = self.estimate(mean, ci95) else {
             return "-".to_string();
         };
         if with_ci {
-            let h = self.scaled(ci95).unwrap_or(0.0);
             format!("{} ± {}", self.format(m), self.format(h))
         } else {
             self.format(m)
@@ -361,6 +376,7 @@ macro_rules! metric {
             decimals: $dec,
             better: Better::$better,
             get: |m| $guard(m).then_some(m.$($f).+),
+            raw: |m| m.$($f).+,
             set: |m, x| m.$($f).+ = x,
         }
     };
@@ -373,6 +389,7 @@ macro_rules! metric {
             decimals: $dec,
             better: Better::$better,
             get: |m| Some(m.$($f).+),
+            raw: |m| m.$($f).+,
             set: |m, x| m.$($f).+ = x,
         }
     };
@@ -388,6 +405,7 @@ macro_rules! recovery_metric {
             decimals: $dec,
             better: Better::$better,
             get: |m| m.recovery.as_ref().map(|r| r.$f),
+            raw: |m| m.recovery.as_ref().map_or(0.0, |r| r.$f),
             set: |_, _| {},
         }
     };
@@ -400,6 +418,7 @@ macro_rules! recovery_metric {
             decimals: $dec,
             better: Better::$better,
             get: |m| m.recovery.as_ref().and_then(|r| r.$f),
+            raw: |m| m.recovery.as_ref().and_then(|r| r.$f).unwrap_or(0.0),
             set: |_, _| {},
         }
     };

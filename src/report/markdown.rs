@@ -111,6 +111,9 @@ pub fn report_md(
     results_table(&mut out, &point.variants, reps > 1);
     theory_section(&mut out, &scenarios, &point.variants);
 
+    for note in truncation_notes(&point.variants) {
+        let _ = writeln!(out, "\n> {note}");
+    }
     let _ = writeln!(out, "\n## Findings\n");
     for f in findings(&point.variants) {
         let _ = writeln!(out, "- {f}");
@@ -227,7 +230,9 @@ struct Est {
 fn est(v: &VariantResult, k: &Metric) -> Est {
     Est {
         mean: k.value(&v.metrics),
-        half: k.value(&v.ci95),
+        half: k
+            .estimate(&v.metrics, &v.ci95)
+            .map_or(0.0, |(_, h)| h / k.scale),
     }
 }
 
@@ -362,6 +367,21 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 ),
             ));
         }
+        // Latency and completion time follow the load a variant is given: with different
+        // numbers of requests, comparing them would report the setup, not the policy.
+        if !same_requests {
+            let k = Metric::REQUESTS;
+            let lo = vs
+                .iter()
+                .map(|v| k.value(&v.metrics))
+                .fold(f64::INFINITY, f64::min);
+            let hi = vs.iter().map(|v| k.value(&v.metrics)).fold(0.0, f64::max);
+            out.push(format!(
+                "The variants start different numbers of requests ({} to {}), so their latency and completion times are not compared here: they follow from the load each is given.",
+                k.format(lo),
+                k.format(hi)
+            ));
+        }
         // Latency: of successful requests only, with each side's failure share beside it, so
         // that a policy which fails fast does not look fast.
         let with_successes: Vec<&VariantResult> = vs
@@ -370,7 +390,8 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             .copied()
             .collect();
         let k = Metric::SUCCESS_P99;
-        if let Some((best, worst)) = extremes(&with_successes, &k, false) {
+        if let Some((best, worst)) = extremes(&with_successes, &k, false).filter(|_| same_requests)
+        {
             let fails = |v: &VariantResult| say(&Metric::FAILURE_RATE, v.metrics.failure_rate);
             out.push(format!(
                 "1 % of successful requests take longer than {} with **{}** ({} of its requests fail) and longer than {} with {} ({} fail{}).",
@@ -384,7 +405,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             ));
         }
         let k = Metric::COMPLETION;
-        if let Some((best, worst)) = extremes(&vs, &k, false) {
+        if let Some((best, worst)) = extremes(&vs, &k, false).filter(|_| same_requests) {
             out.push(format!(
                 "The last request ends after {} with **{}** and after {} with {}.",
                 say(&k, est(worst, &k).mean),
@@ -415,8 +436,9 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             ));
         }
     }
-    // What each variant's failures and policies did, one sentence per variant.
-    for v in variants {
+    // What each variant's failures and policies did, one sentence per variant that ran to
+    // the end.
+    for v in &vs {
         let m = &v.metrics;
         let mut parts: Vec<String> = Vec::new();
         let total = m.failed.total();
@@ -456,12 +478,6 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 m.breaker.refusals
             ));
         }
-        if v.is_truncated() {
-            parts.push(format!(
-                "it hit a limit and stopped early in {:.0} % of replications, so its numbers cover only what finished and it is left out of every comparison",
-                100.0 * m.truncated
-            ));
-        }
         if !parts.is_empty() {
             let (first, rest) = parts.split_first().expect("not empty");
             let mut line = format!("**{}** {first}", escape(&v.name));
@@ -478,6 +494,22 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
     out
 }
 
+/// One caveat per truncated variant: it hit a limit, its numbers cover only what finished, and
+/// it takes part in no finding.
+pub fn truncation_notes(variants: &[VariantResult]) -> Vec<String> {
+    variants
+        .iter()
+        .filter(|v| v.is_truncated())
+        .map(|v| {
+            format!(
+                "**{}** hit a limit and stopped early in {:.0} % of its replications (see the warning in the table output and `truncated_replications` in summary.json): its numbers cover only what finished, so it is marked \"(truncated)\" and left out of the findings.",
+                escape(&v.name),
+                100.0 * v.metrics.truncated
+            )
+        })
+        .collect()
+}
+
 /// Findings along a one-axis sweep of numbers: how each headline metric moves from the first
 /// value to the last (only where the two ends really and meaningfully differ), where two
 /// variants trade places, and where recovery stops. Truncated points are skipped.
@@ -490,13 +522,13 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
     if line.len() < 2 {
         return out;
     }
-    let path = &sweep.path;
+    let path = &sweep.label;
     let value = |k: usize| value_text(result.points[k].value.as_ref());
     let at_second = match (
         &sweep.second,
         experiment.points[line[0]].second_value.as_ref(),
     ) {
-        (Some(second), Some(y)) => format!(" (at `{}` = {})", second.path, value_text(Some(y))),
+        (Some(second), Some(y)) => format!(" (at {} = {})", second.label, value_text(Some(y))),
         _ => String::new(),
     };
     let variants = result.points[0].variants.len();
@@ -533,7 +565,7 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
         }
         if !moves.is_empty() {
             out.push(format!(
-                "From `{path}` = {} to {}{at_second}, **{name}**'s {}.",
+                "From {path} = {} to {}{at_second}, **{name}**'s {}.",
                 value(first),
                 value(last),
                 moves.join(", its ")
@@ -550,7 +582,7 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
                 && ok[..=a].iter().all(|&k| rec(k) == Some(1.0))
             {
                 out.push(format!(
-                    "**{name}** recovers in every replication up to `{path}` = {}{at_second}; from {} on, fewer than half of its replications recover.",
+                    "**{name}** recovers in every replication up to {path} = {}{at_second}; from {} on, fewer than half of its replications recover.",
                     value(ok[a]),
                     value(ok[b])
                 ));
@@ -576,7 +608,7 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
                 if sign != 0 && s != sign {
                     let (lo, hi) = if sign < 0 { (a, b) } else { (b, a) };
                     out.push(format!(
-                        "**{}** amplifies less than **{}** up to `{path}` = {}, and more from {}{at_second}.",
+                        "**{}** amplifies less than **{}** up to {path} = {}, and more from {}{at_second}.",
                         escape(&result.points[p].variants[lo].name),
                         escape(&result.points[p].variants[hi].name),
                         value(from.unwrap_or(p)),

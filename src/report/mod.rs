@@ -15,7 +15,7 @@ mod theory;
 mod timeseries;
 
 pub use charts::ImageFormat;
-pub use markdown::{findings, report_md};
+pub use markdown::{findings, report_md, truncation_notes};
 pub use reload::reload;
 pub use summary::summary_json;
 pub use sweep::sweep_csv;

@@ -14,6 +14,7 @@ mod metastable;
 mod policies;
 mod recovery;
 mod references;
+mod results;
 mod scenario_rules;
 mod two_axis_sweep;
 

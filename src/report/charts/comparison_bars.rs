@@ -36,8 +36,8 @@ where
             w.write_record([
                 k.title(),
                 v.name.clone(),
-                k.scaled(&v.metrics).unwrap_or(0.0).to_string(),
-                k.scaled(&v.ci95).unwrap_or(0.0).to_string(),
+                super::estimate(&k, v).0.to_string(),
+                super::estimate(&k, v).1.to_string(),
             ])?;
         }
     }
@@ -65,12 +65,7 @@ where
         let bars: Vec<(f64, f64)> = point
             .variants
             .iter()
-            .map(|v| {
-                (
-                    k.scaled(&v.metrics).unwrap_or(0.0),
-                    k.scaled(&v.ci95).unwrap_or(0.0),
-                )
-            })
+            .map(|v| super::estimate(k, v))
             .collect();
         let top = bars
             .iter()

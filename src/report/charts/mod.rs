@@ -25,6 +25,7 @@ pub use style::{tick, variant_color};
 
 use crate::metrics::{Column, Metric};
 use crate::runner::ExperimentResult;
+use crate::runner::VariantResult;
 use crate::scenario::Experiment;
 
 /// Image formats.
@@ -435,4 +436,10 @@ where
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
     Ok(csv)
+}
+
+/// A variant's scaled mean and 95 % half-width of `k` as a figure draws it: (0, 0) where the
+/// metric does not apply (no request succeeded, say).
+pub fn estimate(k: &Metric, v: &VariantResult) -> (f64, f64) {
+    k.estimate(&v.metrics, &v.ci95).unwrap_or((0.0, 0.0))
 }

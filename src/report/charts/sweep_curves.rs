@@ -45,10 +45,7 @@ where
             line.iter()
                 .map(|&k| {
                     let v = &result.points[k].variants[j];
-                    (
-                        metric.scaled(&v.metrics).unwrap_or(0.0),
-                        metric.scaled(&v.ci95).unwrap_or(0.0),
-                    )
+                    super::estimate(metric, v)
                 })
                 .collect()
         })

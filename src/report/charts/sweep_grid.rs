@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::FONT;
-use super::sweep_curves;
+use super::{estimate, sweep_curves};
 use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -60,8 +60,8 @@ where
                 record.extend([
                     v.name.clone(),
                     k.title(),
-                    k.scaled(&v.metrics).unwrap_or(0.0).to_string(),
-                    k.scaled(&v.ci95).unwrap_or(0.0).to_string(),
+                    estimate(&k, v).0.to_string(),
+                    estimate(&k, v).1.to_string(),
                 ]);
                 w.write_record(&record)?;
             }
