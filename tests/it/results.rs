@@ -115,3 +115,29 @@ fn findings_report_no_ties_and_no_differences_the_setup_forces() {
     assert!(md.contains("## Theory beside simulation"), "{md}");
     assert_eq!(md.matches("| yes |").count(), 5, "{md}");
 }
+
+#[test]
+fn the_readme_shows_the_table_the_first_command_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("thundering-herd");
+    let out = crate::cli::retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    for line in stdout.lines().take_while(|l| !l.starts_with("results in")) {
+        assert!(
+            readme.lines().any(|r| r == line),
+            "README.md lacks the line:\n{line}"
+        );
+    }
+}
