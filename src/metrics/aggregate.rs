@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::series::{COLUMNS, Column, Row, TimeSeries};
+use super::series::{COLUMNS, Column, TimeSeries};
 use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
@@ -78,9 +78,19 @@ fn number(x: f64) -> Value {
     serde_json::Number::from_f64(x).map_or(Value::from(0), Value::Number)
 }
 
-/// Averages time series bucket by bucket; a replication that ended early counts as zeros (and
-/// an empty state) after its end. Series whose buckets merged (a long run) set the width for
-/// all: the others are merged to match. Returns the bucket width and the mean rows.
+/// Averages time series bucket by bucket. Series whose buckets merged (a long run) set the
+/// width for all: the others are merged to match. Returns the bucket width and the mean rows.
+///
+/// A replication that ended early is not running in the buckets after its end, and the two
+/// kinds of column treat that differently:
+/// - a count column (attempts, retries, outcomes) averages over every replication, the ended
+///   ones counting 0: they sent nothing then, and the mean stays "per replication", so counts
+///   summed over buckets give the mean total;
+/// - a state column (budget level, breakers open, queue, in service, in flight; see
+///   [`Column::is_state`]) averages only over the replications still running in that bucket.
+///   An ended run has no state; counting it as 0 would show a full budget draining to 0 at
+///   the end of the run, which never happened. Holding its last value instead would invent a
+///   state for a run that no longer exists, so the mean describes the runs that do.
 pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
     let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
     let aligned: Vec<std::borrow::Cow<TimeSeries>> = series
@@ -99,15 +109,25 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
         .collect();
     let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
     let n = aligned.len().max(1) as f64;
-    let zero: Row = [0; COLUMNS];
     let rows = (0..len)
         .map(|i| {
-            let mut out = [0.0; COLUMNS];
-            for s in &aligned {
-                let row = s.rows().get(i).unwrap_or(&zero);
-                for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
-                    *o += f64::from(*v) * col.scale() / n;
+            let mut sums = [0.0; COLUMNS];
+            let mut running = 0usize;
+            for row in aligned.iter().filter_map(|s| s.rows().get(i)) {
+                running += 1;
+                for ((o, v), col) in sums.iter_mut().zip(row).zip(Column::ALL) {
+                    *o += f64::from(*v) * col.scale();
                 }
+            }
+            let mut out = [0.0; COLUMNS];
+            for ((o, sum), col) in out.iter_mut().zip(sums).zip(Column::ALL) {
+                // `running` >= 1: the longest series has row i.
+                let over = if col.is_state() {
+                    running.max(1) as f64
+                } else {
+                    n
+                };
+                *o = sum / over;
             }
             out
         })
@@ -136,5 +156,45 @@ mod tests {
         assert_eq!(m, json!({"a": 2.0, "b": {"c": 2.0}}));
         assert!((h["a"].as_f64().unwrap() - 12.706).abs() < 1e-2);
         assert_eq!(h["b"]["c"], json!(0.0));
+    }
+
+    /// One series of `buckets` 1 s buckets with a queue of `queue` and one attempt in each.
+    fn series(buckets: u64, queue: u32) -> TimeSeries {
+        use crate::engine::SimTime;
+        use crate::metrics::series::Gauges;
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for b in 0..buckets {
+            s.tick(SimTime(b * 1_000_000_000 + 1), || Gauges {
+                queue_len: queue,
+                ..Gauges::default()
+            });
+            s.add(Column::Attempts);
+        }
+        s.close(Gauges {
+            queue_len: queue,
+            ..Gauges::default()
+        });
+        s
+    }
+
+    #[test]
+    fn a_state_after_a_replication_ended_is_the_mean_of_those_still_running() {
+        let (short, long) = (series(2, 4), series(5, 8));
+        let (_, rows) = aggregate_series(&[&short, &long]);
+        assert_eq!(rows.len(), 5);
+        let queue = |i: usize| rows[i][Column::QueueLen as usize];
+        let attempts = |i: usize| rows[i][Column::Attempts as usize];
+        assert_eq!(
+            queue(4),
+            8.0,
+            "the ended run is not averaged in as an empty queue"
+        );
+        assert_eq!(
+            attempts(4),
+            0.5,
+            "counts still average over every replication"
+        );
+        let total: f64 = rows.iter().map(|r| r[Column::Attempts as usize]).sum();
+        assert_eq!(total, 3.5, "counts sum to the mean total");
     }
 }
