@@ -90,6 +90,7 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
                     latency_bins,
                     bucket,
                     truncations: Vec::new(),
+                    examples: Vec::new(),
                 }
             })
             .collect();
