@@ -449,7 +449,7 @@ fn policy_over_time_shows_budgets_and_breakers_and_re_renders() {
     // Five of the six variants have a budget or a breaker: a panel each.
     let png = image::open(first.join("policy-over-time.png"))
         .unwrap_or_else(|e| panic!("policy-over-time.png does not decode: {e}"));
-    assert_eq!((png.width(), png.height()), (1000, 150 * 5 + 60));
+    assert_eq!((png.width(), png.height()), (1000, 150 * 5 + 66));
     let report = std::fs::read_to_string(first.join("report.md")).unwrap();
     assert!(report.contains("](policy-over-time.png)"), "{report}");
 
@@ -458,7 +458,7 @@ fn policy_over_time_shows_budgets_and_breakers_and_re_renders() {
     assert_eq!(
         header.lines().next().unwrap(),
         "variant,bucket_start_s,bucket_s,budgets,budget_level_pct,breakers,breakers_open,\
-         breakers_open_pct,retries,trigger"
+         breakers_open_pct,retries_per_s,trigger"
     );
     let rows = csv_rows(&path);
     let mut names: Vec<&str> = rows.iter().map(|r| r["variant"].as_str()).collect();
