@@ -87,10 +87,12 @@ fn number(x: f64) -> Value {
 ///   ones counting 0: they sent nothing then, and the mean stays "per replication", so counts
 ///   summed over buckets give the mean total;
 /// - a state column (budget level, breakers open, queue, in service, in flight; see
-///   [`Column::is_state`]) averages only over the replications still running in that bucket.
-///   An ended run has no state; counting it as 0 would show a full budget draining to 0 at
-///   the end of the run, which never happened. Holding its last value instead would invent a
-///   state for a run that no longer exists, so the mean describes the runs that do.
+///   [`Column::is_state`]) holds an ended replication at its last value, the state the run
+///   was left in. Counting it as 0 showed a full budget draining to 0 when runs ended, which
+///   never happened; averaging only the replications still running was tried too, but then
+///   the mean jumps whenever the set of running replications changes (a queue mean leaps up
+///   when the recovered runs of a bimodal variant end and only collapsed ones remain). Holding
+///   keeps one set of replications behind every bucket.
 pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
     let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
     let aligned: Vec<std::borrow::Cow<TimeSeries>> = series
@@ -109,25 +111,22 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
         .collect();
     let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
     let n = aligned.len().max(1) as f64;
+    let zero = [0; COLUMNS];
     let rows = (0..len)
         .map(|i| {
-            let mut sums = [0.0; COLUMNS];
-            let mut running = 0usize;
-            for row in aligned.iter().filter_map(|s| s.rows().get(i)) {
-                running += 1;
-                for ((o, v), col) in sums.iter_mut().zip(row).zip(Column::ALL) {
-                    *o += f64::from(*v) * col.scale();
-                }
-            }
             let mut out = [0.0; COLUMNS];
-            for ((o, sum), col) in out.iter_mut().zip(sums).zip(Column::ALL) {
-                // `running` >= 1: the longest series has row i.
-                let over = if col.is_state() {
-                    running.max(1) as f64
-                } else {
-                    n
+            for s in &aligned {
+                let rows = s.rows();
+                let (row, ended) = match rows.get(i) {
+                    Some(row) => (row, false),
+                    None => (rows.last().unwrap_or(&zero), true),
                 };
-                *o = sum / over;
+                for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
+                    // After its end a run counts nothing and keeps its last state.
+                    if !ended || col.is_state() {
+                        *o += f64::from(*v) * col.scale() / n;
+                    }
+                }
             }
             out
         })
@@ -178,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn a_state_after_a_replication_ended_is_the_mean_of_those_still_running() {
+    fn a_replication_that_ended_holds_its_last_state_and_counts_nothing() {
         let (short, long) = (series(2, 4), series(5, 8));
         let (_, rows) = aggregate_series(&[&short, &long]);
         assert_eq!(rows.len(), 5);
@@ -186,8 +185,8 @@ mod tests {
         let attempts = |i: usize| rows[i][Column::Attempts as usize];
         assert_eq!(
             queue(4),
-            8.0,
-            "the ended run is not averaged in as an empty queue"
+            6.0,
+            "the ended run keeps its last queue (4), not an empty one"
         );
         assert_eq!(
             attempts(4),
