@@ -54,14 +54,72 @@ pub struct VariantResult {
     pub replications: Vec<Metrics>,
     /// Mean time series over replications.
     pub series: Vec<[f64; COLUMNS]>,
-    /// Mean logical requests per latency bin over replications, successes and failures.
-    pub latency_bins: Vec<f64>,
     /// Mean successful logical requests per latency bin over replications.
     pub success_latency_bins: Vec<f64>,
     /// Width of a time-series bucket.
     pub bucket: SimDuration,
     /// Replications that stopped early, with the reason.
     pub truncations: Vec<(u32, Truncation)>,
+    /// For a variant whose replications split between recovering and staying collapsed, a
+    /// typical run of each kind (see [`examples`]); empty otherwise, and at most two, so
+    /// memory does not grow with replications.
+    pub examples: Vec<ExampleRun>,
+}
+
+/// One replication's own time series, kept to show what a single run looked like where the
+/// mean over replications describes none of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExampleRun {
+    /// The replication's index (0-based, as in the seed derivation).
+    pub replication: u32,
+    /// What it stands for, e.g. "typical collapsed (replication 17)".
+    pub label: String,
+    /// Width of a time-series bucket.
+    pub bucket: SimDuration,
+    /// Its rows, in the units of [`VariantResult::series`].
+    pub series: Vec<[f64; COLUMNS]>,
+}
+
+/// The typical recovered and the typical collapsed replication of a variant whose
+/// replications split (some recovered after the triggers, some did not): within each group,
+/// the replication with the median total goodput (the lower median for an even count).
+/// Empty when the replications did not split or had no recovery analysis.
+pub fn examples(runs: &[(&RunResult, Option<Recovery>)]) -> Vec<ExampleRun> {
+    let goodput = |r: &RunResult| -> u64 {
+        r.series
+            .rows()
+            .iter()
+            .map(|row| u64::from(row[crate::metrics::Column::Succeeded as usize]))
+            .sum()
+    };
+    let group = |recovered: bool| -> Vec<usize> {
+        let mut members: Vec<usize> = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, rec))| rec.is_some_and(|r| r.recovered_at.is_some() == recovered))
+            .map(|(i, _)| i)
+            .collect();
+        // Ties keep replication order, so the choice is deterministic.
+        members.sort_by_key(|&i| goodput(runs[i].0));
+        members
+    };
+    let (up, down) = (group(true), group(false));
+    if up.is_empty() || down.is_empty() {
+        return Vec::new();
+    }
+    [(up, "recovered"), (down, "collapsed")]
+        .into_iter()
+        .map(|(members, kind)| {
+            let i = members[(members.len() - 1) / 2];
+            let (bucket, series) = aggregate_series(&[&runs[i].0.series]);
+            ExampleRun {
+                replication: i as u32,
+                label: format!("typical {kind} (replication {i})"),
+                bucket,
+                series,
+            }
+        })
+        .collect()
 }
 
 impl VariantResult {
@@ -185,8 +243,9 @@ fn summarise(name: String, runs: &[(RunResult, Option<Recovery>)]) -> (VariantRe
     let mean_bins =
         |h: &LatencyHistogram| -> Vec<f64> { h.bins().into_iter().map(|c| c as f64 / n).collect() };
     debug_assert_eq!(all.bins().len(), LATENCY_BINS);
+    let examples = examples(&runs.iter().map(|(r, rec)| (r, *rec)).collect::<Vec<_>>());
     let variant = VariantResult {
-        latency_bins: mean_bins(&all),
+        examples,
         success_latency_bins: mean_bins(&success),
         name,
         metrics,

@@ -6,7 +6,7 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::series::{COLUMNS, Column, Row, TimeSeries};
+use super::series::{COLUMNS, Column, TimeSeries};
 use super::{Latency, LatencyHistogram, Metric, Metrics};
 use crate::engine::SimDuration;
 
@@ -101,9 +101,21 @@ fn finite(x: f64) -> f64 {
     if x.is_finite() { x } else { 0.0 }
 }
 
-/// Averages time series bucket by bucket; a replication that ended early counts as zeros (and
-/// an empty state) after its end. Series whose buckets merged (a long run) set the width for
-/// all: the others are merged to match. Returns the bucket width and the mean rows.
+/// Averages time series bucket by bucket. Series whose buckets merged (a long run) set the
+/// width for all: the others are merged to match. Returns the bucket width and the mean rows.
+///
+/// A replication that ended early is not running in the buckets after its end, and the two
+/// kinds of column treat that differently:
+/// - a count column (attempts, retries, outcomes) averages over every replication, the ended
+///   ones counting 0: they sent nothing then, and the mean stays "per replication", so counts
+///   summed over buckets give the mean total;
+/// - a state column (budget level, breakers open, queue, in service, in flight; see
+///   [`Column::is_state`]) holds an ended replication at its last value, the state the run
+///   was left in. Counting it as 0 showed a full budget draining to 0 when runs ended, which
+///   never happened; averaging only the replications still running was tried too, but then
+///   the mean jumps whenever the set of running replications changes (a queue mean leaps up
+///   when the recovered runs of a bimodal variant end and only collapsed ones remain). Holding
+///   keeps one set of replications behind every bucket.
 pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
     let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
     let aligned: Vec<std::borrow::Cow<TimeSeries>> = series
@@ -122,14 +134,21 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
         .collect();
     let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
     let n = aligned.len().max(1) as f64;
-    let zero: Row = [0; COLUMNS];
+    let zero = [0; COLUMNS];
     let rows = (0..len)
         .map(|i| {
             let mut out = [0.0; COLUMNS];
             for s in &aligned {
-                let row = s.rows().get(i).unwrap_or(&zero);
+                let rows = s.rows();
+                let (row, ended) = match rows.get(i) {
+                    Some(row) => (row, false),
+                    None => (rows.last().unwrap_or(&zero), true),
+                };
                 for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
-                    *o += f64::from(*v) * col.scale() / n;
+                    // After its end a run counts nothing and keeps its last state.
+                    if !ended || col.is_state() {
+                        *o += f64::from(*v) * col.scale() / n;
+                    }
                 }
             }
             out
@@ -186,5 +205,45 @@ mod tests {
         assert!((m.p90 - 100.0).abs() < 0.1, "{}", m.p90);
         assert!((m.mean - 40.6).abs() < 1e-9);
         assert!(h.p50 > 0.0, "the spread of the two replications");
+    }
+
+    /// One series of `buckets` 1 s buckets with a queue of `queue` and one attempt in each.
+    fn series(buckets: u64, queue: u32) -> TimeSeries {
+        use crate::engine::SimTime;
+        use crate::metrics::series::Gauges;
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for b in 0..buckets {
+            s.tick(SimTime(b * 1_000_000_000 + 1), || Gauges {
+                queue_len: queue,
+                ..Gauges::default()
+            });
+            s.add(Column::Attempts);
+        }
+        s.close(Gauges {
+            queue_len: queue,
+            ..Gauges::default()
+        });
+        s
+    }
+
+    #[test]
+    fn a_replication_that_ended_holds_its_last_state_and_counts_nothing() {
+        let (short, long) = (series(2, 4), series(5, 8));
+        let (_, rows) = aggregate_series(&[&short, &long]);
+        assert_eq!(rows.len(), 5);
+        let queue = |i: usize| rows[i][Column::QueueLen as usize];
+        let attempts = |i: usize| rows[i][Column::Attempts as usize];
+        assert_eq!(
+            queue(4),
+            6.0,
+            "the ended run keeps its last queue (4), not an empty one"
+        );
+        assert_eq!(
+            attempts(4),
+            0.5,
+            "counts still average over every replication"
+        );
+        let total: f64 = rows.iter().map(|r| r[Column::Attempts as usize]).sum();
+        assert_eq!(total, 3.5, "counts sum to the mean total");
     }
 }

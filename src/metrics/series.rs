@@ -24,6 +24,8 @@ pub enum Column {
     Succeeded,
     /// Logical requests that ended in failure in the bucket.
     Failed,
+    /// Attempts answered successfully (CSV `attempt_success`).
+    AttemptSuccess,
     /// Attempts answered `error`.
     AttemptError,
     /// Attempts answered `rejected`.
@@ -54,7 +56,7 @@ pub enum Column {
 }
 
 /// Number of columns.
-pub const COLUMNS: usize = 19;
+pub const COLUMNS: usize = 20;
 
 /// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
 pub const MAX_ROWS: usize = 1 << 16;
@@ -68,6 +70,7 @@ impl Column {
         Column::Attempts,
         Column::Succeeded,
         Column::Failed,
+        Column::AttemptSuccess,
         Column::AttemptError,
         Column::AttemptRejected,
         Column::AttemptThrottled,
@@ -92,6 +95,7 @@ impl Column {
             Column::Attempts => "attempts",
             Column::Succeeded => "succeeded",
             Column::Failed => "failed",
+            Column::AttemptSuccess => "attempt_success",
             Column::AttemptError => "attempt_error",
             Column::AttemptRejected => "attempt_rejected",
             Column::AttemptThrottled => "attempt_throttled",
@@ -128,9 +132,11 @@ impl Column {
         )
     }
 
-    /// The column counting attempts that ended with `o` (none for success).
+    /// The column counting attempts that ended with `o` (none for the outcomes a client
+    /// policy gives without sending an attempt: budget exhausted, breaker open, deadline).
     pub fn for_attempt_outcome(o: Outcome) -> Option<Column> {
         Some(match o {
+            Outcome::Success => Column::AttemptSuccess,
             Outcome::Error => Column::AttemptError,
             Outcome::Rejected => Column::AttemptRejected,
             Outcome::Throttled => Column::AttemptThrottled,

@@ -552,6 +552,10 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
             Metric::SUCCESS_RATE,
             Metric::SUCCESS_P99,
         ] {
+            // Success latency where nothing succeeded does not exist, so it cannot move.
+            if k.get(&at(first).metrics).is_none() || k.get(&at(last).metrics).is_none() {
+                continue;
+            }
             let (a, b) = (est(at(first), &k), est(at(last), &k));
             if differ(&k, a, b) {
                 moves.push(format!(

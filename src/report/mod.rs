@@ -20,7 +20,7 @@ pub use reload::reload;
 pub use summary::summary_json;
 pub use sweep::sweep_csv;
 pub use table::table;
-pub use timeseries::timeseries_csv;
+pub use timeseries::{example_runs_csv, timeseries_csv};
 
 use std::path::Path;
 
@@ -71,6 +71,12 @@ pub fn render(
             bytes: json(&resolved_json(experiment))?,
         },
     ];
+    if let Some(bytes) = example_runs_csv(experiment, result)? {
+        files.push(OutputFile {
+            name: "example-runs.csv".into(),
+            bytes,
+        });
+    }
     if experiment.sweep.is_some() {
         files.push(OutputFile {
             name: "sweep.csv".into(),

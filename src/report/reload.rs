@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::engine::SimDuration;
 use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, Metrics, series::COLUMNS};
-use crate::runner::{ExperimentResult, PointResult, VariantResult};
+use crate::runner::{ExampleRun, ExperimentResult, PointResult, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Sweep, load_str, set_path};
 
 fn read_json(dir: &Path, name: &str) -> anyhow::Result<Value> {
@@ -34,6 +34,7 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
     let experiment = rebuild_experiment(&resolved)?;
     let series = read_series(dir)?;
     let latency = read_latency(dir)?;
+    let mut examples = read_examples(dir)?;
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     let summary_points: Vec<(Option<Value>, Option<Value>, &Value)> =
         match summary["sweep"]["points"].as_array() {
@@ -86,16 +87,21 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
                         format!("summary.json: variant {name:?}: `{key}` is not a metrics object")
                     })
                 };
+                let runs = if i == focus {
+                    examples.remove(&name).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 Ok(VariantResult {
                     metrics: typed("metrics")?,
                     ci95: typed("ci95")?,
                     name,
                     replications: Vec::new(),
                     series: rows,
-                    success_latency_bins: vec![0.0; LATENCY_BINS],
-                    latency_bins,
+                    success_latency_bins: latency_bins,
                     bucket,
                     truncations: Vec::new(),
+                    examples: runs,
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -272,6 +278,53 @@ fn read_series(dir: &Path) -> anyhow::Result<Series> {
             ))
             .or_insert_with(|| (SimDuration::from_secs_f64(bucket_s), Vec::new()));
         entry.1.push(row);
+    }
+    Ok(out)
+}
+
+/// The typical runs of split variants from `example-runs.csv` (absent when none split), by
+/// variant, in file order.
+fn read_examples(
+    dir: &Path,
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<ExampleRun>>> {
+    let mut out: std::collections::BTreeMap<String, Vec<ExampleRun>> = Default::default();
+    let path = dir.join("example-runs.csv");
+    if !path.exists() {
+        return Ok(out);
+    }
+    let mut reader =
+        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let expected: Vec<&str> = Column::ALL.iter().map(|c| c.name()).collect();
+    if reader.headers()?.iter().skip(5).collect::<Vec<_>>() != expected {
+        bail!(
+            "{} has other columns than this version writes; rerun the scenario",
+            path.display()
+        );
+    }
+    for record in reader.records() {
+        let record = record?;
+        let number = |i: usize| -> anyhow::Result<f64> {
+            record[i]
+                .parse()
+                .with_context(|| format!("{}: {:?} is not a number", path.display(), &record[i]))
+        };
+        let replication: u32 = record[1]
+            .parse()
+            .with_context(|| format!("{}: bad replication {:?}", path.display(), &record[1]))?;
+        let mut row = [0.0; COLUMNS];
+        for (k, slot) in row.iter_mut().enumerate() {
+            *slot = number(5 + k)?;
+        }
+        let runs = out.entry(record[0].to_string()).or_default();
+        if runs.last().is_none_or(|r| r.replication != replication) {
+            runs.push(ExampleRun {
+                replication,
+                label: record[2].to_string(),
+                bucket: SimDuration::from_secs_f64(number(4)?),
+                series: Vec::new(),
+            });
+        }
+        runs.last_mut().expect("just pushed").series.push(row);
     }
     Ok(out)
 }

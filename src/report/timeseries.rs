@@ -49,6 +49,49 @@ pub fn timeseries_csv(
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// `example-runs.csv`: the raw time series of the typical replications of the variants whose
+/// replications split (at the focus point), with the columns of timeseries.csv: what the
+/// `replications` figure draws, and what `retrystorm report DIR` reads back to draw it again.
+/// `None` when no variant split.
+pub fn example_runs_csv(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let variants = &result.points[focus].variants;
+    if variants.iter().all(|v| v.examples.is_empty()) {
+        return Ok(None);
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec![
+        "variant",
+        "replication",
+        "run",
+        "bucket_start_s",
+        "bucket_s",
+    ];
+    header.extend(Column::ALL.iter().map(|c| c.name()));
+    w.write_record(&header)?;
+    for v in variants {
+        for e in &v.examples {
+            let width = e.bucket.as_nanos();
+            for (i, row) in e.series.iter().enumerate() {
+                let start = crate::engine::SimTime(i as u64 * width);
+                let mut record = vec![
+                    v.name.clone(),
+                    e.replication.to_string(),
+                    e.label.clone(),
+                    format_number(start.as_nanos() as f64 / 1e9),
+                    format_number(width as f64 / 1e9),
+                ];
+                record.extend(row.iter().map(|x| format_number(*x)));
+                w.write_record(&record)?;
+            }
+        }
+    }
+    Ok(Some(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?))
+}
+
 /// Shortest exact representation; integers without a fraction.
 pub(crate) fn format_number(x: f64) -> String {
     if x == x.trunc() && x.abs() < 1e15 {

@@ -141,3 +141,45 @@ fn the_readme_shows_the_table_the_first_command_prints() {
         );
     }
 }
+
+#[test]
+fn pooled_p50_sits_where_the_latency_curve_crosses_half() {
+    // collapse-after-spike's no-backoff variant is bimodal (collapsed and recovered runs): a
+    // mean of per-replication medians lies off the pooled curve, the pooled median on it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let file = scenario_path("collapse-after-spike");
+    let run = crate::cli::retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "60",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let mut reader = csv::Reader::from_path(out.join("latency.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let step = 10f64.powf(1.0 / retrystorm::metrics::LATENCY_BINS_PER_DECADE as f64);
+    for v in summary["variants"].as_array().unwrap() {
+        let name = v["name"].as_str().unwrap();
+        let p50 = v["metrics"]["success_latency_ms"]["p50"].as_f64().unwrap();
+        let crossing = rows
+            .iter()
+            .filter(|r| &r[0] == name)
+            .find(|r| r[3].parse::<f64>().unwrap() >= 0.5)
+            .unwrap_or_else(|| panic!("{name}: the curve never reaches 50 %"));
+        let upper: f64 = crossing[1].parse().unwrap();
+        let lower = upper / step;
+        assert!(
+            p50 >= lower * 0.999 && p50 <= upper * 1.001,
+            "{name}: pooled p50 {p50} ms outside the bin ({lower}, {upper}] where the curve crosses 50 %"
+        );
+    }
+}

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::style::{FONT, tick, variant_color};
+use super::style::{FONT, axis_ticks, variant_color};
 use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -46,19 +46,31 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
     let (title_area, body) = root.split_vertically(44);
-    title_area
-        .titled(
-            &format!(
-                "{}: variants compared{at} (bars: 95 % intervals)",
-                experiment.name
-            ),
-            (FONT, 21),
-        )
-        .map_err(err)?;
-    let (legend_area, panels_area) = body.split_vertically(36);
-    let names: Vec<String> = point.variants.iter().map(|v| v.name.clone()).collect();
-    let n = names.len();
-    super::legend_row(&legend_area, &names)?;
+    // Whiskers only exist with two replications or more; the title says so only then.
+    let whiskers = if experiment.replications > 1 {
+        " (whiskers: 95 % intervals)"
+    } else {
+        " (1 replication: no intervals)"
+    };
+    let truncated = point.variants.iter().any(super::is_truncated);
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: variants compared{at}{whiskers}{}",
+            experiment.name,
+            if truncated {
+                "; pale bars: truncated, cut short by a limit"
+            } else {
+                ""
+            }
+        ),
+        20,
+    )?;
+    let keys = super::variant_keys(&point.variants, false);
+    let (legend_area, panels_area) =
+        body.split_vertically(super::legend_height(&keys, super::SIZE.0));
+    let n = keys.len();
+    super::draw_legend(&legend_area, &keys)?;
     let areas = panels_area.split_evenly((1, PANELS.len()));
     for (k, area) in PANELS.iter().zip(&areas) {
         let title = k.title();
@@ -67,12 +79,10 @@ where
             .iter()
             .map(|v| super::estimate(k, v))
             .collect();
-        let top = bars
-            .iter()
-            .map(|(m, h)| m + h)
-            .fold(0.0, f64::max)
-            .max(1e-9)
-            * 1.12;
+        let top = bars.iter().map(|(m, h)| m + h).fold(0.0, f64::max);
+        // An all-zero panel still gets a readable axis (not six ticks all "0").
+        let top = if top > 0.0 { top * 1.12 } else { 1.0 };
+        let y_ticks = axis_ticks(top);
         let mut chart = ChartBuilder::on(area)
             .margin(8)
             .caption(&title, (FONT, 15))
@@ -85,7 +95,7 @@ where
             .disable_x_mesh()
             .disable_x_axis()
             .y_labels(6)
-            .y_label_formatter(&tick)
+            .y_label_formatter(&y_ticks)
             .label_style((FONT, 13))
             .light_line_style(WHITE.mix(0.0))
             .bold_line_style(BLACK.mix(0.08))
@@ -95,12 +105,26 @@ where
             let color = variant_color(j);
             let x0 = j as f64 + 0.15;
             let x1 = j as f64 + 0.85;
+            // A truncated variant's bar is pale with a border: its numbers stop at the limit.
+            let cut = super::is_truncated(&point.variants[j]);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(x0, 0.0), (x1, *mean)],
-                    color.filled(),
+                    if cut {
+                        color.mix(0.3).filled()
+                    } else {
+                        color.filled()
+                    },
                 )))
                 .map_err(err)?;
+            if cut {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, *mean)],
+                        color.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
             if *half > 0.0 {
                 // A whisker with caps; no marker, which would hide a short interval.
                 let (xm, lo, hi) = (j as f64 + 0.5, (mean - half).max(0.0), mean + half);

@@ -1,9 +1,13 @@
-//! The latency distribution of logical requests per variant, as a cumulative distribution on
-//! a log time axis, with each variant's p50 and p99 marked.
+//! The latency distribution of successful logical requests per variant, as a cumulative
+//! distribution on a log time axis, with each variant's p50 and p99 marked (pooled over
+//! replications, so the dots sit on their curves). Failed requests are not in the curves, or a
+//! policy that fails fast would look fast: the legend gives each variant's failure share.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::SIZE;
+use super::latency_histogram;
 use super::style::{FONT, variant_color};
 use crate::metrics::{LATENCY_BINS, latency_bin_upper_ms};
 use crate::runner::ExperimentResult;
@@ -24,11 +28,11 @@ where
         .variants
         .iter()
         .map(|v| {
-            let total: f64 = v.latency_bins.iter().sum();
+            let total: f64 = v.success_latency_bins.iter().sum();
             let mut acc = 0.0;
             (0..LATENCY_BINS)
                 .map(|i| {
-                    acc += v.latency_bins[i];
+                    acc += v.success_latency_bins[i];
                     (
                         latency_bin_upper_ms(i),
                         if total > 0.0 { acc / total } else { 0.0 },
@@ -46,11 +50,11 @@ where
     ])?;
     for (v, curve) in point.variants.iter().zip(&curves) {
         for (i, (edge, cdf)) in curve.iter().enumerate() {
-            if v.latency_bins[i] > 0.0 {
+            if v.success_latency_bins[i] > 0.0 {
                 w.write_record([
                     v.name.clone(),
                     edge.to_string(),
-                    v.latency_bins[i].to_string(),
+                    v.success_latency_bins[i].to_string(),
                     cdf.to_string(),
                 ])?;
             }
@@ -58,39 +62,46 @@ where
     }
     let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    // The x range: from the first to the last non-empty bin of any variant.
-    let used = |f: fn(&mut dyn Iterator<Item = usize>) -> Option<usize>| {
-        point
-            .variants
-            .iter()
-            .filter_map(|v| f(&mut (0..LATENCY_BINS).filter(|i| v.latency_bins[*i] > 0.0)))
-            .collect::<Vec<_>>()
-    };
-    let first = used(|it| it.next()).into_iter().min().unwrap_or(0);
-    let last = used(|it| it.last())
-        .into_iter()
-        .max()
-        .unwrap_or(LATENCY_BINS - 1);
-    let lo = latency_bin_upper_ms(first.saturating_sub(2));
-    let hi = latency_bin_upper_ms((last + 2).min(LATENCY_BINS - 1));
+    // The x range: where any variant has requests (the bin under 1 us aside, see
+    // latency_histogram::x_range), shared with the histogram.
+    let (first, last) = latency_histogram::x_range(&point.variants);
+    let lo = latency_histogram::bin_lower_ms(first).max(latency_bin_upper_ms(0) / 2.0);
+    let hi = latency_bin_upper_ms(last);
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{}: latency of logical requests{at}", experiment.name),
-            (FONT, 22),
-        )
+    let (title_area, body) = root.split_vertically(48);
+    super::draw_title(
+        &title_area,
+        &format!("{}: latency of successful requests{at}", experiment.name),
+        20,
+    )?;
+    // The legend sits above the plot, never over the curves; a variant with requests left of
+    // the axis says how many.
+    let mut keys = super::variant_keys(&point.variants, true);
+    for (key, v) in keys.iter_mut().zip(&point.variants) {
+        if let Some(note) = failed_share(v) {
+            key.label.push_str(&format!(" ({note})"));
+        }
+        if let Some(note) = latency_histogram::left_share(v, first) {
+            key.label.push_str(&format!(" ({note})"));
+        }
+    }
+    let (legend_area, plot) = body.split_vertically(super::legend_height(&keys, SIZE.0));
+    super::draw_legend(&legend_area, &keys)?;
+    let mut chart = ChartBuilder::on(&plot)
         .margin(16)
+        .margin_top(8)
         .x_label_area_size(52)
         .y_label_area_size(72)
         .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("latency, start to final outcome (ms, log scale)")
-        .y_desc("fraction of requests at or below")
-        .x_label_formatter(&|x| super::tick(x))
+        .x_desc("latency of successful requests, start to success (ms, log scale)")
+        .y_desc("share of successes at or below")
+        .x_label_formatter(&latency_histogram::log_tick)
+        .x_labels(30)
         .y_label_formatter(&|y| format!("{:.0} %", y * 100.0))
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
@@ -100,21 +111,22 @@ where
         .map_err(err)?;
     for (j, (v, curve)) in point.variants.iter().zip(&curves).enumerate() {
         let color = variant_color(j);
-        let steps: Vec<(f64, f64)> = curve
-            .iter()
-            .filter(|(edge, _)| *edge >= lo && *edge <= hi)
-            .copied()
+        // The curve from the axis' left edge (at the share already reached there).
+        let start = if first > 0 { curve[first - 1].1 } else { 0.0 };
+        let steps: Vec<(f64, f64)> = std::iter::once((lo, start))
+            .chain(
+                curve
+                    .iter()
+                    .filter(|(edge, _)| *edge >= lo && *edge <= hi)
+                    .copied(),
+            )
             .collect();
         chart
-            .draw_series(LineSeries::new(steps, color.stroke_width(3)))
-            .map_err(err)?
-            .label(v.name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
+            .draw_series(std::iter::once(super::variant_line(steps, j, color, 3)))
+            .map_err(err)?;
         let marks = [
-            (v.metrics.latency_ms.p50, 0.5),
-            (v.metrics.latency_ms.p99, 0.99),
+            (v.metrics.success_latency_ms.p50, 0.5),
+            (v.metrics.success_latency_ms.p99, 0.99),
         ];
         chart
             .draw_series(
@@ -125,13 +137,17 @@ where
             )
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 16))
-        .draw()
-        .map_err(err)?;
     Ok(csv)
+}
+
+/// "42 % failed" for a variant some of whose requests failed (they are not in the curves).
+pub fn failed_share(v: &crate::runner::VariantResult) -> Option<String> {
+    let f = v.metrics.failure_rate;
+    (f > 0.0).then(|| {
+        if f < 0.001 {
+            "< 0.1 % failed".to_string()
+        } else {
+            format!("{:.1} % failed", 100.0 * f)
+        }
+    })
 }

@@ -1,19 +1,23 @@
-//! Load over time, a panel per variant: first attempts and retries stacked as bars, goodput
-//! (requests that succeeded) as a line, and the server's queue on its own axis on the right.
-//! The scenario's triggers (load spikes, fault windows) are shaded in light red, so a storm
-//! that outlives its trigger shows as load beyond the band. The windows come from the
-//! validated scenario, so `retrystorm report DIR` draws them again from its resolved scenario.
+//! Load over time, a panel per variant on one time axis and one scale: first attempts and
+//! retries stacked as bars, goodput (requests that succeeded) as a line, all as rates per
+//! second, and the server's queue on its own axis on the right (one queue scale for every
+//! panel too). The scenario's triggers (load spikes, fault windows) are shaded in light red,
+//! so a storm that outlives its trigger shows as load beyond the band. The windows come from
+//! the validated scenario, so `retrystorm report DIR` draws them again from its resolved
+//! scenario.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::style::{FONT, tick, variant_color};
+use super::over_time::{self, Frame, PanelSpec, Row};
+use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
-/// Draws the panels and returns their CSV.
+/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s,
+/// first_attempts_per_s, retries_per_s, succeeded_per_s, queue_len` (and `trigger`).
 pub fn draw<DB: DrawingBackend>(
     experiment: &Experiment,
     result: &ExperimentResult,
@@ -25,180 +29,120 @@ where
     let (point, at) = super::focus_point(experiment, result);
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     // Each variant's trigger windows, in seconds (a variant's patch may change them).
-    let triggers = triggers::windows(&experiment.points[focus].variants);
-    let any_trigger = triggers.iter().any(|t| !t.is_empty());
+    let windows = triggers::windows(&experiment.points[focus].variants);
+    let any_trigger = windows.iter().any(|t| !t.is_empty());
+    let variants: Vec<_> = point.variants.iter().collect();
+    let frame = Frame::of(&variants);
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
     let cols = [
         Column::FirstAttempts,
         Column::Retries,
         Column::Succeeded,
         Column::QueueLen,
     ];
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "variant".to_string(),
-        "bucket_start_s".into(),
-        "bucket_s".into(),
-    ];
-    header.extend(cols.iter().map(|c| c.name().to_string()));
-    if any_trigger {
-        header.push("trigger".into());
-    }
-    w.write_record(&header)?;
-    for (j, v) in point.variants.iter().enumerate() {
-        let width = v.bucket.as_nanos();
-        for (i, row) in v.series.iter().enumerate() {
-            let start = (i as u64 * width) as f64 / 1e9;
-            let mut record = vec![
-                v.name.clone(),
-                start.to_string(),
-                (width as f64 / 1e9).to_string(),
-            ];
-            record.extend(cols.iter().map(|c| row[*c as usize].to_string()));
-            if any_trigger {
-                // 1 when the bucket overlaps a trigger window (the shaded band).
-                let end = ((i as u64 + 1) * width) as f64 / 1e9;
-                let inside = triggers::overlaps(&triggers[j], start, end);
-                record.push(u8::from(inside).to_string());
+    let header: Vec<String> = cols
+        .iter()
+        .map(|c| {
+            if c.is_state() {
+                c.name().to_string()
+            } else {
+                format!("{}_per_s", c.name())
             }
-            w.write_record(&record)?;
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+        })
+        .collect();
+    let csv = over_time::write_csv(&frame, &names, &header, &windows, |_, r| {
+        cols.iter().map(|c| r[*c as usize].to_string()).collect()
+    })?;
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(44);
-    let bucket = point
-        .variants
-        .first()
-        .map_or(crate::engine::SimDuration::ZERO, |v| v.bucket);
+    let (title_area, body) = root.split_vertically(48);
     // The queue gets its axis only when there is one (not with unlimited workers or a row).
-    let any_queue = point
-        .variants
-        .iter()
-        .any(|v| v.series.iter().any(|r| r[Column::QueueLen as usize] > 0.0));
-    title_area
-        .titled(
-            &format!(
-                "{}: load per {bucket}{at} (bars: first attempts + retries; black: succeeded{}{})",
-                experiment.name,
-                if any_queue { "; grey: queue" } else { "" },
-                if any_trigger {
-                    "; red band: trigger"
-                } else {
-                    ""
-                }
-            ),
-            (FONT, 17),
-        )
-        .map_err(err)?;
-    let ends = super::panel_ends(
-        &point
-            .variants
-            .iter()
-            .map(|v| {
-                let busy = |r: &[f64; crate::metrics::series::COLUMNS]| {
-                    r[Column::FirstAttempts as usize]
-                        + r[Column::Retries as usize]
-                        + r[Column::Succeeded as usize]
-                        > 0.0
-                };
-                v.series
-                    .iter()
-                    .rposition(busy)
-                    .map_or(0.0, |last| (last + 1) as f64 * v.bucket.as_secs_f64())
-            })
-            .collect::<Vec<_>>(),
-    );
-    let shared = ends.windows(2).all(|w| w[0] == w[1]);
-    let areas = body.split_evenly((point.variants.len(), 1));
-    for (j, (v, area)) in point.variants.iter().zip(&areas).enumerate() {
+    let queue_top = frame.max(|r| r[Column::QueueLen as usize]);
+    let any_queue = queue_top > 0.0;
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: load per second{at} ({}; bars: first attempts (pale) + retries; black: succeeded{}{})",
+            experiment.name,
+            frame.bucket_words(),
+            if any_queue { "; grey: queue" } else { "" },
+            if any_trigger {
+                "; red band: trigger"
+            } else {
+                ""
+            }
+        ),
+        17,
+    )?;
+    let sent = |r: &Row| r[Column::FirstAttempts as usize] + r[Column::Retries as usize];
+    // One scale for every panel, and one for every queue.
+    let top = frame
+        .max(|r| sent(r).max(r[Column::Succeeded as usize]))
+        .max(1e-9)
+        * 1.1;
+    let queue_top = queue_top.max(1.0) * 1.1;
+    let areas = body.split_evenly((variants.len(), 1));
+    for (j, (v, area)) in variants.iter().zip(&areas).enumerate() {
         let color = variant_color(j);
-        let end = ends[j];
-        let width = v.bucket.as_secs_f64();
-        let bar = super::bar_width(width, end);
-        let sent = |r: &[f64; crate::metrics::series::COLUMNS]| {
-            r[Column::FirstAttempts as usize] + r[Column::Retries as usize]
-        };
-        let top = v
-            .series
-            .iter()
-            .map(|r| sent(r).max(r[Column::Succeeded as usize]))
-            .fold(0.0, f64::max)
-            .max(1.0)
-            * 1.1;
-        let queue_top = v
-            .series
-            .iter()
-            .map(|r| r[Column::QueueLen as usize])
-            .fold(0.0, f64::max)
-            .max(1.0)
-            * 1.1;
-        let last = j + 1 == point.variants.len();
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(16)
-            .margin_right(16)
-            .margin_top(6)
-            .x_label_area_size(if last || !shared { 40 } else { 18 })
-            .y_label_area_size(64)
-            .right_y_label_area_size(if any_queue { 56 } else { 0 })
-            .caption(panel_title(v), (FONT, 17).into_font().color(&color))
-            .build_cartesian_2d(0.0..end, 0.0..top)
-            .map_err(err)?
-            .set_secondary_coord(0.0..end, 0.0..queue_top);
-        let mut mesh = chart.configure_mesh();
-        mesh.label_style((FONT, 13))
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .y_labels(3)
-            .x_labels(10)
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
-            .axis_desc_style((FONT, 14))
-            .y_desc("sent");
-        if last || !shared {
-            mesh.x_desc("time (s)");
-        }
-        mesh.draw().map_err(err)?;
-        if any_queue {
-            chart
-                .configure_secondary_axes()
-                .label_style((FONT, 13))
-                .y_labels(3)
-                .y_label_formatter(&tick)
-                .axis_desc_style((FONT, 14))
-                .y_desc("queue")
-                .draw()
-                .map_err(err)?;
-        }
-        let bars = v.series.iter().enumerate().flat_map(|(i, r)| {
-            let x0 = i as f64 * width;
-            let first = r[Column::FirstAttempts as usize];
-            let total = sent(r);
-            [
-                Rectangle::new([(x0, 0.0), (x0 + bar, first)], color.mix(0.45).filled()),
-                Rectangle::new([(x0, first), (x0 + bar, total)], color.filled()),
-            ]
-        });
+        let title = over_time::panel_title(v);
+        let mut chart = over_time::panel(
+            area,
+            &frame,
+            &PanelSpec {
+                title: &title,
+                color,
+                top,
+                y_desc: "sent (/s)",
+                y_format: None,
+                right: any_queue.then_some((queue_top, "queue")),
+                last: j + 1 == variants.len(),
+            },
+        )?;
+        let rows = &frame.rows[j];
         // The trigger bands go under the data.
         chart
-            .draw_series(triggers::bands(&triggers[j], end, top))
+            .draw_series(triggers::bands(
+                windows.get(j).map_or(&[][..], Vec::as_slice),
+                frame.x1,
+                top,
+            ))
             .map_err(err)?;
-        chart.draw_series(bars).map_err(err)?;
-        let goodput = v
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ((i as f64 + 0.5) * width, r[Column::Succeeded as usize]));
+        let truncated = super::is_truncated(v);
+        let (pale, dark) = if truncated { (0.25, 0.5) } else { (0.45, 1.0) };
+        chart
+            .draw_series(over_time::bars(
+                &frame,
+                rows,
+                |_| 0.0,
+                |r| r[Column::FirstAttempts as usize],
+                color.mix(pale).filled(),
+            ))
+            .map_err(err)?;
+        chart
+            .draw_series(over_time::bars(
+                &frame,
+                rows,
+                |r| r[Column::FirstAttempts as usize],
+                sent,
+                color.mix(dark).filled(),
+            ))
+            .map_err(err)?;
+        let goodput = rows.iter().enumerate().map(|(i, r)| {
+            (
+                frame.start(i) + frame.bucket / 2.0,
+                r[Column::Succeeded as usize],
+            )
+        });
         chart
             .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
             .map_err(err)?;
-        let queue = v
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ((i as f64 + 1.0) * width, r[Column::QueueLen as usize]));
         if any_queue {
+            // States are sampled at the end of their bucket.
+            let queue = rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (frame.start(i) + frame.bucket, r[Column::QueueLen as usize]));
             chart
                 .draw_secondary_series(LineSeries::new(
                     queue,
@@ -208,12 +152,4 @@ where
         }
     }
     Ok(csv)
-}
-
-/// A panel's title: the variant's name, with the note of a variant whose runs split.
-fn panel_title(v: &crate::runner::VariantResult) -> String {
-    match triggers::split_note(v) {
-        Some(note) => format!("{} ({note})", v.name),
-        None => v.name.clone(),
-    }
 }

@@ -8,9 +8,13 @@
 
 mod comparison_bars;
 mod latency_cdf;
+mod latency_histogram;
 mod load_over_time;
+mod over_time;
 mod phase_diagram;
 mod policy_over_time;
+mod replications;
+mod server_over_time;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
@@ -18,14 +22,16 @@ mod time_histogram;
 mod triggers;
 
 use plotters::coord::Shift;
+use plotters::element::{Drawable, PointCollection};
 use plotters::prelude::*;
 
 pub use phase_diagram::{PhaseMetric, phase_metric};
 pub use style::{tick, variant_color};
 
+use style::FONT;
+
 use crate::metrics::{Column, Metric};
-use crate::runner::ExperimentResult;
-use crate::runner::VariantResult;
+use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Image formats.
@@ -119,6 +125,28 @@ pub enum Chart {
         /// Caption.
         caption: &'static str,
     },
+    /// The latency distribution per variant as a histogram on one log axis and one scale.
+    LatencyHistogram {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// Workers busy and queue, and attempts ended by outcome, over time, a row per variant.
+    ServerOverTime {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A typical recovered and a typical collapsed run of each variant whose replications
+    /// split.
+    Replications {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
     /// A time-series column over time, one panel per variant (at the focus sweep value).
     TimeHistogram {
         /// File stem.
@@ -144,13 +172,15 @@ fn focus_point<'a>(
         .value
         .as_ref()
         .zip(experiment.sweep.as_ref())
-        .map_or(String::new(), |(v, s)| format!(" at {} = {v}", s.path));
+        .map_or(String::new(), |(v, s)| {
+            format!(" at {} = {v}", s.label.clone())
+        });
     if let Some((y, second)) = experiment.points[focus]
         .second_value
         .as_ref()
         .zip(experiment.sweep.as_ref().and_then(|s| s.second.as_ref()))
     {
-        at.push_str(&format!(", {} = {y}", second.path));
+        at.push_str(&format!(", {} = {y}", second.label.clone()));
     }
     (point, at)
 }
@@ -165,54 +195,230 @@ fn second_axis_at(experiment: &Experiment) -> String {
             let second = s.second.as_ref()?;
             Some(format!(
                 " at {} = {}",
-                second.path,
+                second.label.clone(),
                 second.values[second.focus()]
             ))
         })
         .unwrap_or_default()
 }
 
-/// The time-axis end of each panel of a per-variant figure, given where each panel's activity
-/// ends (in seconds). Panels share one axis unless their spans differ by more than 4x, when a
-/// shared axis would squash the short ones flat; an empty panel takes the longest span.
-fn panel_ends(activity_ends: &[f64]) -> Vec<f64> {
-    let longest = activity_ends.iter().copied().fold(0.0, f64::max).max(1e-9);
-    let spans: Vec<f64> = activity_ends
+/// Whether some replication of the variant stopped early at a limit (read from the summary's
+/// `truncated` share, so a run read back from its folder is marked too).
+pub fn is_truncated(v: &VariantResult) -> bool {
+    v.is_truncated()
+}
+
+/// A variant's name as figures show it: with "(truncated)" when a limit cut it short.
+pub fn display_name(v: &VariantResult) -> String {
+    if is_truncated(v) {
+        format!("{} (truncated)", v.name)
+    } else {
+        v.name.clone()
+    }
+}
+
+/// What a legend entry's sample looks like.
+#[derive(Debug, Clone, Copy)]
+pub enum Mark {
+    /// A filled square, as the variant's bars.
+    Swatch,
+    /// A pale square with a border: the bars of a truncated variant.
+    PaleSwatch,
+    /// A line in the dash pattern of the variant at this index.
+    Line(usize),
+}
+
+/// A legend entry.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The words.
+    pub label: String,
+    /// The colour of the sample.
+    pub color: RGBColor,
+    /// The sample.
+    pub mark: Mark,
+}
+
+const LEGEND_FONT: u32 = 15;
+const LEGEND_ROW: u32 = 22;
+
+/// One key per variant, in file order and colour; truncated variants say so and get a pale
+/// swatch.
+pub fn variant_keys(variants: &[VariantResult], line: bool) -> Vec<Key> {
+    variants
         .iter()
-        .map(|e| if *e > 0.0 { *e } else { longest })
-        .collect();
-    let shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
-    let shared = longest <= 4.0 * shortest;
-    spans
-        .iter()
-        .map(|e| if shared { longest } else { *e } * 1.02)
+        .enumerate()
+        .map(|(j, v)| Key {
+            label: display_name(v),
+            color: variant_color(j),
+            mark: match (line, is_truncated(v)) {
+                (true, _) => Mark::Line(j),
+                (false, true) => Mark::PaleSwatch,
+                (false, false) => Mark::Swatch,
+            },
+        })
         .collect()
 }
 
-/// A bar's width in data units: its bucket, but never narrower than about one pixel of a
-/// panel spanning `end`, so that a spike in a narrow bucket stays visible.
-fn bar_width(bucket: f64, end: f64) -> f64 {
-    bucket.max(end / 900.0)
+/// The width of `text` in pixels at `size`, measured with the compiled-in font.
+pub fn text_width(text: &str, size: u32) -> u32 {
+    style::register_fonts();
+    (FONT, size)
+        .into_font()
+        .box_size(text)
+        .map_or(text.len() as u32 * size / 2, |(w, _)| w)
 }
 
-/// A row of colour swatches naming the variants, in file order.
-fn legend_row<DB: DrawingBackend>(
+/// The keys in rows that fit `width` pixels: (key, x) per row.
+fn legend_rows(keys: &[Key], width: u32) -> Vec<Vec<(usize, i32)>> {
+    let mut rows: Vec<Vec<(usize, i32)>> = vec![Vec::new()];
+    let mut x = 16;
+    for (i, key) in keys.iter().enumerate() {
+        let w = 32 + text_width(&key.label, LEGEND_FONT) as i32 + 22;
+        if x + w > width as i32 && x > 16 {
+            rows.push(Vec::new());
+            x = 16;
+        }
+        rows.last_mut().expect("never empty").push((i, x));
+        x += w;
+    }
+    rows
+}
+
+/// The height a legend of `keys` takes in `width` pixels.
+pub fn legend_height(keys: &[Key], width: u32) -> u32 {
+    legend_rows(keys, width).len() as u32 * LEGEND_ROW + 8
+}
+
+/// Draws `keys` on `area`, wrapping to as many rows as their measured widths need (see
+/// [`legend_height`]), so no two entries touch.
+pub fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    names: &[String],
+    keys: &[Key],
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let step = 960 / names.len().max(1) as i32;
-    for (j, name) in names.iter().enumerate() {
-        let x = 20 + j as i32 * step;
-        let color = variant_color(j);
-        area.draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
-            .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
-        area.draw(&Text::new(name.clone(), (x + 24, 10), (style::FONT, 15)))
-            .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    let (width, _) = area.dim_in_pixel();
+    for (r, row) in legend_rows(keys, width).iter().enumerate() {
+        let y = 6 + r as i32 * LEGEND_ROW as i32;
+        for &(i, x) in row {
+            let key = &keys[i];
+            let square = [(x, y), (x + 22, y + 15)];
+            match key.mark {
+                Mark::Swatch => area
+                    .draw(&Rectangle::new(square, key.color.filled()))
+                    .map_err(err)?,
+                Mark::PaleSwatch => {
+                    area.draw(&Rectangle::new(square, key.color.mix(0.3).filled()))
+                        .map_err(err)?;
+                    area.draw(&Rectangle::new(square, key.color.stroke_width(2)))
+                        .map_err(err)?;
+                }
+                Mark::Line(j) => area
+                    .draw(&variant_line(
+                        vec![(x, y + 8), (x + 28, y + 8)],
+                        j,
+                        key.color,
+                        3,
+                    ))
+                    .map_err(err)?,
+            }
+            area.draw(&Text::new(
+                key.label.clone(),
+                (x + 32, y),
+                (FONT, LEGEND_FONT),
+            ))
+            .map_err(err)?;
+        }
     }
     Ok(())
+}
+
+/// A line through `points` in `color`, dashed as the variant at `index` is in every figure
+/// (see [`style::dash`]), so curves that coincide still show each colour.
+pub fn variant_line<DB: DrawingBackend, C: Clone + 'static>(
+    points: Vec<C>,
+    index: usize,
+    color: RGBColor,
+    width: u32,
+) -> plotters::element::DynElement<'static, DB, C>
+where
+    PathElement<C>: Drawable<DB>,
+    for<'b> &'b PathElement<C>: PointCollection<'b, C>,
+    plotters::element::DashedPathElement<std::vec::IntoIter<C>, u32>: Drawable<DB>,
+    for<'b> &'b plotters::element::DashedPathElement<std::vec::IntoIter<C>, u32>:
+        PointCollection<'b, C>,
+{
+    match style::dash(index) {
+        None => PathElement::new(points, color.stroke_width(width)).into_dyn(),
+        Some((on, off)) => {
+            plotters::element::DashedPathElement::new(points, on, off, color.stroke_width(width))
+                .into_dyn()
+        }
+    }
+}
+
+/// Draws a figure's title on `area`, centred: on one line at `size` when it fits, else
+/// broken at a word into two lines at the largest size that fits both, so no title is cut.
+pub fn draw_title<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    size: u32,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    let (width, height) = area.dim_in_pixel();
+    let (lines, size) = title_lines(text, size, width.saturating_sub(24), height);
+    let line_height = (f64::from(size) * 1.25) as i32;
+    let top = (height as i32 - line_height * lines.len() as i32) / 2 + 2;
+    for (i, line) in lines.iter().enumerate() {
+        let style =
+            TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&Text::new(
+            line.clone(),
+            (width as i32 / 2, top + i as i32 * line_height),
+            style,
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The lines and font size of a title in `room` by `height` pixels: one line at `size` when
+/// it fits, else two, broken at the space nearest the middle (a space after a comma or before
+/// a parenthesis counts as nearer), at the largest size from `size` down to 11 that fits.
+fn title_lines(text: &str, size: u32, room: u32, height: u32) -> (Vec<String>, u32) {
+    if text_width(text, size) <= room {
+        return (vec![text.to_string()], size);
+    }
+    let mid = text.len() as i64 / 2;
+    let cut = text
+        .char_indices()
+        .filter(|(_, c)| *c == ' ')
+        .map(|(i, _)| i)
+        .min_by_key(|&i| {
+            let distance = (i as i64 - mid).abs();
+            let good = text[..i].ends_with(',') || text[i + 1..].starts_with('(');
+            if good { distance / 2 } else { distance }
+        });
+    let lines = match cut {
+        Some(cut) => vec![text[..cut].to_string(), text[cut + 1..].to_string()],
+        None => vec![text.to_string()],
+    };
+    let mut s = size;
+    while s > 11 {
+        let fits = lines.iter().all(|l| text_width(l, s) <= room);
+        if fits && f64::from(s) * 1.25 * lines.len() as f64 <= f64::from(height) {
+            break;
+        }
+        s -= 1;
+    }
+    (lines, s)
 }
 
 /// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
@@ -229,7 +435,13 @@ impl Chart {
             Chart::PhaseDiagram { .. } => phase_diagram::size(variants),
             Chart::TimeHistogram { .. }
             | Chart::LoadOverTime { .. }
-            | Chart::PolicyOverTime { .. } => (SIZE.0, (150 * variants as u32 + 60).max(400)),
+            | Chart::PolicyOverTime { .. } => (SIZE.0, (150 * variants as u32 + 66).max(400)),
+            Chart::ServerOverTime { .. } => (SIZE.0, (160 * variants as u32 + 100).max(400)),
+            Chart::LatencyHistogram { .. } => (SIZE.0, (120 * variants as u32 + 60).max(400)),
+            Chart::Replications { .. } => (
+                SIZE.0,
+                (replications::ROW_HEIGHT * variants as u32 + 48).max(400),
+            ),
         }
     }
 }
@@ -300,7 +512,11 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
     }
     charts.push(Chart::LatencyCdf {
         stem: "latency",
-        caption: "How long requests took, start to final outcome, as a cumulative distribution on a log axis; dots mark each variant's p50 (at 50 %) and p99 (at 99 %).",
+        caption: "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast.",
+    });
+    charts.push(Chart::LatencyHistogram {
+        stem: "latency-histogram",
+        caption: "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry.",
     });
     charts.push(Chart::LoadOverTime {
         stem: "load-over-time",
@@ -310,6 +526,23 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         charts.push(Chart::PolicyOverTime {
             stem: "policy-over-time",
             caption: "The retry budgets and circuit breakers over time, a panel per variant that has one (line: the budgets' mean level, 100 % is full; shaded: the share of breakers open; grey bars: retries sent, on one right-hand scale for every panel): a budget drains as failures mount and stops retries when it is empty or, for a token bucket, at half (dashed); breakers open and close again; compare both with the retries bars.",
+        });
+    }
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    if result
+        .points
+        .get(focus)
+        .is_some_and(|p| !replications::shown(&p.variants).is_empty())
+    {
+        charts.push(Chart::Replications {
+            stem: "replications",
+            caption: "Where a variant's replications split between recovering and staying collapsed, the mean describes no run: a typical recovered and a typical collapsed replication (median goodput within each group), on one time axis and scale.",
+        });
+    }
+    if server_over_time::applies(result, focus) {
+        charts.push(Chart::ServerOverTime {
+            stem: "server-over-time",
+            caption: "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column.",
         });
     }
     let any_retries = result
@@ -345,6 +578,9 @@ fn render(
         Chart::SweepCurve { stem, caption, .. }
         | Chart::TimeHistogram { stem, caption, .. }
         | Chart::ComparisonBars { stem, caption }
+        | Chart::LatencyHistogram { stem, caption }
+        | Chart::ServerOverTime { stem, caption }
+        | Chart::Replications { stem, caption }
         | Chart::LoadOverTime { stem, caption }
         | Chart::PolicyOverTime { stem, caption }
         | Chart::LatencyCdf { stem, caption }
@@ -366,6 +602,10 @@ fn render(
     };
     let panels = match chart {
         Chart::PolicyOverTime { .. } => policy_over_time::panel_count(experiment),
+        Chart::Replications { .. } => {
+            let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+            replications::shown(&result.points[focus].variants).len()
+        }
         _ => result.points[0].variants.len(),
     };
     let size = chart.size(panels);
@@ -432,6 +672,9 @@ where
         Chart::LoadOverTime { .. } => load_over_time::draw(experiment, result, &root)?,
         Chart::PolicyOverTime { .. } => policy_over_time::draw(experiment, result, &root)?,
         Chart::LatencyCdf { .. } => latency_cdf::draw(experiment, result, &root)?,
+        Chart::LatencyHistogram { .. } => latency_histogram::draw(experiment, result, &root)?,
+        Chart::ServerOverTime { .. } => server_over_time::draw(experiment, result, &root)?,
+        Chart::Replications { .. } => replications::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;

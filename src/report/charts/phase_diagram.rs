@@ -230,15 +230,15 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
     let (title_area, body) = root.split_vertically(TITLE);
-    title_area
-        .titled(
-            &format!(
-                "{}: {} for every {} and {}",
-                experiment.name, m.label, sweep.path, second.path
-            ),
-            (FONT, 20),
-        )
-        .map_err(err)?;
+    let (x_title, y_title) = (sweep.label.clone(), second.label.clone());
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: {} for every {x_title} and {y_title}",
+            experiment.name, m.label
+        ),
+        20,
+    )?;
     let (width, _) = body.dim_in_pixel();
     let (panels, legend) = body.split_horizontally(width.saturating_sub(LEGEND));
     let (cols, rows) = layout(names.len());
@@ -246,11 +246,11 @@ where
     for (k, (name, area)) in names.iter().zip(&areas).enumerate() {
         let labels = Labels {
             x: (
-                sweep.path.as_str(),
+                x_title.as_str(),
                 sweep.values.iter().map(short_label).collect(),
             ),
             y: (
-                second.path.as_str(),
+                y_title.as_str(),
                 second.values.iter().map(short_label).collect(),
             ),
             x_desc: k + cols >= names.len(),

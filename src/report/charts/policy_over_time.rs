@@ -12,10 +12,10 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::over_time::{self, Frame, PanelSpec, Row};
 use super::style::{FONT, tick, variant_color};
 use super::triggers::{self, TRIGGER};
 use crate::metrics::Column;
-use crate::metrics::series::COLUMNS;
 use crate::model::{BudgetKind, Scope};
 use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Scenario};
@@ -37,42 +37,58 @@ enum Key {
     Trigger,
 }
 
-/// A row of samples saying what the marks mean, in neutral grey (the panels draw the lines
-/// and areas in their variant's colour).
+/// A row of samples saying what the marks mean. Lines and areas are drawn in the colours of
+/// the panels that show them, a stripe per variant, so a sample matches the marks it names.
 fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    keys: &[(Key, String)],
+    keys: &[(Key, String, Vec<RGBColor>)],
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    let grey = RGBColor(90, 90, 90);
     let font: TextStyle = (FONT, 14).into();
     let mut x = 24;
-    for (key, label) in keys {
+    for (key, label, colors) in keys {
+        // Each colour's share of a 24-pixel sample.
+        let stripe = |k: usize| {
+            let w = 24 / colors.len().clamp(1, 6) as i32;
+            (k as i32 * w, (k as i32 + 1) * w)
+        };
         let (y0, y1) = (4, 18);
         match key {
-            Key::Line => area
-                .draw(&PathElement::new(
-                    vec![(x, 11), (x + 22, 11)],
-                    grey.stroke_width(3),
-                ))
-                .map_err(err)?,
-            Key::Threshold => area
-                .draw(&plotters::element::DashedPathElement::new(
-                    vec![(x, 11), (x + 22, 11)],
-                    5,
-                    3,
-                    grey.stroke_width(1),
-                ))
-                .map_err(err)?,
-            Key::Area => area
-                .draw(&Rectangle::new(
-                    [(x, y0), (x + 22, y1)],
-                    grey.mix(0.35).filled(),
-                ))
-                .map_err(err)?,
+            Key::Line => {
+                for (k, c) in colors.iter().take(6).enumerate() {
+                    let (a, b) = stripe(k);
+                    area.draw(&PathElement::new(
+                        vec![(x + a, 11), (x + b, 11)],
+                        c.stroke_width(3),
+                    ))
+                    .map_err(err)?;
+                }
+            }
+            Key::Threshold => {
+                for (k, c) in colors.iter().take(6).enumerate() {
+                    let (a, b) = stripe(k);
+                    area.draw(&plotters::element::DashedPathElement::new(
+                        vec![(x + a, 11), (x + b, 11)],
+                        5,
+                        3,
+                        c.mix(0.8).stroke_width(1),
+                    ))
+                    .map_err(err)?;
+                }
+            }
+            Key::Area => {
+                for (k, c) in colors.iter().take(6).enumerate() {
+                    let (a, b) = stripe(k);
+                    area.draw(&Rectangle::new(
+                        [(x + a, y0), (x + b, y1)],
+                        c.mix(0.35).filled(),
+                    ))
+                    .map_err(err)?;
+                }
+            }
             Key::Bar => area
                 .draw(&Rectangle::new(
                     [(x + 6, y0), (x + 16, y1)],
@@ -86,10 +102,10 @@ where
                 ))
                 .map_err(err)?,
         }
-        area.draw(&Text::new(label.clone(), (x + 28, 4), font.clone()))
+        area.draw(&Text::new(label.clone(), (x + 30, 4), font.clone()))
             .map_err(err)?;
         let (w, _) = area.estimate_text_size(label, &font).map_err(err)?;
-        x += 28 + w as i32 + 22;
+        x += 30 + w as i32 + 22;
     }
     Ok(())
 }
@@ -140,7 +156,9 @@ pub fn panel_count(experiment: &Experiment) -> usize {
     panels(experiment).len()
 }
 
-/// Draws the panels and returns their CSV.
+/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s, budgets,
+/// budget_level_pct, breakers, breakers_open, breakers_open_pct, retries_per_s` (and
+/// `trigger`), the values drawn.
 pub fn draw<DB: DrawingBackend>(
     experiment: &Experiment,
     result: &ExperimentResult,
@@ -163,17 +181,18 @@ where
     let counts: Vec<(usize, usize)> = scenarios.iter().map(|v| instances(&v.scenario)).collect();
     let any_budget = shown.iter().any(|&j| counts[j].0 > 0);
     let any_breaker = shown.iter().any(|&j| counts[j].1 > 0);
-    let any_retries = shown.iter().any(|&j| {
-        point.variants[j]
-            .series
-            .iter()
-            .any(|r| r[Column::Retries as usize] > 0.0)
-    });
+    // The same time axis as the load-over-time figure: the frame of every variant, so a panel
+    // here spans what the same variant's panel spans there.
+    let all: Vec<_> = point.variants.iter().collect();
+    let frame = Frame::of(&all);
+    let retries = |r: &Row| r[Column::Retries as usize];
+    let any_retries = shown
+        .iter()
+        .any(|&j| frame.rows[j].iter().any(|r| retries(r) > 0.0));
     // The plotted values of a row: budget level and breakers open in %, None without one.
-    let budget_pct = |j: usize, r: &[f64; COLUMNS]| {
-        (counts[j].0 > 0).then(|| r[Column::BudgetLevel as usize] * 100.0)
-    };
-    let open_pct = |j: usize, r: &[f64; COLUMNS]| {
+    let budget_pct =
+        |j: usize, r: &Row| (counts[j].0 > 0).then(|| r[Column::BudgetLevel as usize] * 100.0);
+    let open_pct = |j: usize, r: &Row| {
         (counts[j].1 > 0).then(|| r[Column::BreakersOpen as usize] / counts[j].1 as f64 * 100.0)
     };
 
@@ -187,7 +206,7 @@ where
         "breakers",
         "breakers_open",
         "breakers_open_pct",
-        "retries",
+        "retries_per_s",
     ];
     if any_trigger {
         header.push("trigger");
@@ -197,24 +216,22 @@ where
     let count = |n: usize| if n > 0 { n.to_string() } else { String::new() };
     for &j in &shown {
         let v = &point.variants[j];
-        let width = v.bucket.as_nanos();
-        for (i, row) in v.series.iter().enumerate() {
-            let start = (i as u64 * width) as f64 / 1e9;
+        for (i, row) in frame.rows[j].iter().enumerate() {
+            let start = frame.start(i);
             let mut record = vec![
                 v.name.clone(),
                 start.to_string(),
-                (width as f64 / 1e9).to_string(),
+                frame.bucket.to_string(),
                 count(counts[j].0),
                 text(budget_pct(j, row)),
                 count(counts[j].1),
                 text((counts[j].1 > 0).then(|| row[Column::BreakersOpen as usize])),
                 text(open_pct(j, row)),
-                row[Column::Retries as usize].to_string(),
+                retries(row).to_string(),
             ];
             if any_trigger {
                 // 1 when the bucket overlaps a trigger window (the shaded band).
-                let end = ((i as u64 + 1) * width) as f64 / 1e9;
-                let inside = triggers::overlaps(&triggers[j], start, end);
+                let inside = triggers::overlaps(&triggers[j], start, start + frame.bucket);
                 record.push(u8::from(inside).to_string());
             }
             w.write_record(&record)?;
@@ -224,126 +241,97 @@ where
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(56);
-    let bucket = point
-        .variants
-        .first()
-        .map_or(crate::engine::SimDuration::ZERO, |v| v.bucket);
-    let (title_area, legend_area) = title_area.split_vertically(30);
-    title_area
-        .titled(
-            &format!(
-                "{}: retry budgets and circuit breakers{at}",
-                experiment.name
-            ),
-            (FONT, 17),
-        )
-        .map_err(err)?;
-    let mut keys: Vec<(Key, String)> = Vec::new();
+    let (title_area, body) = root.split_vertically(60);
+    let (title_area, legend_area) = title_area.split_vertically(34);
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: retry budgets and circuit breakers{at}",
+            experiment.name
+        ),
+        17,
+    )?;
+    let colors = |has: &dyn Fn(usize) -> bool| -> Vec<RGBColor> {
+        shown
+            .iter()
+            .filter(|&&j| has(j))
+            .map(|&j| variant_color(j))
+            .collect()
+    };
+    let mut keys: Vec<(Key, String, Vec<RGBColor>)> = Vec::new();
     if any_budget {
-        keys.push((Key::Line, "budget level".into()));
+        keys.push((
+            Key::Line,
+            "budget level".into(),
+            colors(&|j| counts[j].0 > 0),
+        ));
     }
     if shown.iter().any(|&j| token_bucket(&scenarios[j].scenario)) {
-        keys.push((Key::Threshold, "token bucket's retry threshold".into()));
+        keys.push((
+            Key::Threshold,
+            "token bucket's retry threshold".into(),
+            colors(&|j| token_bucket(&scenarios[j].scenario)),
+        ));
     }
     if any_breaker {
-        keys.push((Key::Area, "breakers open".into()));
+        keys.push((
+            Key::Area,
+            "breakers open".into(),
+            colors(&|j| counts[j].1 > 0),
+        ));
     }
     if any_retries {
-        keys.push((Key::Bar, format!("retries sent per {bucket} (right axis)")));
+        keys.push((
+            Key::Bar,
+            format!(
+                "retries sent per second ({}, right axis)",
+                frame.bucket_words()
+            ),
+            Vec::new(),
+        ));
     }
     if any_trigger {
-        keys.push((Key::Trigger, "trigger".into()));
+        keys.push((Key::Trigger, "trigger".into(), Vec::new()));
     }
     legend(&legend_area, &keys)?;
-    // The same time axes as the load-over-time figure: computed over every variant, so a
-    // panel here spans what the same variant's panel spans there.
-    let ends = super::panel_ends(
-        &point
-            .variants
-            .iter()
-            .map(|v| {
-                let busy = |r: &[f64; COLUMNS]| {
-                    r[Column::FirstAttempts as usize]
-                        + r[Column::Retries as usize]
-                        + r[Column::Succeeded as usize]
-                        > 0.0
-                };
-                v.series
-                    .iter()
-                    .rposition(busy)
-                    .map_or(0.0, |last| (last + 1) as f64 * v.bucket.as_secs_f64())
-            })
-            .collect::<Vec<_>>(),
-    );
     // One retries scale for every panel, so the bars compare across policies.
     let retries_top = shown
         .iter()
-        .flat_map(|&j| &point.variants[j].series)
-        .map(|r| r[Column::Retries as usize])
+        .flat_map(|&j| &frame.rows[j])
+        .map(retries)
         .fold(0.0, f64::max)
-        .max(1.0)
+        .max(1e-9)
         * 1.1;
-    let shared = shown.windows(2).all(|w| ends[w[0]] == ends[w[1]]);
+    let percent = |y: &f64| format!("{} %", tick(y));
     let areas = body.split_evenly((shown.len(), 1));
     for (k, (&j, area)) in shown.iter().zip(&areas).enumerate() {
         let v = &point.variants[j];
         let color = variant_color(j);
-        let end = ends[j];
-        let width = v.bucket.as_secs_f64();
-        let bar = super::bar_width(width, end);
-        let last = k + 1 == shown.len();
+        let rows = &frame.rows[j];
+        let title = panel_title(v, &scenarios[j].scenario);
         // Room above 100 %: a full budget's line is not cut by the panel's edge, and the
         // trigger label sits above it.
-        let top = TOP;
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(16)
-            .margin_right(16)
-            .margin_top(6)
-            .x_label_area_size(if last || !shared { 40 } else { 18 })
-            .y_label_area_size(64)
-            .right_y_label_area_size(if any_retries { 56 } else { 0 })
-            .caption(
-                panel_title(v, &scenarios[j].scenario),
-                (FONT, 17).into_font().color(&color),
-            )
-            .build_cartesian_2d(0.0..end, 0.0..top)
-            .map_err(err)?
-            .set_secondary_coord(0.0..end, 0.0..retries_top);
-        let percent = |y: &f64| format!("{} %", tick(y));
-        let mut mesh = chart.configure_mesh();
-        mesh.label_style((FONT, 13))
-            .x_label_formatter(&tick)
-            .y_label_formatter(&percent)
-            .y_labels(3)
-            .x_labels(10)
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
-            .axis_desc_style((FONT, 14));
-        if last || !shared {
-            mesh.x_desc("time (s)");
-        }
-        mesh.draw().map_err(err)?;
-        if any_retries {
-            chart
-                .configure_secondary_axes()
-                .label_style((FONT, 13))
-                .y_labels(3)
-                .y_label_formatter(&tick)
-                .axis_desc_style((FONT, 14))
-                .y_desc("retries")
-                .draw()
-                .map_err(err)?;
-        }
+        let mut chart = over_time::panel(
+            area,
+            &frame,
+            &PanelSpec {
+                title: &title,
+                color,
+                top: TOP,
+                y_desc: "",
+                y_format: Some(&percent),
+                right: any_retries.then_some((retries_top, "retries (/s)")),
+                last: k + 1 == shown.len(),
+            },
+        )?;
         // The trigger bands go under the data.
         chart
-            .draw_series(triggers::bands(&triggers[j], end, top))
+            .draw_series(triggers::bands(&triggers[j], frame.x1, TOP))
             .map_err(err)?;
         // States are sampled at the end of their bucket.
-        let at_end = |i: usize| (i as f64 + 1.0) * width;
+        let at_end = |i: usize| frame.start(i) + frame.bucket;
         if counts[j].1 > 0 {
-            let open = v
-                .series
+            let open = rows
                 .iter()
                 .enumerate()
                 .filter_map(|(i, r)| Some((at_end(i), open_pct(j, r)?)));
@@ -353,6 +341,7 @@ where
                 )
                 .map_err(err)?;
         }
+        let end = at_end(rows.len().saturating_sub(1));
         if token_bucket(&scenarios[j].scenario) {
             // gRPC retries only while tokens > max_tokens / 2.
             chart
@@ -365,8 +354,7 @@ where
                 .map_err(err)?;
         }
         if counts[j].0 > 0 {
-            let level = v
-                .series
+            let level = rows
                 .iter()
                 .enumerate()
                 .filter_map(|(i, r)| Some((at_end(i), budget_pct(j, r)?)));
@@ -376,19 +364,15 @@ where
         }
         // The retries go on top, translucent, so that none hides behind a budget's drop.
         if any_retries {
-            let bars = v
-                .series
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r[Column::Retries as usize] > 0.0)
-                .map(|(i, r)| {
-                    let x0 = i as f64 * width;
-                    Rectangle::new(
-                        [(x0, 0.0), (x0 + bar, r[Column::Retries as usize])],
-                        RETRIES.mix(BAR_ALPHA).filled(),
-                    )
-                });
-            chart.draw_secondary_series(bars).map_err(err)?;
+            chart
+                .draw_secondary_series(over_time::bars(
+                    &frame,
+                    rows,
+                    |_| 0.0,
+                    retries,
+                    RETRIES.mix(BAR_ALPHA).filled(),
+                ))
+                .map_err(err)?;
         }
     }
     Ok(csv)
@@ -413,7 +397,7 @@ fn panel_title(v: &VariantResult, s: &Scenario) -> String {
     .into_iter()
     .flatten()
     .collect();
-    let mut title = format!("{}: {}", v.name, policy.join(", "));
+    let mut title = format!("{}: {}", super::display_name(v), policy.join(", "));
     if let Some(note) = triggers::split_note(v) {
         title.push_str(&format!(" ({note})"));
     }

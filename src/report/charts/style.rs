@@ -58,6 +58,72 @@ pub fn tick(x: &f64) -> String {
     }
 }
 
+/// A tick formatter for an axis that reaches `top`: every label of one axis takes the same
+/// form, so `100k` never stands next to `80000` (from 100,000 on in thousands, from a million
+/// on in millions; below that as [`tick`]).
+pub fn axis_ticks(top: f64) -> impl Fn(&f64) -> String {
+    let a = top.abs();
+    move |x: &f64| {
+        let x = if *x == 0.0 { 0.0 } else { *x };
+        if x == 0.0 {
+            "0".to_string()
+        } else if a >= 1e6 {
+            format!("{}M", trim(format!("{:.1}", x / 1e6)))
+        } else if a >= 1e5 {
+            format!("{}k", trim(format!("{:.0}", x / 1e3)))
+        } else {
+            tick(&x)
+        }
+    }
+}
+
+/// The unit a time axis spanning `span_s` seconds is labelled in, so that its ticks never all
+/// read "0": seconds from 2 s on, milliseconds from 2 ms on, microseconds below.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeUnit {
+    /// How many of the unit make a second.
+    pub per_s: f64,
+    /// The unit's symbol.
+    pub name: &'static str,
+}
+
+impl TimeUnit {
+    /// The unit for an axis spanning `span_s` seconds.
+    pub fn for_span(span_s: f64) -> TimeUnit {
+        if span_s >= 2.0 {
+            TimeUnit {
+                per_s: 1.0,
+                name: "s",
+            }
+        } else if span_s >= 2e-3 {
+            TimeUnit {
+                per_s: 1e3,
+                name: "ms",
+            }
+        } else {
+            TimeUnit {
+                per_s: 1e6,
+                name: "\u{b5}s",
+            }
+        }
+    }
+
+    /// A tick label for `x` seconds, in this unit.
+    pub fn label(self, x: &f64) -> String {
+        tick(&(x * self.per_s))
+    }
+}
+
+/// The dash pattern of the variant at `index` as (dash, gap) in pixels, `None` for a solid
+/// line: curves that coincide still show each colour in turn.
+pub fn dash(index: usize) -> Option<(u32, u32)> {
+    match index % 3 {
+        0 => None,
+        1 => Some((12, 6)),
+        _ => Some((4, 5)),
+    }
+}
+
 fn trim(s: String) -> String {
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -80,5 +146,15 @@ mod tests {
         assert_eq!(tick(&150000.0), "150k");
         assert_eq!(tick(&2500000.0), "2.5M");
         assert_eq!(tick(&-0.0), "0");
+    }
+
+    #[test]
+    fn one_axis_keeps_one_tick_form() {
+        let f = axis_ticks(120_000.0);
+        assert_eq!(f(&80_000.0), "80k");
+        assert_eq!(f(&100_000.0), "100k");
+        assert_eq!(axis_ticks(90_000.0)(&80_000.0), "80000");
+        assert_eq!(TimeUnit::for_span(1e-4).label(&5e-5), "50");
+        assert_eq!(TimeUnit::for_span(0.35).name, "ms");
     }
 }

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::style::{FONT, tick, variant_color};
+use super::style::{FONT, axis_ticks, tick, variant_color};
 use crate::metrics::Metric;
 use crate::report;
 use crate::runner::ExperimentResult;
@@ -75,6 +75,14 @@ where
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
+    // Numeric values spanning two decades or more (clients 10, 100, 1000) go on a log axis,
+    // else the small ones crowd at the left: plotted at their log10, labelled at powers of 10.
+    let log = log_axis(numeric.as_deref());
+    let xs: Vec<f64> = if log {
+        xs.iter().map(|x| x.log10()).collect()
+    } else {
+        xs
+    };
     let (x0, x1) = (
         xs.iter().copied().fold(f64::INFINITY, f64::min),
         xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -94,20 +102,33 @@ where
     // An all-zero metric still gets a readable axis.
     let top = if top > 0.0 { top * 1.08 } else { 1.0 };
     // Compact: one panel of a grid, titled by its metric, the legend drawn once outside.
-    let (title, title_size, margin, x_area, y_area, font) = if compact {
-        (label.to_string(), 15, 6, 24, 56, 12)
+    // Full size: the title on its own band (wrapped when long) and the legend above the plot,
+    // never over the lines.
+    let (margin, x_area, y_area, font) = if compact {
+        (6, 24, 56, 12)
     } else {
-        (
-            format!("{}: {label}{at}", experiment.name),
-            24,
-            16,
-            52,
-            80,
-            16,
-        )
+        (16, 52, 80, 16)
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, title_size))
+    let plot = if compact {
+        root.clone()
+    } else {
+        let (title_area, rest) = root.split_vertically(52);
+        super::draw_title(
+            &title_area,
+            &format!("{}: {label}{at}", experiment.name),
+            22,
+        )?;
+        let keys = super::variant_keys(&result.points[0].variants, true);
+        let (legend_area, plot) =
+            rest.split_vertically(super::legend_height(&keys, root.dim_in_pixel().0));
+        super::draw_legend(&legend_area, &keys)?;
+        plot
+    };
+    let mut builder = ChartBuilder::on(&plot);
+    if compact {
+        builder.caption(label, (FONT, 15));
+    }
+    let mut chart = builder
         .margin(margin)
         .x_label_area_size(x_area)
         .y_label_area_size(y_area)
@@ -115,34 +136,48 @@ where
         .map_err(err)?;
     let values = sweep.values.clone();
     let is_numeric = numeric.is_some();
+    let x_ticks = axis_ticks(x0.abs().max(x1.abs()));
     let x_label = move |x: &f64| -> String {
-        if is_numeric {
-            tick(x)
+        if log {
+            // Only whole powers of ten are labelled.
+            if (x - x.round()).abs() < 1e-6 {
+                tick(&10f64.powf(x.round()))
+            } else {
+                String::new()
+            }
+        } else if is_numeric {
+            x_ticks(x)
         } else {
             values
                 .get(x.round() as usize)
                 .map_or(String::new(), |v| v.to_string())
         }
     };
+    let y_ticks = axis_ticks(top);
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&x_label)
-        .y_label_formatter(&tick)
+        .y_label_formatter(&y_ticks)
         .x_labels(if compact { 5 } else { 10 })
         .y_labels(if compact { 4 } else { 10 })
         .label_style((FONT, font))
         .axis_desc_style((FONT, 18))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08));
+    let x_desc = if log {
+        format!("{} (log scale)", sweep.label.clone())
+    } else {
+        sweep.label.clone()
+    };
     if !compact {
-        mesh.x_desc(sweep.path.as_str()).y_desc(label);
+        mesh.x_desc(x_desc.as_str()).y_desc(label);
     }
     mesh.draw().map_err(err)?;
-    for (j, name) in names.iter().enumerate() {
+    for (j, curve) in curves.iter().enumerate() {
         let color = variant_color(j);
-        let upper = xs.iter().zip(&curves[j]).map(|(x, (m, h))| (*x, m + h));
+        let upper = xs.iter().zip(curve).map(|(x, (m, h))| (*x, m + h));
         let lower = xs
             .iter()
-            .zip(&curves[j])
+            .zip(curve)
             .map(|(x, (m, h))| (*x, (m - h).max(0.0)));
         let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
         chart
@@ -151,37 +186,55 @@ where
                 color.mix(0.18).filled(),
             )))
             .map_err(err)?;
-        let line: Vec<(f64, f64)> = xs
-            .iter()
-            .zip(&curves[j])
-            .map(|(x, (m, _))| (*x, *m))
-            .collect();
+        let line: Vec<(f64, f64)> = xs.iter().zip(curve).map(|(x, (m, _))| (*x, *m)).collect();
         chart
-            .draw_series(LineSeries::new(
+            .draw_series(std::iter::once(super::variant_line(
                 line.clone(),
-                color.stroke_width(if compact { 2 } else { 3 }),
-            ))
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
-        chart
-            .draw_series(
-                line.iter()
-                    .map(|p| Circle::new(*p, if compact { 2 } else { 3 }, color.filled())),
-            )
+                j,
+                color,
+                if compact { 2 } else { 3 },
+            )))
             .map_err(err)?;
-    }
-    if !compact {
+        let size = if compact { 3 } else { 5 };
         chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 16))
-            .draw()
+            .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
             .map_err(err)?;
     }
     Ok(csv)
+}
+
+/// Whether numeric sweep values span two decades or more (all positive): a log axis then.
+pub fn log_axis(values: Option<&[f64]>) -> bool {
+    let Some(values) = values else { return false };
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    lo > 0.0 && hi / lo >= 100.0
+}
+
+/// The marker of the variant at `index` (circle, triangle, cross in turn), so coinciding
+/// curves still show each variant's points.
+fn marker<DB: DrawingBackend>(
+    p: (f64, f64),
+    index: usize,
+    size: i32,
+    color: RGBColor,
+) -> plotters::element::DynElement<'static, DB, (f64, f64)> {
+    match index % 3 {
+        0 => Circle::new(p, size, color.filled()).into_dyn(),
+        1 => TriangleMarker::new(p, size + 1, color.filled()).into_dyn(),
+        _ => Cross::new(p, size, color.stroke_width(2)).into_dyn(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_over_two_decades_gets_a_log_axis() {
+        assert!(log_axis(Some(&[10.0, 100.0, 1000.0])));
+        assert!(!log_axis(Some(&[10.0, 50.0, 100.0])));
+        assert!(!log_axis(Some(&[0.0, 10.0, 1000.0])));
+        assert!(!log_axis(None));
+    }
 }

@@ -4,7 +4,6 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::style::FONT;
 use super::{estimate, sweep_curves};
 use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
@@ -72,24 +71,19 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
     let (title_area, body) = root.split_vertically(40);
-    title_area
-        .titled(
-            &format!(
-                "{}: every metric against {}{}",
-                experiment.name,
-                sweep.path,
-                super::second_axis_at(experiment)
-            ),
-            (FONT, 21),
-        )
-        .map_err(err)?;
-    let (legend_area, grid) = body.split_vertically(36);
-    let names: Vec<String> = result.points[0]
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .collect();
-    super::legend_row(&legend_area, &names)?;
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: every metric against {}{}",
+            experiment.name,
+            sweep.label.clone(),
+            super::second_axis_at(experiment)
+        ),
+        20,
+    )?;
+    let keys = super::variant_keys(&result.points[0].variants, true);
+    let (legend_area, grid) = body.split_vertically(super::legend_height(&keys, super::SIZE.0));
+    super::draw_legend(&legend_area, &keys)?;
     for (k, area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
         sweep_curves::draw(experiment, result, k, &k.title(), true, &area)?;
     }

@@ -1,15 +1,20 @@
-//! A time-series column over time, one panel per variant: the retry-storm picture (retries
-//! pile up on a few instants without jitter and spread with it), or when writes happened.
+//! A time-series column over time as a rate, one panel per variant on one time axis and one
+//! y scale: the retry-storm picture (retries pile up on a few instants without jitter and
+//! spread with it), or when attempts reached the server. Trigger windows are shaded and a
+//! variant whose replications split carries the same note as in the load-over-time figure.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::style::{FONT, tick, variant_color};
+use super::over_time::{self, Frame, PanelSpec};
+use super::style::variant_color;
+use super::triggers;
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
-/// Draws the panels and returns their CSV.
+/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s,
+/// <column>_per_s` (and `trigger`), the rates drawn.
 pub fn draw<DB: DrawingBackend>(
     experiment: &Experiment,
     result: &ExperimentResult,
@@ -21,108 +26,84 @@ where
     DB::ErrorType: 'static,
 {
     let (point, at) = super::focus_point(experiment, result);
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let windows = triggers::windows(&experiment.points[focus].variants);
+    let any_trigger = windows.iter().any(|w| !w.is_empty());
     let col = column as usize;
-
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["variant", "bucket_start_s", "bucket_s", column.name()])?;
-    // Per variant: bucket width in seconds and the values (mean per replication).
-    let panels: Vec<(String, f64, Vec<f64>)> = point
-        .variants
-        .iter()
-        .map(|v| {
-            let width = v.bucket.as_secs_f64();
-            let values: Vec<f64> = v.series.iter().map(|r| r[col]).collect();
-            (v.name.clone(), width, values)
-        })
-        .collect();
-    for (name, width, values) in &panels {
-        for (i, y) in values.iter().enumerate() {
-            w.write_record([
-                name.clone(),
-                (i as f64 * width).to_string(),
-                width.to_string(),
-                y.to_string(),
-            ])?;
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let variants: Vec<_> = point.variants.iter().collect();
+    let frame = Frame::of(&variants);
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let csv = over_time::write_csv(
+        &frame,
+        &names,
+        &[format!("{}_per_s", column.name())],
+        &windows,
+        |_, r| vec![r[col].to_string()],
+    )?;
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
     let reps = if experiment.replications > 1 {
-        format!(" (mean of {} replications)", experiment.replications)
+        format!(", mean of {} replications", experiment.replications)
     } else {
         String::new()
     };
-    let bucket = point
-        .variants
-        .first()
-        .map_or(crate::engine::SimDuration::ZERO, |v| v.bucket);
-    let y_desc = format!("{label} per {bucket}");
-    let (title_area, body) = root.split_vertically(44);
-    title_area
-        .titled(
-            &format!("{}: {label}{at}{reps}", experiment.name),
-            (FONT, 21),
-        )
-        .map_err(err)?;
-    let ends = super::panel_ends(
-        &panels
-            .iter()
-            .map(|(_, width, values)| {
-                values
-                    .iter()
-                    .rposition(|y| *y > 0.0)
-                    .map_or(0.0, |last| (last + 1) as f64 * width)
-            })
-            .collect::<Vec<_>>(),
-    );
-    let shared = ends.windows(2).all(|w| w[0] == w[1]);
-    let areas = body.split_evenly((panels.len(), 1));
-    for (j, ((name, width, values), area)) in panels.iter().zip(&areas).enumerate() {
-        let color = variant_color(j);
-        let end = ends[j];
-        let bar = super::bar_width(*width, end);
-        let top = values.iter().copied().fold(0.0, f64::max).max(1.0) * 1.1;
-        let last = j + 1 == panels.len();
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(16)
-            .margin_right(24)
-            .margin_top(6)
-            .x_label_area_size(if last || !shared { 40 } else { 18 })
-            .y_label_area_size(70)
-            .caption(name.as_str(), (FONT, 17).into_font().color(&color))
-            .build_cartesian_2d(0.0..end, 0.0..top)
-            .map_err(err)?;
-        let mut mesh = chart.configure_mesh();
-        mesh.label_style((FONT, 14))
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .axis_desc_style((FONT, 15))
-            .y_labels(3)
-            .x_labels(10)
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
-            .y_desc(if j == panels.len() / 2 {
-                y_desc.as_str()
+    let (title_area, body) = root.split_vertically(48);
+    super::draw_title(
+        &title_area,
+        &format!(
+            "{}: {label} per second{at} ({}{reps}{})",
+            experiment.name,
+            frame.bucket_words(),
+            if any_trigger {
+                "; red band: trigger"
             } else {
                 ""
-            });
-        if last || !shared {
-            mesh.x_desc("time (s)");
-        }
-        mesh.draw().map_err(err)?;
+            }
+        ),
+        19,
+    )?;
+    // One y scale for every panel.
+    let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
+    // The first word of the label ("retries", "attempts") and the unit.
+    let y_desc = format!("{} (/s)", label.split(' ').next().unwrap_or(label));
+    let areas = body.split_evenly((variants.len(), 1));
+    for (j, (v, area)) in variants.iter().zip(&areas).enumerate() {
+        let color = variant_color(j);
+        let title = over_time::panel_title(v);
+        let mut chart = over_time::panel(
+            area,
+            &frame,
+            &PanelSpec {
+                title: &title,
+                color,
+                top,
+                y_desc: &y_desc,
+                y_format: None,
+                right: None,
+                last: j + 1 == variants.len(),
+            },
+        )?;
         chart
-            .draw_series(
-                values
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, y)| **y > 0.0)
-                    .map(|(i, y)| {
-                        let x0 = i as f64 * width;
-                        Rectangle::new([(x0, 0.0), (x0 + bar, *y)], color.filled())
-                    }),
-            )
+            .draw_series(triggers::bands(
+                windows.get(j).map_or(&[][..], Vec::as_slice),
+                frame.x1,
+                top,
+            ))
+            .map_err(err)?;
+        let style = if super::is_truncated(v) {
+            color.mix(0.45).filled()
+        } else {
+            color.filled()
+        };
+        chart
+            .draw_series(over_time::bars(
+                &frame,
+                &frame.rows[j],
+                |_| 0.0,
+                |r| r[col],
+                style,
+            ))
             .map_err(err)?;
     }
     Ok(csv)

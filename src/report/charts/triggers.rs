@@ -60,12 +60,19 @@ pub fn bands<DB: DrawingBackend>(
 /// For a variant whose replications split between recovering and staying collapsed, the note
 /// its panels carry: a mean over both looks like no single run.
 pub fn split_note(v: &VariantResult) -> Option<String> {
+    split_counts(v).map(|(k, down)| {
+        format!(
+            "mean of {k:.0} recovered and {down:.0} collapsed replications: no single run looks like this"
+        )
+    })
+}
+
+/// How many replications recovered and how many stayed collapsed, for a variant whose
+/// replications split between the two.
+pub fn split_counts(v: &VariantResult) -> Option<(f64, f64)> {
     let r = v.metrics.recovery.as_ref()?;
     match (r.recovered, r.replications) {
-        (k, n) if k > 0.0 && k < n => Some(format!(
-            "mean of {k:.0} recovered and {:.0} collapsed replications: no single run looks like this",
-            n - k
-        )),
+        (k, n) if k > 0.0 && k < n => Some((k, n - k)),
         _ => None,
     }
 }

@@ -1,0 +1,338 @@
+//! What every over-time figure shares, so that its panels compare at a glance: one display
+//! bucket, one time axis and rates per second.
+//!
+//! A [`Frame`] re-bins every variant's mean series into one display bucket (a whole multiple
+//! of the widest stored bucket, at most [`MAX_BARS`] of them across the axis, so a bar is at
+//! least about two pixels wide), turns count columns into rates (count per bucket / bucket
+//! width in s) and keeps state columns as sampled at the end of the display bucket. Each
+//! variant's rows stop at its last activity (the last bucket with any count), and the axis
+//! spans the longest activity, at least [`MIN_BUCKETS`] display buckets (a panel whose
+//! attempts all sit at one instant shows a narrow bar, not a block) and starts a little before
+//! 0, so a bar at t = 0 stands clear of the y axis. The CSV of a figure is written from the
+//! frame's rows: it is the table the drawer drew.
+
+use plotters::chart::DualCoordChartContext;
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+use super::style::{FONT, TimeUnit, axis_ticks};
+use crate::metrics::Column;
+use crate::metrics::series::COLUMNS;
+use crate::runner::VariantResult;
+
+/// Most display buckets across the time axis.
+pub const MAX_BARS: f64 = 400.0;
+
+/// Fewest display buckets across the time axis.
+pub const MIN_BUCKETS: f64 = 10.0;
+
+/// One display row: rates (/s) for count columns, states as sampled.
+pub type Row = [f64; COLUMNS];
+
+/// The shared time axis and every variant's display rows.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// Width of a display bucket, in seconds.
+    pub bucket: f64,
+    /// Where the time axis starts (a little below 0), in seconds.
+    pub x0: f64,
+    /// Where the time axis ends, in seconds.
+    pub x1: f64,
+    /// The unit the time axis is labelled in.
+    pub unit: TimeUnit,
+    /// Per variant, its display rows up to its last activity.
+    pub rows: Vec<Vec<Row>>,
+}
+
+/// How many stored rows of `v` hold activity: up to the last bucket with any count.
+pub fn active_rows(series: &[Row]) -> usize {
+    series
+        .iter()
+        .rposition(|r| {
+            Column::ALL
+                .iter()
+                .any(|c| !c.is_state() && r[*c as usize] > 0.0)
+        })
+        .map_or(0, |i| i + 1)
+}
+
+impl Frame {
+    /// The frame of `series`, each given with its stored bucket width in seconds.
+    pub fn new(series: &[(&[Row], f64)]) -> Frame {
+        let widest = series.iter().map(|(_, w)| *w).fold(0.0, f64::max);
+        let widest = if widest > 0.0 { widest } else { 1.0 };
+        let activity = series
+            .iter()
+            .map(|(rows, w)| active_rows(rows) as f64 * w)
+            .fold(0.0, f64::max);
+        let span = activity.max(MIN_BUCKETS * widest);
+        // A whole, round multiple (1, 2 or 5 times a power of ten) of the widest bucket.
+        let need = (span / (widest * MAX_BARS)).ceil().max(1.0);
+        let merge = round_up(need);
+        let bucket = widest * merge;
+        let rows = series
+            .iter()
+            .map(|(rows, w)| {
+                let factor = if *w > 0.0 {
+                    ((bucket / w).round() as usize).max(1)
+                } else {
+                    1
+                };
+                rows[..active_rows(rows)]
+                    .chunks(factor)
+                    .map(|chunk| {
+                        // States keep the value at the end of the display bucket.
+                        let mut row = *chunk.last().expect("chunks are never empty");
+                        for c in Column::ALL.iter().filter(|c| !c.is_state()) {
+                            let i = *c as usize;
+                            row[i] = chunk.iter().map(|r| r[i]).sum::<f64>() / bucket;
+                        }
+                        row
+                    })
+                    .collect()
+            })
+            .collect();
+        Frame {
+            bucket,
+            x0: -span * 0.012,
+            x1: span * 1.02,
+            unit: TimeUnit::for_span(span),
+            rows,
+        }
+    }
+
+    /// The frame of some variants' mean series.
+    pub fn of(variants: &[&VariantResult]) -> Frame {
+        let series: Vec<(&[Row], f64)> = variants
+            .iter()
+            .map(|v| (v.series.as_slice(), v.bucket.as_secs_f64()))
+            .collect();
+        Frame::new(&series)
+    }
+
+    /// Where display bucket `i` starts, in seconds.
+    pub fn start(&self, i: usize) -> f64 {
+        i as f64 * self.bucket
+    }
+
+    /// The largest value of `f` over every row of every variant: the one y scale of a figure.
+    pub fn max(&self, f: impl Fn(&Row) -> f64) -> f64 {
+        self.rows.iter().flatten().map(f).fold(0.0, f64::max)
+    }
+
+    /// The time axis' title.
+    pub fn x_desc(&self) -> String {
+        format!("time ({})", self.unit.name)
+    }
+
+    /// The words that name the display bucket, e.g. "rates per 10 ms bucket".
+    pub fn bucket_words(&self) -> String {
+        let unit = TimeUnit::for_span(self.bucket * 2.0);
+        format!("{} {} buckets", unit.label(&self.bucket), unit.name)
+    }
+}
+
+/// A panel of an over-time figure, with both y axes built.
+pub type Panel<'a, DB> = DualCoordChartContext<
+    'a,
+    DB,
+    Cartesian2d<RangedCoordf64, RangedCoordf64>,
+    Cartesian2d<RangedCoordf64, RangedCoordf64>,
+>;
+
+/// How a panel looks.
+pub struct PanelSpec<'s> {
+    /// The panel's title (the variant's name and notes).
+    pub title: &'s str,
+    /// The title's colour.
+    pub color: RGBColor,
+    /// The top of the left axis.
+    pub top: f64,
+    /// The left axis' title.
+    pub y_desc: &'s str,
+    /// Tick labels for the left axis; `None` for numbers.
+    pub y_format: Option<&'s dyn Fn(&f64) -> String>,
+    /// The right axis' top and title, if it has one.
+    pub right: Option<(f64, &'s str)>,
+    /// Whether the panel carries the time axis' title (the bottom one).
+    pub last: bool,
+}
+
+/// Builds a panel on `area` with the frame's time axis and draws its axes.
+pub fn panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    frame: &Frame,
+    spec: &PanelSpec,
+) -> anyhow::Result<Panel<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    // The title shrinks to fit its panel rather than run off its edges.
+    let room = area.dim_in_pixel().0.saturating_sub(30);
+    let title_size = (10..=16)
+        .rev()
+        .find(|&s| super::text_width(spec.title, s) <= room)
+        .unwrap_or(10);
+    let right_top = spec.right.map_or(1.0, |(t, _)| t);
+    let mut chart = ChartBuilder::on(area)
+        .margin_left(12)
+        .margin_right(16)
+        .margin_top(4)
+        .x_label_area_size(if spec.last { 38 } else { 20 })
+        .y_label_area_size(72)
+        .right_y_label_area_size(if spec.right.is_some() { 64 } else { 0 })
+        .caption(
+            spec.title,
+            (FONT, title_size).into_font().color(&spec.color),
+        )
+        .build_cartesian_2d(frame.x0..frame.x1, 0.0..spec.top)
+        .map_err(err)?
+        .set_secondary_coord(frame.x0..frame.x1, 0.0..right_top);
+    let unit = frame.unit;
+    let x_label = move |x: &f64| unit.label(x);
+    let numbers = axis_ticks(spec.top);
+    let y_label: &dyn Fn(&f64) -> String = spec.y_format.unwrap_or(&numbers);
+    let x_desc = frame.x_desc();
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style((FONT, 13))
+        .x_label_formatter(&x_label)
+        .y_label_formatter(y_label)
+        .y_labels(3)
+        .x_labels(10)
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .axis_desc_style((FONT, 13))
+        .y_desc(spec.y_desc);
+    if spec.last {
+        mesh.x_desc(x_desc.as_str());
+    }
+    mesh.draw().map_err(err)?;
+    if let Some((top, desc)) = spec.right {
+        let right = axis_ticks(top);
+        chart
+            .configure_secondary_axes()
+            .label_style((FONT, 13))
+            .y_labels(3)
+            .y_label_formatter(&right)
+            .axis_desc_style((FONT, 13))
+            .y_desc(desc)
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(chart)
+}
+
+/// The bars of `rows` from `lo(row)` to `hi(row)`, one display bucket wide each; empty bars
+/// are left out.
+pub fn bars<'r>(
+    frame: &'r Frame,
+    rows: &'r [Row],
+    lo: impl Fn(&Row) -> f64 + 'r,
+    hi: impl Fn(&Row) -> f64 + 'r,
+    style: ShapeStyle,
+) -> impl Iterator<Item = Rectangle<(f64, f64)>> + 'r {
+    rows.iter().enumerate().filter_map(move |(i, r)| {
+        let (a, b) = (lo(r), hi(r));
+        (b > a).then(|| {
+            let x = frame.start(i);
+            Rectangle::new([(x, a), (x + frame.bucket, b)], style)
+        })
+    })
+}
+
+/// Writes the CSV of an over-time figure: `variant, bucket_start_s, bucket_s`, then the
+/// named values of each drawn row (`extra` gives them), then `trigger` (1 inside a trigger
+/// window) when `windows` has any.
+pub fn write_csv(
+    frame: &Frame,
+    names: &[String],
+    header: &[String],
+    windows: &[Vec<(f64, f64)>],
+    extra: impl Fn(usize, &Row) -> Vec<String>,
+) -> anyhow::Result<Vec<u8>> {
+    let any_trigger = windows.iter().any(|w| !w.is_empty());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut head = vec![
+        "variant".to_string(),
+        "bucket_start_s".into(),
+        "bucket_s".into(),
+    ];
+    head.extend(header.iter().cloned());
+    if any_trigger {
+        head.push("trigger".into());
+    }
+    w.write_record(&head)?;
+    for (j, (name, rows)) in names.iter().zip(&frame.rows).enumerate() {
+        for (i, row) in rows.iter().enumerate() {
+            let start = frame.start(i);
+            let mut record = vec![name.clone(), start.to_string(), frame.bucket.to_string()];
+            record.extend(extra(j, row));
+            if any_trigger {
+                let inside = windows
+                    .get(j)
+                    .is_some_and(|w| super::triggers::overlaps(w, start, start + frame.bucket));
+                record.push(u8::from(inside).to_string());
+            }
+            w.write_record(&record)?;
+        }
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// A panel's title: the variant's name as figures show it, with the note of a variant whose
+/// replications split between recovering and staying collapsed.
+pub fn panel_title(v: &VariantResult) -> String {
+    let name = super::display_name(v);
+    match super::triggers::split_note(v) {
+        Some(note) => format!("{name} ({note})"),
+        None => name,
+    }
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten that is at least `x` (>= 1).
+fn round_up(x: f64) -> f64 {
+    let mut power = 1.0;
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            if m * power >= x {
+                return m * power;
+            }
+        }
+        power *= 10.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(col: Column, x: f64) -> Row {
+        let mut r = [0.0; COLUMNS];
+        r[col as usize] = x;
+        r
+    }
+
+    #[test]
+    fn rates_are_counts_per_second_and_every_variant_shares_the_bucket() {
+        // 10 ms buckets for one variant, 20 ms (merged) for the other.
+        let a: Vec<Row> = (0..100).map(|_| row(Column::Attempts, 5.0)).collect();
+        let b: Vec<Row> = (0..10).map(|_| row(Column::Attempts, 10.0)).collect();
+        let f = Frame::new(&[(&a, 0.01), (&b, 0.02)]);
+        assert_eq!(f.bucket, 0.02);
+        assert_eq!(f.rows[0].len(), 50);
+        assert_eq!(f.rows[1].len(), 10, "a series stops at its last activity");
+        assert!((f.rows[0][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
+        assert!((f.rows[1][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_instant_still_gets_an_axis_of_several_buckets() {
+        let a = vec![row(Column::Attempts, 100.0)];
+        let f = Frame::new(&[(&a, 1e-5)]);
+        assert!(f.x1 >= MIN_BUCKETS * 1e-5);
+        assert!(f.x0 < 0.0, "a bar at 0 clears the y axis");
+        assert_eq!(f.unit.name, "\u{b5}s");
+    }
+}

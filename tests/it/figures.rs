@@ -1,0 +1,196 @@
+//! Figures a reviewer can compare at a glance: the over-time figures draw rates on one time
+//! axis and one scale, and their CSVs are exactly that table; gauge means do not fall to 0
+//! when replications end; the latency histogram's shares add up; a split variant gets its
+//! typical runs.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::cli::retrystorm;
+use crate::{run_bundled, scenario_path};
+use retrystorm::scenario::LoadOptions;
+
+type Row = HashMap<String, String>;
+
+fn rows(path: &Path) -> Vec<Row> {
+    let mut reader =
+        csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(r: &Row, key: &str) -> f64 {
+    r[key]
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} = {:?}: {e}", r[key]))
+}
+
+fn run_ok(dir: &Path, args: &[&str]) {
+    let out = retrystorm(dir, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs a bundled scenario into `dir/name` with extra flags.
+fn run(dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let file = scenario_path(name);
+    let mut args = vec![
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend(extra);
+    run_ok(dir, &args);
+    out
+}
+
+/// Sum of a column of timeseries.csv per variant (no sweep).
+fn totals(out: &Path, column: &str) -> HashMap<String, f64> {
+    let mut sums = HashMap::new();
+    for r in rows(&out.join("timeseries.csv")) {
+        *sums.entry(r["variant"].clone()).or_insert(0.0) += num(&r, column);
+    }
+    sums
+}
+
+#[test]
+fn over_time_csvs_are_rates_on_one_bucket_that_add_up_to_the_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    // A herd at t = 0 and retries that spread over seconds: bucket widths and spans differ.
+    let out = run(dir.path(), "thundering-herd", &["--replications", "3"]);
+    for (figure, column) in [
+        ("retries-over-time", "retries"),
+        ("attempts-over-time", "attempts"),
+        ("load-over-time", "first_attempts"),
+        ("load-over-time", "succeeded"),
+        ("server-over-time", "attempt_success"),
+    ] {
+        let drawn = rows(&out.join(format!("{figure}.csv")));
+        let buckets: Vec<f64> = drawn.iter().map(|r| num(r, "bucket_s")).collect();
+        assert!(
+            buckets.windows(2).all(|w| w[0] == w[1]),
+            "{figure}: one bucket width for every panel"
+        );
+        let key = format!("{column}_per_s");
+        let mut drawn_totals: HashMap<String, f64> = HashMap::new();
+        for r in &drawn {
+            *drawn_totals.entry(r["variant"].clone()).or_insert(0.0) +=
+                num(r, &key) * num(r, "bucket_s");
+        }
+        for (variant, total) in totals(&out, column) {
+            let got = drawn_totals.get(&variant).copied().unwrap_or(0.0);
+            assert!(
+                (got - total).abs() <= 1e-6 * total.max(1.0),
+                "{figure} {variant}: rate x bucket adds up to {got}, the counts to {total}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_figure_spans_every_panel_on_one_time_axis_and_stops_each_at_its_last_activity() {
+    let dir = tempfile::tempdir().unwrap();
+    // Retry-chapter's "permanent failure" has all its attempts in one bucket at t = 0.
+    let out = run(dir.path(), "retry-chapter", &[]);
+    let drawn = rows(&out.join("attempts-over-time.csv"));
+    let last = |name: &str| {
+        drawn
+            .iter()
+            .filter(|r| r["variant"] == name)
+            .map(|r| num(r, "bucket_start_s"))
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let bucket = num(&drawn[0], "bucket_s");
+    assert_eq!(last("permanent failure"), 0.0, "one bucket, then nothing");
+    assert!(last("no jitter") > 100.0 * bucket, "the others run on");
+    let permanent: Vec<&Row> = drawn
+        .iter()
+        .filter(|r| r["variant"] == "permanent failure")
+        .collect();
+    // 100 attempts in one display bucket, as a rate.
+    assert!((num(permanent[0], "attempts_per_s") * bucket - 100.0).abs() < 1e-6);
+}
+
+#[test]
+fn gauges_do_not_fall_to_zero_when_replications_end() {
+    // Every token bucket is full again long before its run ends; replications end at
+    // different times (they drain), which used to average the ended ones in as empty.
+    let (_, result) = run_bundled("collapse-after-spike", &LoadOptions::default());
+    let v = crate::variant(&result, "token bucket");
+    let level = retrystorm::metrics::Column::BudgetLevel as usize;
+    let tail: Vec<f64> = v.series.iter().rev().take(5).map(|r| r[level]).collect();
+    assert!(
+        tail.iter().all(|x| *x > 0.9),
+        "budget level at the end of the series: {tail:?}"
+    );
+}
+
+#[test]
+fn the_latency_histogram_shares_add_up_to_100_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "queueing-theory", &["--replications", "2"]);
+    let drawn = rows(&out.join("latency-histogram.csv"));
+    let mut sums: HashMap<String, f64> = HashMap::new();
+    for r in &drawn {
+        *sums.entry(r["variant"].clone()).or_insert(0.0) += num(r, "share_pct");
+        assert!(num(r, "latency_ms_from") < num(r, "latency_ms_to"));
+    }
+    assert_eq!(sums.len(), 4);
+    for (variant, sum) in sums {
+        assert!((sum - 100.0).abs() < 1e-6, "{variant}: {sum}");
+    }
+    let png = image::open(out.join("latency-histogram.png")).unwrap();
+    assert_eq!(png.width(), 1000);
+}
+
+#[test]
+fn a_split_variant_gets_a_typical_recovered_and_a_typical_collapsed_run() {
+    let (_, result) = run_bundled("collapse-after-spike", &LoadOptions::default());
+    for v in &result.points[0].variants {
+        let recovery = v
+            .metrics
+            .recovery
+            .expect("collapse-after-spike has a trigger");
+        let (k, n) = (recovery.recovered, recovery.replications);
+        let split = k > 0.0 && k < n;
+        assert_eq!(
+            v.examples.len(),
+            if split { 2 } else { 0 },
+            "{}: at most the two typical runs, only when the replications split",
+            v.name
+        );
+        if split {
+            assert!(v.examples[0].label.starts_with("typical recovered"));
+            assert!(v.examples[1].label.starts_with("typical collapsed"));
+            let goodput = |e: &retrystorm::runner::ExampleRun| -> f64 {
+                e.series
+                    .iter()
+                    .map(|r| r[retrystorm::metrics::Column::Succeeded as usize])
+                    .sum()
+            };
+            assert!(goodput(&v.examples[0]) > goodput(&v.examples[1]));
+        }
+    }
+    assert!(
+        result.points[0]
+            .variants
+            .iter()
+            .any(|v| !v.examples.is_empty()),
+        "collapse-after-spike has a split variant"
+    );
+}
