@@ -655,7 +655,7 @@ fn theory_section(out: &mut String, scenarios: &[&Scenario], variants: &[Variant
         let k = p.metric;
         let e = est(v, &k);
         let inside = (e.mean - p.value).abs() <= e.half;
-        let d = k.decimals + 2;
+        let d = k.decimals + 1;
         let _ = writeln!(
             out,
             "| {} | {} | {} | {:.d$} | {} | {} |",
