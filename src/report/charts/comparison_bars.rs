@@ -3,6 +3,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{FONT, axis_ticks, variant_color};
 use crate::metrics::Metric;
@@ -103,6 +104,21 @@ where
             .map_err(err)?;
         for (j, (mean, half)) in bars.iter().enumerate() {
             let color = variant_color(j);
+            // A bar of 0 has no height, and a metric that does not apply (success latency
+            // where nothing succeeded) has no bar: say so, or the panel looks empty.
+            let missing = k.get(&point.variants[j].metrics).is_none();
+            if missing || *mean == 0.0 {
+                let style = TextStyle::from((FONT, 12).into_font())
+                    .color(&color)
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        if missing { "n/a" } else { "0" },
+                        (j as f64 + 0.5, top * 0.01),
+                        style,
+                    )))
+                    .map_err(err)?;
+            }
             let x0 = j as f64 + 0.15;
             let x1 = j as f64 + 0.85;
             // A truncated variant's bar is pale with a border: its numbers stop at the limit.
