@@ -97,7 +97,18 @@ pub fn report_md(
         }
     }
 
-    let _ = writeln!(out, "\n## Results\n");
+    // With a sweep, the table and the findings are at one point of it: say which.
+    let at_point = match (&experiment.sweep, &point.value) {
+        (Some(s), Some(x)) => {
+            let mut at = format!(" at {} = {}", s.label, value_text(Some(x)));
+            if let (Some(second), Some(y)) = (&s.second, &experiment.points[focus].second_value) {
+                let _ = write!(at, ", {} = {}", second.label, value_text(Some(y)));
+            }
+            at
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "\n## Results{at_point}\n");
     if reps > 1 {
         let _ = writeln!(
             out,
@@ -109,12 +120,28 @@ pub fn report_md(
         "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
     );
     results_table(&mut out, &point.variants, reps > 1);
+    for v in &point.variants {
+        if let Some(r) = v
+            .metrics
+            .recovery
+            .filter(|r| r.recovered > 0.0 && r.recovered < r.replications)
+        {
+            let _ = writeln!(
+                out,
+                "\n**{}**: {:.0} of {:.0} replications recovered and {:.0} stayed collapsed, so its means describe no single run (see Recovery and the typical runs in the figures).",
+                escape(&v.name),
+                r.recovered,
+                r.replications,
+                r.replications - r.recovered
+            );
+        }
+    }
     theory_section(&mut out, &scenarios, &point.variants);
 
     for note in truncation_notes(&point.variants) {
         let _ = writeln!(out, "\n> {note}");
     }
-    let _ = writeln!(out, "\n## Findings\n");
+    let _ = writeln!(out, "\n## Findings{at_point}\n");
     for f in findings(&point.variants) {
         let _ = writeln!(out, "- {f}");
     }
@@ -258,6 +285,22 @@ fn say(k: &Metric, x: f64) -> String {
     }
 }
 
+/// The means of `k` over a group of variants as a sentence prints them: one value, or the
+/// range "low-high" when they differ in print.
+fn span(k: &Metric, group: &[&VariantResult]) -> String {
+    let values = group.iter().map(|v| k.value(&v.metrics));
+    let lo = values.clone().fold(f64::INFINITY, f64::min);
+    let hi = values.fold(f64::NEG_INFINITY, f64::max);
+    let (a, b) = (say(k, lo), say(k, hi));
+    if a == b {
+        a
+    } else {
+        // "796-812", "93.7-94.0 %", "1.947-1.967x": the unit once, after the range.
+        let unit = b.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+        format!("{}-{b}", a.trim_end_matches(unit))
+    }
+}
+
 /// Names in bold, joined: "**a**", "**a** and **b**", "**a**, **b** and **c**".
 fn names(vs: &[&VariantResult]) -> String {
     let bold: Vec<String> = vs
@@ -330,19 +373,26 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         };
         match extremes(&vs, &work, false) {
             Some((best, worst)) => {
-                let (b, w) = (est(best[0], &work), est(worst, &work));
+                let w = est(worst, &work);
                 let what = if same_requests {
                     "attempts to the server"
                 } else {
                     "attempts per request to the server"
                 };
+                let fewer = |v: &&VariantResult| 100.0 * (1.0 - work.value(&v.metrics) / w.mean);
+                let most = best.iter().map(fewer).fold(f64::NEG_INFINITY, f64::max);
+                let least = best.iter().map(fewer).fold(f64::INFINITY, f64::min);
+                let pct = if format!("{most:.0}") == format!("{least:.0}") {
+                    format!("{most:.0}")
+                } else {
+                    format!("{least:.0}-{most:.0}")
+                };
                 out.push(format!(
-                    "{} {} {:.0} % fewer {what} than **{}** ({} against {}).",
+                    "{} {} {pct} % fewer {what} than **{}** ({} against {}).",
                     names(&best),
                     plural(&best, "sends", "send"),
-                    100.0 * (1.0 - b.mean / w.mean),
                     escape(&worst.name),
-                    say(&work, b.mean),
+                    span(&work, &best),
                     say(&work, w.mean),
                 ));
             }
@@ -358,7 +408,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 "{} {} for {} of requests, **{}** for only {} ({} fail).",
                 names(&best),
                 plural(&best, "succeeds", "succeed"),
-                say(&k, est(best[0], &k).mean),
+                span(&k, &best),
                 escape(&worst.name),
                 say(&k, est(worst, &k).mean),
                 say(
@@ -384,9 +434,11 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         }
         // Latency: of successful requests only, with each side's failure share beside it, so
         // that a policy which fails fast does not look fast.
+        // The latency of a few survivors says nothing about a variant most of whose requests
+        // failed, so only variants with at least half their requests successful take part.
         let with_successes: Vec<&VariantResult> = vs
             .iter()
-            .filter(|v| v.metrics.succeeded > 0.0)
+            .filter(|v| v.metrics.succeeded > 0.0 && v.metrics.failure_rate <= 0.5)
             .copied()
             .collect();
         let k = Metric::SUCCESS_P99;
@@ -394,14 +446,14 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         {
             let fails = |v: &VariantResult| say(&Metric::FAILURE_RATE, v.metrics.failure_rate);
             out.push(format!(
-                "1 % of successful requests take longer than {} with **{}** ({} of its requests fail) and longer than {} with {} ({} fail{}).",
+                "The slowest 1 % of successful requests take at least {} with **{}** ({} of its requests fail) and at least {} with {} ({} fail{}).",
                 say(&k, est(worst, &k).mean),
                 escape(&worst.name),
                 fails(worst),
-                say(&k, est(best[0], &k).mean),
+                span(&k, &best),
                 names(&best),
-                fails(best[0]),
-                if best.len() > 1 { " for the first" } else { "" },
+                span(&Metric::FAILURE_RATE, &best),
+                "",
             ));
         }
         let k = Metric::COMPLETION;
@@ -410,7 +462,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 "The last request ends after {} with **{}** and after {} with {}.",
                 say(&k, est(worst, &k).mean),
                 escape(&worst.name),
-                say(&k, est(best[0], &k).mean),
+                span(&k, &best),
                 names(&best),
             ));
         }
@@ -427,13 +479,15 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 .filter(|v| !differ(&k, est(v, &k), amp))
                 .copied()
                 .collect();
-            out.push(format!(
-                "{} {} the load most, {}: each logical request reaches the server {} times on average.",
-                names(&group),
-                plural(&group, "amplifies", "amplify"),
-                say(&k, amp.mean),
-                k.format(amp.mean),
-            ));
+            if group.len() < vs.len() || vs.len() == 1 {
+                out.push(format!(
+                    "{} {} the load most, {}: each logical request reaches the server {} times on average.",
+                    names(&group),
+                    plural(&group, "amplifies", "amplify"),
+                    span(&k, &group),
+                    span(&k, &group).trim_end_matches('x'),
+                ));
+            }
         }
     }
     // What each variant's failures and policies did, one sentence per variant that ran to
@@ -448,10 +502,17 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 .map(|o| (*o, m.failed.get(*o)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .unwrap_or((Outcome::Error, 0.0));
-            let how = if n >= 0.995 * total {
+            let how = if n >= total {
                 format!("all with `{o}`")
             } else {
-                format!("{:.0} % of them with `{o}`", 100.0 * n / total)
+                // Never "100 %" unless it is all of them.
+                let share = 100.0 * n / total;
+                let share = if share >= 99.5 {
+                    format!("{share:.1}")
+                } else {
+                    format!("{share:.0}")
+                };
+                format!("{share} % of them with `{o}`")
             };
             parts.push(format!(
                 "fails {} of requests ({how})",
@@ -552,8 +613,14 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
             Metric::SUCCESS_RATE,
             Metric::SUCCESS_P99,
         ] {
-            // Success latency where nothing succeeded does not exist, so it cannot move.
+            // Success latency where nothing succeeded does not exist, and where most requests
+            // failed it is the latency of a few survivors: neither is a trend.
             if k.get(&at(first).metrics).is_none() || k.get(&at(last).metrics).is_none() {
+                continue;
+            }
+            if k.unit == crate::metrics::Unit::Millis
+                && (at(first).metrics.failure_rate > 0.5 || at(last).metrics.failure_rate > 0.5)
+            {
                 continue;
             }
             let (a, b) = (est(at(first), &k), est(at(last), &k));
@@ -796,7 +863,7 @@ fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[Varia
         );
         let _ = write!(
             line,
-            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
+            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
             if k == n {
                 "it recovered"
             } else if k == 0.0 {

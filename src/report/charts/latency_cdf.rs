@@ -76,14 +76,15 @@ where
         &format!("{}: latency of successful requests{at}", experiment.name),
         20,
     )?;
-    // The legend sits above the plot, never over the curves; a variant with requests left of
-    // the axis says how many.
+    // The legend sits above the plot, never over the curves. A curve starts at the share it has
+    // reached at the axis' left edge, so requests left of the axis need no note here.
     let mut keys = super::variant_keys(&point.variants, true);
     for (key, v) in keys.iter_mut().zip(&point.variants) {
-        if let Some(note) = failed_share(v) {
-            key.label.push_str(&format!(" ({note})"));
+        if v.metrics.succeeded == 0.0 {
+            key.label.push_str(" (no successes)");
+            continue;
         }
-        if let Some(note) = latency_histogram::left_share(v, first) {
+        if let Some(note) = failed_share(v) {
             key.label.push_str(&format!(" ({note})"));
         }
     }
@@ -111,16 +112,24 @@ where
         .map_err(err)?;
     for (j, (v, curve)) in point.variants.iter().zip(&curves).enumerate() {
         let color = variant_color(j);
-        // The curve from the axis' left edge (at the share already reached there).
+        if v.metrics.succeeded == 0.0 {
+            // No success, no distribution: the legend says so, and nothing is drawn at 0.
+            continue;
+        }
+        // The share is known exactly at bin edges only, so the curve is drawn as steps that
+        // rise at each bin's upper edge: a quantile inside a bin then sits on the riser, never
+        // on an interpolated slope that no data supports.
         let start = if first > 0 { curve[first - 1].1 } else { 0.0 };
-        let steps: Vec<(f64, f64)> = std::iter::once((lo, start))
-            .chain(
-                curve
-                    .iter()
-                    .filter(|(edge, _)| *edge >= lo && *edge <= hi)
-                    .copied(),
-            )
-            .collect();
+        let mut steps: Vec<(f64, f64)> = vec![(lo, start)];
+        let mut level = start;
+        for &(edge, share) in curve.iter().filter(|(edge, _)| *edge >= lo && *edge <= hi) {
+            if share != level {
+                steps.push((edge, level));
+                steps.push((edge, share));
+                level = share;
+            }
+        }
+        steps.push((hi, level));
         chart
             .draw_series(std::iter::once(super::variant_line(steps, j, color, 3)))
             .map_err(err)?;
