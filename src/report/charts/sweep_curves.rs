@@ -39,13 +39,14 @@ where
         .collect();
     let line = sweep.first_axis_points();
     let at = super::second_axis_at(experiment);
-    // curves[variant][point] = (mean, half-width), scaled.
-    let curves: Vec<Vec<(f64, f64)>> = (0..names.len())
+    // curves[variant][point] = (mean, half-width), scaled; `None` where the metric does not
+    // apply (success latency where nothing succeeded): a gap in the line, an empty CSV cell.
+    let curves: Vec<Vec<Option<(f64, f64)>>> = (0..names.len())
         .map(|j| {
             line.iter()
                 .map(|&k| {
                     let v = &result.points[k].variants[j];
-                    super::estimate(metric, v)
+                    metric.estimate(&v.metrics, &v.ci95)
                 })
                 .collect()
         })
@@ -64,10 +65,13 @@ where
     header.extend(["variant", label, "ci95"]);
     w.write_record(&header)?;
     for (j, name) in names.iter().enumerate() {
-        for (i, (mean, half)) in curves[j].iter().enumerate() {
+        for (i, cell) in curves[j].iter().enumerate() {
             let mut record = vec![report::value_text(Some(&sweep.values[i]))];
             record.extend(second.as_ref().map(|(_, y)| y.clone()));
-            record.extend([name.clone(), mean.to_string(), half.to_string()]);
+            let (mean, half) = cell.map_or((String::new(), String::new()), |(m, h)| {
+                (m.to_string(), h.to_string())
+            });
+            record.extend([name.clone(), mean, half]);
             w.write_record(&record)?;
         }
     }
@@ -96,6 +100,7 @@ where
     };
     let top = curves
         .iter()
+        .flatten()
         .flatten()
         .map(|(m, h)| m + h)
         .fold(0.0, f64::max);
@@ -174,31 +179,40 @@ where
     mesh.draw().map_err(err)?;
     for (j, curve) in curves.iter().enumerate() {
         let color = variant_color(j);
-        let upper = xs.iter().zip(curve).map(|(x, (m, h))| (*x, m + h));
-        let lower = xs
+        // One band and line per run of points where the metric applies.
+        let points: Vec<Option<(f64, f64, f64)>> = xs
             .iter()
             .zip(curve)
-            .map(|(x, (m, h))| (*x, (m - h).max(0.0)));
-        let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
-        chart
-            .draw_series(std::iter::once(Polygon::new(
-                band,
-                color.mix(0.18).filled(),
-            )))
-            .map_err(err)?;
-        let line: Vec<(f64, f64)> = xs.iter().zip(curve).map(|(x, (m, _))| (*x, *m)).collect();
-        chart
-            .draw_series(std::iter::once(super::variant_line(
-                line.clone(),
-                j,
-                color,
-                if compact { 2 } else { 3 },
-            )))
-            .map_err(err)?;
-        let size = if compact { 3 } else { 5 };
-        chart
-            .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
-            .map_err(err)?;
+            .map(|(x, c)| c.map(|(m, h)| (*x, m, h)))
+            .collect();
+        for run in points.split(Option::is_none) {
+            let run: Vec<(f64, f64, f64)> = run.iter().flatten().copied().collect();
+            if run.is_empty() {
+                continue;
+            }
+            let upper = run.iter().map(|(x, m, h)| (*x, m + h));
+            let lower = run.iter().map(|(x, m, h)| (*x, (m - h).max(0.0)));
+            let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    band,
+                    color.mix(0.18).filled(),
+                )))
+                .map_err(err)?;
+            let line: Vec<(f64, f64)> = run.iter().map(|(x, m, _)| (*x, *m)).collect();
+            chart
+                .draw_series(std::iter::once(super::variant_line(
+                    line.clone(),
+                    j,
+                    color,
+                    if compact { 2 } else { 3 },
+                )))
+                .map_err(err)?;
+            let size = if compact { 3 } else { 5 };
+            chart
+                .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
+                .map_err(err)?;
+        }
     }
     Ok(csv)
 }

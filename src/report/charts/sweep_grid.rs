@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{estimate, sweep_curves};
+use super::sweep_curves;
 use crate::metrics::Metric;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -59,8 +59,8 @@ where
                 record.extend([
                     v.name.clone(),
                     k.title(),
-                    estimate(&k, v).0.to_string(),
-                    estimate(&k, v).1.to_string(),
+                    cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.0)),
+                    cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.1)),
                 ]);
                 w.write_record(&record)?;
             }
@@ -88,4 +88,9 @@ where
         sweep_curves::draw(experiment, result, k, &k.title(), true, &area)?;
     }
     Ok(csv)
+}
+
+/// A CSV cell: the number, or empty where the metric does not apply.
+fn cell(x: Option<f64>) -> String {
+    x.map_or(String::new(), |x| x.to_string())
 }
