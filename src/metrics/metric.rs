@@ -438,154 +438,42 @@ fn any_ended(m: &Metrics) -> bool {
 
 /// The registry. Each constant is one metric; [`Metric::PER_REPLICATION`] and
 /// [`Metric::RECOVERY`] list them in summary.json's order.
+#[rustfmt::skip]
 impl Metric {
     /// Logical requests started.
     pub const REQUESTS: Metric = metric!("requests", "requests", Count, 1.0, 0, Neither, requests);
     /// Logical requests that succeeded.
-    pub const SUCCEEDED: Metric =
-        metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
+    pub const SUCCEEDED: Metric = metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
     /// Success rate.
-    pub const SUCCESS_RATE: Metric = metric!(
-        "success_rate",
-        "success",
-        Percent,
-        100.0,
-        1,
-        Higher,
-        success_rate
-    );
+    pub const SUCCESS_RATE: Metric = metric!("success_rate", "success", Percent, 100.0, 1, Higher, success_rate);
     /// Failure rate.
-    pub const FAILURE_RATE: Metric = metric!(
-        "failure_rate",
-        "failed",
-        Percent,
-        100.0,
-        1,
-        Lower,
-        failure_rate
-    );
+    pub const FAILURE_RATE: Metric = metric!("failure_rate", "failed", Percent, 100.0, 1, Lower, failure_rate);
     /// Requests that failed with `error`.
-    pub const FAILED_ERROR: Metric = metric!(
-        "failed.error",
-        "failed error",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.error
-    );
+    pub const FAILED_ERROR: Metric = metric!("failed.error", "failed error", Count, 1.0, 0, Lower, failed.error);
     /// Requests that failed with `rejected`.
-    pub const FAILED_REJECTED: Metric = metric!(
-        "failed.rejected",
-        "failed rejected",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.rejected
-    );
+    pub const FAILED_REJECTED: Metric = metric!("failed.rejected", "failed rejected", Count, 1.0, 0, Lower, failed.rejected);
     /// Requests that failed with `throttled`.
-    pub const FAILED_THROTTLED: Metric = metric!(
-        "failed.throttled",
-        "failed throttled",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.throttled
-    );
+    pub const FAILED_THROTTLED: Metric = metric!("failed.throttled", "failed throttled", Count, 1.0, 0, Lower, failed.throttled);
     /// Requests that failed with `timeout`.
-    pub const FAILED_TIMEOUT: Metric = metric!(
-        "failed.timeout",
-        "failed timeout",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.timeout
-    );
+    pub const FAILED_TIMEOUT: Metric = metric!("failed.timeout", "failed timeout", Count, 1.0, 0, Lower, failed.timeout);
     /// Requests that failed with `conflict`.
-    pub const FAILED_CONFLICT: Metric = metric!(
-        "failed.conflict",
-        "failed conflict",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.conflict
-    );
+    pub const FAILED_CONFLICT: Metric = metric!("failed.conflict", "failed conflict", Count, 1.0, 0, Lower, failed.conflict);
     /// Requests that failed with `permanent`.
-    pub const FAILED_PERMANENT: Metric = metric!(
-        "failed.permanent",
-        "failed permanent",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.permanent
-    );
+    pub const FAILED_PERMANENT: Metric = metric!("failed.permanent", "failed permanent", Count, 1.0, 0, Lower, failed.permanent);
     /// Requests that failed with `budget_exhausted`.
-    pub const FAILED_BUDGET_EXHAUSTED: Metric = metric!(
-        "failed.budget_exhausted",
-        "failed budget_exhausted",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.budget_exhausted
-    );
+    pub const FAILED_BUDGET_EXHAUSTED: Metric = metric!("failed.budget_exhausted", "failed budget_exhausted", Count, 1.0, 0, Lower, failed.budget_exhausted);
     /// Requests that failed with `breaker_open`.
-    pub const FAILED_BREAKER_OPEN: Metric = metric!(
-        "failed.breaker_open",
-        "failed breaker_open",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.breaker_open
-    );
+    pub const FAILED_BREAKER_OPEN: Metric = metric!("failed.breaker_open", "failed breaker_open", Count, 1.0, 0, Lower, failed.breaker_open);
     /// Requests that failed with `deadline_exceeded`.
-    pub const FAILED_DEADLINE_EXCEEDED: Metric = metric!(
-        "failed.deadline_exceeded",
-        "failed deadline_exceeded",
-        Count,
-        1.0,
-        0,
-        Lower,
-        failed.deadline_exceeded
-    );
+    pub const FAILED_DEADLINE_EXCEEDED: Metric = metric!("failed.deadline_exceeded", "failed deadline_exceeded", Count, 1.0, 0, Lower, failed.deadline_exceeded);
     /// Work: attempts at the server.
-    pub const ATTEMPTS: Metric = metric!(
-        "attempts",
-        "work (attempts)",
-        Count,
-        1.0,
-        0,
-        Lower,
-        attempts
-    );
+    pub const ATTEMPTS: Metric = metric!("attempts", "work (attempts)", Count, 1.0, 0, Lower, attempts);
     /// First attempts.
-    pub const FIRST_ATTEMPTS: Metric = metric!(
-        "first_attempts",
-        "first attempts",
-        Count,
-        1.0,
-        0,
-        Neither,
-        first_attempts
-    );
+    pub const FIRST_ATTEMPTS: Metric = metric!("first_attempts", "first attempts", Count, 1.0, 0, Neither, first_attempts);
     /// Retries.
     pub const RETRIES: Metric = metric!("retries", "retries", Count, 1.0, 0, Lower, retries);
     /// Amplification.
-    pub const AMPLIFICATION: Metric = metric!(
-        "amplification",
-        "amplification",
-        Times,
-        1.0,
-        3,
-        Lower,
-        amplification
-    );
+    pub const AMPLIFICATION: Metric = metric!("amplification", "amplification", Times, 1.0, 3, Lower, amplification);
     /// Latency of every request, mean.
     pub const LATENCY_MEAN: Metric = metric!(if any_ended; "latency_ms.mean", "mean latency, all", Millis, 1.0, 1, Lower, latency_ms.mean);
     /// Latency of every request, p50.
@@ -599,288 +487,76 @@ impl Metric {
     /// Latency of every request, max.
     pub const LATENCY_MAX: Metric = metric!(if any_ended; "latency_ms.max", "max latency, all", Millis, 1.0, 1, Lower, latency_ms.max);
     /// Success latency, mean.
-    pub const SUCCESS_MEAN: Metric = metric!(
-        if any_success; "success_latency_ms.mean", "mean success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.mean
-    );
+    pub const SUCCESS_MEAN: Metric = metric!(if any_success; "success_latency_ms.mean", "mean success latency", Millis, 1.0, 1, Lower, success_latency_ms.mean);
     /// Success latency, p50.
-    pub const SUCCESS_P50: Metric = metric!(
-        if any_success; "success_latency_ms.p50", "p50 success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.p50
-    );
+    pub const SUCCESS_P50: Metric = metric!(if any_success; "success_latency_ms.p50", "p50 success latency", Millis, 1.0, 1, Lower, success_latency_ms.p50);
     /// Success latency, p90.
-    pub const SUCCESS_P90: Metric = metric!(
-        if any_success; "success_latency_ms.p90", "p90 success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.p90
-    );
+    pub const SUCCESS_P90: Metric = metric!(if any_success; "success_latency_ms.p90", "p90 success latency", Millis, 1.0, 1, Lower, success_latency_ms.p90);
     /// Success latency, p99.
-    pub const SUCCESS_P99: Metric = metric!(
-        if any_success; "success_latency_ms.p99", "p99 success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.p99
-    );
+    pub const SUCCESS_P99: Metric = metric!(if any_success; "success_latency_ms.p99", "p99 success latency", Millis, 1.0, 1, Lower, success_latency_ms.p99);
     /// Success latency, p99.9.
-    pub const SUCCESS_P999: Metric = metric!(
-        if any_success; "success_latency_ms.p999", "p99.9 success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.p999
-    );
+    pub const SUCCESS_P999: Metric = metric!(if any_success; "success_latency_ms.p999", "p99.9 success latency", Millis, 1.0, 1, Lower, success_latency_ms.p999);
     /// Success latency, max.
-    pub const SUCCESS_MAX: Metric = metric!(
-        if any_success; "success_latency_ms.max", "max success latency", Millis, 1.0, 1, Lower,
-        success_latency_ms.max
-    );
+    pub const SUCCESS_MAX: Metric = metric!(if any_success; "success_latency_ms.max", "max success latency", Millis, 1.0, 1, Lower, success_latency_ms.max);
     /// Time to give up, mean.
-    pub const FAILURE_MEAN: Metric = metric!(
-        if any_failure; "failure_latency_ms.mean", "mean time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.mean
-    );
+    pub const FAILURE_MEAN: Metric = metric!(if any_failure; "failure_latency_ms.mean", "mean time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.mean);
     /// Time to give up, p50.
-    pub const FAILURE_P50: Metric = metric!(
-        if any_failure; "failure_latency_ms.p50", "p50 time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.p50
-    );
+    pub const FAILURE_P50: Metric = metric!(if any_failure; "failure_latency_ms.p50", "p50 time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.p50);
     /// Time to give up, p90.
-    pub const FAILURE_P90: Metric = metric!(
-        if any_failure; "failure_latency_ms.p90", "p90 time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.p90
-    );
+    pub const FAILURE_P90: Metric = metric!(if any_failure; "failure_latency_ms.p90", "p90 time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.p90);
     /// Time to give up, p99.
-    pub const FAILURE_P99: Metric = metric!(
-        if any_failure; "failure_latency_ms.p99", "p99 time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.p99
-    );
+    pub const FAILURE_P99: Metric = metric!(if any_failure; "failure_latency_ms.p99", "p99 time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.p99);
     /// Time to give up, p99.9.
-    pub const FAILURE_P999: Metric = metric!(
-        if any_failure; "failure_latency_ms.p999", "p99.9 time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.p999
-    );
+    pub const FAILURE_P999: Metric = metric!(if any_failure; "failure_latency_ms.p999", "p99.9 time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.p999);
     /// Time to give up, max.
-    pub const FAILURE_MAX: Metric = metric!(
-        if any_failure; "failure_latency_ms.max", "max time to give up", Millis, 1.0, 1, Lower,
-        failure_latency_ms.max
-    );
+    pub const FAILURE_MAX: Metric = metric!(if any_failure; "failure_latency_ms.max", "max time to give up", Millis, 1.0, 1, Lower, failure_latency_ms.max);
     /// Completion time: when the last request ended.
-    pub const COMPLETION: Metric = metric!(
-        "makespan_ms",
-        "completion time",
-        Seconds,
-        1e-3,
-        2,
-        Lower,
-        makespan_ms
-    );
+    pub const COMPLETION: Metric = metric!("makespan_ms", "completion time", Seconds, 1e-3, 2, Lower, makespan_ms);
     /// Served attempts.
-    pub const SERVED: Metric = metric!(
-        "server.served",
-        "served",
-        Count,
-        1.0,
-        0,
-        Neither,
-        server.served
-    );
+    pub const SERVED: Metric = metric!("server.served", "served", Count, 1.0, 0, Neither, server.served);
     /// Wasted attempts.
-    pub const WASTED: Metric = metric!(
-        "server.wasted",
-        "wasted",
-        Count,
-        1.0,
-        0,
-        Lower,
-        server.wasted
-    );
+    pub const WASTED: Metric = metric!("server.wasted", "wasted", Count, 1.0, 0, Lower, server.wasted);
     /// Rejected attempts.
-    pub const REJECTED: Metric = metric!(
-        "server.rejected",
-        "rejected",
-        Count,
-        1.0,
-        0,
-        Lower,
-        server.rejected
-    );
+    pub const REJECTED: Metric = metric!("server.rejected", "rejected", Count, 1.0, 0, Lower, server.rejected);
     /// Throttled attempts.
-    pub const THROTTLED: Metric = metric!(
-        "server.throttled",
-        "throttled",
-        Count,
-        1.0,
-        0,
-        Lower,
-        server.throttled
-    );
+    pub const THROTTLED: Metric = metric!("server.throttled", "throttled", Count, 1.0, 0, Lower, server.throttled);
     /// Dropped expired attempts.
-    pub const EXPIRED_DROPPED: Metric = metric!(
-        "server.expired_dropped",
-        "expired dropped",
-        Count,
-        1.0,
-        0,
-        Neither,
-        server.expired_dropped
-    );
+    pub const EXPIRED_DROPPED: Metric = metric!("server.expired_dropped", "expired dropped", Count, 1.0, 0, Neither, server.expired_dropped);
     /// Attempts rejected by an outage.
-    pub const OUTAGE_REJECTED: Metric = metric!(
-        "server.outage_rejected",
-        "outage rejected",
-        Count,
-        1.0,
-        0,
-        Neither,
-        server.outage_rejected
-    );
+    pub const OUTAGE_REJECTED: Metric = metric!("server.outage_rejected", "outage rejected", Count, 1.0, 0, Neither, server.outage_rejected);
     /// Attempts dropped by an outage.
-    pub const OUTAGE_DROPPED: Metric = metric!(
-        "server.outage_dropped",
-        "outage dropped",
-        Count,
-        1.0,
-        0,
-        Neither,
-        server.outage_dropped
-    );
+    pub const OUTAGE_DROPPED: Metric = metric!("server.outage_dropped", "outage dropped", Count, 1.0, 0, Neither, server.outage_dropped);
     /// Utilization.
-    pub const UTILIZATION: Metric = metric!(
-        "server.utilization",
-        "utilization",
-        Percent,
-        100.0,
-        1,
-        Neither,
-        server.utilization
-    );
+    pub const UTILIZATION: Metric = metric!("server.utilization", "utilization", Percent, 100.0, 1, Neither, server.utilization);
     /// Longest queue.
-    pub const MAX_QUEUE: Metric = metric!(
-        "server.max_queue",
-        "longest queue",
-        Count,
-        1.0,
-        0,
-        Lower,
-        server.max_queue
-    );
+    pub const MAX_QUEUE: Metric = metric!("server.max_queue", "longest queue", Count, 1.0, 0, Lower, server.max_queue);
     /// Budget denials.
-    pub const BUDGET_DENIALS: Metric = metric!(
-        "budget_denials",
-        "budget denials",
-        Count,
-        1.0,
-        0,
-        Neither,
-        budget_denials
-    );
+    pub const BUDGET_DENIALS: Metric = metric!("budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials);
     /// Breaker refusals.
-    pub const BREAKER_REFUSALS: Metric = metric!(
-        "breaker.refusals",
-        "breaker refusals",
-        Count,
-        1.0,
-        0,
-        Neither,
-        breaker.refusals
-    );
+    pub const BREAKER_REFUSALS: Metric = metric!("breaker.refusals", "breaker refusals", Count, 1.0, 0, Neither, breaker.refusals);
     /// Breaker openings.
-    pub const BREAKER_OPENINGS: Metric = metric!(
-        "breaker.openings",
-        "breaker openings",
-        Count,
-        1.0,
-        0,
-        Neither,
-        breaker.openings
-    );
+    pub const BREAKER_OPENINGS: Metric = metric!("breaker.openings", "breaker openings", Count, 1.0, 0, Neither, breaker.openings);
     /// Breaker transitions.
-    pub const BREAKER_TRANSITIONS: Metric = metric!(
-        "breaker.transitions",
-        "breaker transitions",
-        Count,
-        1.0,
-        0,
-        Neither,
-        breaker.transitions
-    );
+    pub const BREAKER_TRANSITIONS: Metric = metric!("breaker.transitions", "breaker transitions", Count, 1.0, 0, Neither, breaker.transitions);
     /// Share of time breakers were open.
-    pub const BREAKER_OPEN: Metric = metric!(
-        "breaker.open_fraction",
-        "breaker open",
-        Percent,
-        100.0,
-        1,
-        Neither,
-        breaker.open_fraction
-    );
+    pub const BREAKER_OPEN: Metric = metric!("breaker.open_fraction", "breaker open", Percent, 100.0, 1, Neither, breaker.open_fraction);
     /// Late replies.
-    pub const LATE_REPLIES: Metric = metric!(
-        "late_replies",
-        "late replies",
-        Count,
-        1.0,
-        0,
-        Lower,
-        late_replies
-    );
+    pub const LATE_REPLIES: Metric = metric!("late_replies", "late replies", Count, 1.0, 0, Lower, late_replies);
     /// Timeouts.
     pub const TIMEOUTS: Metric = metric!("timeouts", "timeouts", Count, 1.0, 0, Lower, timeouts);
     /// Share of replications truncated.
-    pub const TRUNCATED: Metric = metric!(
-        "truncated",
-        "truncated",
-        Percent,
-        100.0,
-        0,
-        Lower,
-        truncated
-    );
+    pub const TRUNCATED: Metric = metric!("truncated", "truncated", Percent, 100.0, 0, Lower, truncated);
 
     /// Recovered share of replications.
-    pub const RECOVERED: Metric = recovery_metric!(
-        "recovery.recovered_fraction",
-        "recovered",
-        Percent,
-        100.0,
-        0,
-        Higher,
-        recovered_fraction
-    );
+    pub const RECOVERED: Metric = recovery_metric!("recovery.recovered_fraction", "recovered", Percent, 100.0, 0, Higher, recovered_fraction);
     /// Median recovery time.
-    pub const RECOVERY_MEDIAN: Metric = recovery_metric!(
-        "recovery.median_recovery_s",
-        "median recovery",
-        Seconds,
-        1.0,
-        1,
-        Lower,
-        ?median_recovery_s
-    );
+    pub const RECOVERY_MEDIAN: Metric = recovery_metric!("recovery.median_recovery_s", "median recovery", Seconds, 1.0, 1, Lower, ?median_recovery_s);
     /// Depth of the dip.
-    pub const RECOVERY_DIP: Metric = recovery_metric!(
-        "recovery.dip_fraction",
-        "lowest goodput",
-        Percent,
-        100.0,
-        0,
-        Higher,
-        dip_fraction
-    );
+    pub const RECOVERY_DIP: Metric = recovery_metric!("recovery.dip_fraction", "lowest goodput", Percent, 100.0, 0, Higher, dip_fraction);
     /// Time below 90 %.
-    pub const RECOVERY_BELOW_90: Metric = recovery_metric!(
-        "recovery.below_90_s",
-        "goodput under 90 %",
-        Seconds,
-        1.0,
-        1,
-        Lower,
-        below_90_s
-    );
+    pub const RECOVERY_BELOW_90: Metric = recovery_metric!("recovery.below_90_s", "goodput under 90 %", Seconds, 1.0, 1, Lower, below_90_s);
     /// Peak amplification per logical request during the episode.
-    pub const RECOVERY_PEAK: Metric = recovery_metric!(
-        "recovery.peak_amplification",
-        "peak amplification",
-        Times,
-        1.0,
-        2,
-        Lower,
-        peak_amplification
-    );
+    pub const RECOVERY_PEAK: Metric = recovery_metric!("recovery.peak_amplification", "peak amplification", Times, 1.0, 2, Lower, peak_amplification);
 
     /// Every metric a replication measures, in summary.json's order: each is averaged over
     /// replications with a 95 % interval.
