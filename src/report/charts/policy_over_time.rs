@@ -276,7 +276,7 @@ where
     if any_breaker {
         keys.push((
             Key::Area,
-            "breakers open".into(),
+            "breakers open (share of breakers and replications)".into(),
             colors(&|j| counts[j].1 > 0),
         ));
     }
