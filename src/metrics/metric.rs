@@ -120,6 +120,9 @@ pub struct ServerMetrics {
     pub utilization: f64,
     /// Most attempts waiting at once.
     pub max_queue: f64,
+    /// When the server finished its last service, in ms: after the completion time when it
+    /// went on serving attempts whose clients had already given up.
+    pub busy_until_ms: f64,
 }
 
 /// What the circuit breakers did.
@@ -530,6 +533,8 @@ impl Metric {
     pub const UTILIZATION: Metric = metric!("server.utilization", "utilization", Percent, 100.0, 1, Neither, server.utilization);
     /// Longest queue.
     pub const MAX_QUEUE: Metric = metric!("server.max_queue", "longest queue", Count, 1.0, 0, Lower, server.max_queue);
+    /// When the server finished its last service.
+    pub const BUSY_UNTIL: Metric = metric!("server.busy_until_ms", "server busy until", Seconds, 1e-3, 2, Lower, server.busy_until_ms);
     /// Budget denials.
     pub const BUDGET_DENIALS: Metric = metric!("budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials);
     /// Breaker refusals.
@@ -560,7 +565,7 @@ impl Metric {
 
     /// Every metric a replication measures, in summary.json's order: each is averaged over
     /// replications with a 95 % interval.
-    pub const PER_REPLICATION: [Metric; 53] = [
+    pub const PER_REPLICATION: [Metric; 54] = [
         Metric::REQUESTS,
         Metric::SUCCEEDED,
         Metric::SUCCESS_RATE,
@@ -606,6 +611,7 @@ impl Metric {
         Metric::OUTAGE_DROPPED,
         Metric::UTILIZATION,
         Metric::MAX_QUEUE,
+        Metric::BUSY_UNTIL,
         Metric::BUDGET_DENIALS,
         Metric::BREAKER_REFUSALS,
         Metric::BREAKER_OPENINGS,

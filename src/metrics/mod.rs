@@ -389,6 +389,7 @@ impl RunResult {
                 outage_dropped: c.outage_dropped as f64,
                 utilization,
                 max_queue: c.max_queue as f64,
+                busy_until_ms: c.last_service_end.as_millis_f64(),
             },
             budget_denials: c.budget_denials as f64,
             breaker: BreakerMetrics {

@@ -193,8 +193,14 @@ const OPTIONAL_COLUMNS: [Metric; 4] = [
 ];
 
 fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
+    // The server's own end, when it went on serving well after the last request ended (work
+    // its clients had abandoned): completion time alone would hide that drain.
+    let drains = variants.iter().any(|v| {
+        v.metrics.server.busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
+    });
     let cols: Vec<Metric> = RESULT_COLUMNS
         .into_iter()
+        .chain(drains.then_some(Metric::BUSY_UNTIL))
         .chain(
             OPTIONAL_COLUMNS
                 .into_iter()
