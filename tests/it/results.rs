@@ -183,3 +183,25 @@ fn pooled_p50_sits_where_the_latency_curve_crosses_half() {
         );
     }
 }
+
+#[test]
+fn completion_time_does_not_hide_the_servers_drain() {
+    // first-storm's stall leaves the server serving abandoned attempts long after the last
+    // request ended; the reject outage does not.
+    let options = LoadOptions {
+        replications: Some(3),
+        ..LoadOptions::default()
+    };
+    let (experiment, result) = run_bundled("first-storm", &options);
+    let stall = &variant(&result, "stall").metrics;
+    assert!(
+        stall.server.busy_until_ms > 1.5 * stall.makespan_ms,
+        "busy until {} ms, completion {} ms",
+        stall.server.busy_until_ms,
+        stall.makespan_ms
+    );
+    let outage = &variant(&result, "reject outage").metrics;
+    assert!(outage.server.busy_until_ms <= outage.makespan_ms);
+    let md = retrystorm::report::report_md(&experiment, &result, &[]);
+    assert!(md.contains("| server busy until (s) |"), "{md}");
+}
