@@ -1,8 +1,9 @@
 //! Engine speed: a whole overloaded-queue run beside a bare binary-heap loop.
 //!
 //! `simulate/bench-1m` runs one replication of `scenarios/bench-1m.json` (the perf-storm retry
-//! storm of shared/bench for 909.1 s of arrivals: about 1.0 million logical requests and
-//! 8.6 million events) through the library API, on one thread. Its throughput is in events.
+//! storm that BENCHMARKS.md also runs beside a peer, for 909.1 s of arrivals: about 1.0 million
+//! logical requests and 8.6 million events) through the library API, on one thread. Its
+//! throughput is in events.
 //!
 //! `bare-heap/hold` is the ceiling for this design: a `std::collections::BinaryHeap` of entries
 //! comparable to the engine's (u64 time, u64 seq, 12-byte payload, earliest (time, seq) first),

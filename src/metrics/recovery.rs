@@ -3,7 +3,7 @@
 //! metastable failure), so this is judged per replication and never averaged into a run that
 //! did not happen.
 //!
-//! The rule (REFERENCE.md, end): a replication has recovered at time t >= the end of the last
+//! The rule (docs/reference-results.md, metastable failures): a replication has recovered at time t >= the end of the last
 //! trigger when goodput over [t, t + 5 s) is at least 90 % of its level before the first
 //! trigger, and its mean over [t, duration) is too. Goodput may overshoot while a backlog
 //! drains. Everything is measured on the replication's own time buckets (whole buckets only):

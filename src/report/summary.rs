@@ -1,4 +1,4 @@
-//! `summary.json`: the shape scripts rely on (MODEL.md section 8), means with 95 % half-widths.
+//! `summary.json`: the shape scripts rely on (docs/format.md and README.md), means with 95 % half-widths.
 
 use serde_json::{Value, json};
 

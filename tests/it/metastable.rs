@@ -1,4 +1,4 @@
-//! Metastable failures (spec REFERENCE.md E5 and E6): a trigger tips some systems into a storm
+//! Metastable failures (docs/reference-results.md: the collapse after a spike and the HotOS stall): a trigger tips some systems into a storm
 //! that outlives it; the recovery analysis says which, how often and how fast; the phase
 //! diagram's boundary moves as the theory says; and a storm that grows without bound stops at
 //! its limits.
@@ -123,7 +123,7 @@ fn e6_a_stall_starts_a_storm_that_only_budgets_and_breakers_end() {
     for name in ["token bucket", "retry quota", "circuit breaker", "lifo"] {
         assert_eq!(get(name, "recovery.recovered_fraction"), 1.0, "{name}");
     }
-    // REFERENCE.md: token bucket within about 200 s, retry quota within about 420 s.
+    // docs/reference-results.md: token bucket within about 200 s, retry quota within about 420 s.
     assert!(
         bucket < quota && bucket <= 200.0 && quota <= 420.0,
         "the quota recovers later than the token bucket, within the run: {bucket} s, {quota} s"

@@ -1,5 +1,5 @@
 //! Retry budgets, circuit breakers and server throttling against the closed forms and the
-//! published comparisons (spec REFERENCE.md E1 with budgets, E2), the client-count effect on
+//! published comparisons (docs/reference-results.md: budgets at 100 % failures, Brooker's breaker and budget comparison), the client-count effect on
 //! per-client budgets, and Retry-After.
 
 use retrystorm::runner::{ExperimentResult, VariantResult};

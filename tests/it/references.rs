@@ -1,5 +1,5 @@
 //! Bundled scenarios against queueing theory, the retry chapter's checks and closed forms
-//! (spec REFERENCE.md sections Q, S, E1 and E4).
+//! (docs/reference-results.md: queueing theory, the backoff schedule, closed-form amplification, open against closed loops).
 
 use retrystorm::metrics::Column;
 use retrystorm::scenario::LoadOptions;
@@ -170,7 +170,7 @@ fn thundering_herd_without_jitter_keeps_colliding_and_jitter_spreads_it() {
     }
 }
 
-/// REFERENCE.md E3 at N = 100: (strategy, work in writes, completion time in seconds).
+/// The AWS comparison at N = 100 (docs/reference-results.md): (strategy, work in writes, completion time in seconds).
 const AWS_TABLE: [(&str, f64, f64); 5] = [
     ("no backoff", 2424.0, 2.0),
     ("exponential", 1854.0, 63.0),
