@@ -9,7 +9,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::over_time::{self, Frame, PanelSpec, Row};
+use super::over_time::{self, Frame, PanelSpec};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
@@ -75,10 +75,9 @@ where
         ),
         17,
     )?;
-    let sent = |r: &Row| r[Column::FirstAttempts as usize] + r[Column::Retries as usize];
     // One scale for every panel, and one for every queue.
     let top = frame
-        .max(|r| sent(r).max(r[Column::Succeeded as usize]))
+        .max(|r| over_time::sent(r).max(r[Column::Succeeded as usize]))
         .max(1e-9)
         * 1.1;
     let queue_top = queue_top.max(1.0) * 1.1;
@@ -100,43 +99,17 @@ where
             },
         )?;
         let rows = &frame.rows[j];
-        // The trigger bands go under the data.
-        chart
-            .draw_series(triggers::bands(
-                windows.get(j).map_or(&[][..], Vec::as_slice),
-                frame.x1,
-                top,
-            ))
-            .map_err(err)?;
         let truncated = super::is_truncated(v);
-        let (pale, dark) = if truncated { (0.25, 0.5) } else { (0.45, 1.0) };
-        chart
-            .draw_series(over_time::bars(
-                &frame,
-                rows,
-                |_| 0.0,
-                |r| r[Column::FirstAttempts as usize],
-                color.mix(pale).filled(),
-            ))
-            .map_err(err)?;
-        chart
-            .draw_series(over_time::bars(
-                &frame,
-                rows,
-                |r| r[Column::FirstAttempts as usize],
-                sent,
-                color.mix(dark).filled(),
-            ))
-            .map_err(err)?;
-        let goodput = rows.iter().enumerate().map(|(i, r)| {
-            (
-                frame.start(i) + frame.bucket / 2.0,
-                r[Column::Succeeded as usize],
-            )
-        });
-        chart
-            .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
-            .map_err(err)?;
+        let mix = if truncated { (0.25, 0.5) } else { (0.45, 1.0) };
+        over_time::draw_load(
+            &mut chart,
+            &frame,
+            rows,
+            windows.get(j).map_or(&[][..], Vec::as_slice),
+            top,
+            color,
+            mix,
+        )?;
         if any_queue {
             // States are sampled at the end of their bucket.
             let queue = rows

@@ -291,6 +291,61 @@ pub fn panel_title(v: &VariantResult) -> String {
     }
 }
 
+/// Attempts sent in a row: first attempts and retries.
+pub fn sent(r: &Row) -> f64 {
+    r[Column::FirstAttempts as usize] + r[Column::Retries as usize]
+}
+
+/// What the load figures draw in a panel: the trigger windows as bands underneath, first
+/// attempts (mixed to `pale`) under retries (mixed to `dark`) as bars, and goodput as a black
+/// line through the middle of each bucket.
+#[allow(clippy::too_many_arguments)]
+pub fn draw_load<DB: DrawingBackend>(
+    chart: &mut Panel<'_, DB>,
+    frame: &Frame,
+    rows: &[Row],
+    windows: &[(f64, f64)],
+    top: f64,
+    color: RGBColor,
+    (pale, dark): (f64, f64),
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    chart
+        .draw_series(super::triggers::bands(windows, frame.x1, top))
+        .map_err(err)?;
+    chart
+        .draw_series(bars(
+            frame,
+            rows,
+            |_| 0.0,
+            |r| r[Column::FirstAttempts as usize],
+            color.mix(pale).filled(),
+        ))
+        .map_err(err)?;
+    chart
+        .draw_series(bars(
+            frame,
+            rows,
+            |r| r[Column::FirstAttempts as usize],
+            sent,
+            color.mix(dark).filled(),
+        ))
+        .map_err(err)?;
+    let goodput = rows.iter().enumerate().map(|(i, r)| {
+        (
+            frame.start(i) + frame.bucket / 2.0,
+            r[Column::Succeeded as usize],
+        )
+    });
+    chart
+        .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
+        .map_err(err)?;
+    Ok(())
+}
+
 /// The smallest of 1, 2 and 5 times a power of ten that is at least `x` (>= 1).
 fn round_up(x: f64) -> f64 {
     let mut power = 1.0;

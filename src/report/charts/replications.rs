@@ -111,9 +111,8 @@ where
         ),
         17,
     )?;
-    let sent = |r: &Row| r[Column::FirstAttempts as usize] + r[Column::Retries as usize];
     let top = frame
-        .max(|r| sent(r).max(r[Column::Succeeded as usize]))
+        .max(|r| over_time::sent(r).max(r[Column::Succeeded as usize]))
         .max(1e-9)
         * 1.1;
     let areas = body.split_evenly((shown.len(), 2));
@@ -134,40 +133,15 @@ where
                 last: k + 2 >= runs.len(),
             },
         )?;
-        chart
-            .draw_series(triggers::bands(
-                windows.get(*j).map_or(&[][..], Vec::as_slice),
-                frame.x1,
-                top,
-            ))
-            .map_err(err)?;
-        chart
-            .draw_series(over_time::bars(
-                &frame,
-                rows,
-                |_| 0.0,
-                |r| r[Column::FirstAttempts as usize],
-                color.mix(0.45).filled(),
-            ))
-            .map_err(err)?;
-        chart
-            .draw_series(over_time::bars(
-                &frame,
-                rows,
-                |r| r[Column::FirstAttempts as usize],
-                sent,
-                color.filled(),
-            ))
-            .map_err(err)?;
-        let goodput = rows.iter().enumerate().map(|(i, r)| {
-            (
-                frame.start(i) + frame.bucket / 2.0,
-                r[Column::Succeeded as usize],
-            )
-        });
-        chart
-            .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
-            .map_err(err)?;
+        over_time::draw_load(
+            &mut chart,
+            &frame,
+            rows,
+            windows.get(*j).map_or(&[][..], Vec::as_slice),
+            top,
+            color,
+            (0.45, 1.0),
+        )?;
     }
     Ok(csv)
 }
