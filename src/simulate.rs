@@ -676,15 +676,24 @@ impl<'a> Sim<'a> {
             Some(m) => self.queue.now().min(SimTime::ZERO + m),
             None => self.queue.now(),
         };
+        // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
+        let truncated = match truncated {
+            Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
+            t => t,
+        };
         if let Server::Queue(server) = &self.server {
             c.busy_nanos = server.busy_nanos;
             c.max_queue = u64::from(server.max_queue);
             c.max_in_service = u64::from(server.max_in_service);
             c.expired_dropped += server.expired_dropped;
-            c.workers = match server.config().concurrency {
-                Some(n) => u64::from(n),
-                None => u64::from(server.max_in_service),
+            // Utilization's horizon: until the server drained, or the whole run if it was
+            // cut off or served nothing.
+            let horizon = if truncated.is_none() && c.last_service_end > SimTime::ZERO {
+                c.last_service_end
+            } else {
+                c.last_service_end.max(c.end_time)
             };
+            c.capacity_nanos = server.capacity_nanos(horizon, server.max_in_service);
         }
         let end = c.end_time;
         c.breakers = self.breakers.len() as u64;
@@ -696,11 +705,6 @@ impl<'a> Sim<'a> {
         }
         let gauges = self.gauges(end);
         self.rec.series.close(gauges);
-        // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
-        let truncated = match truncated {
-            Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
-            t => t,
-        };
         self.rec.finish(truncated)
     }
 }

@@ -50,8 +50,9 @@ pub struct Counters {
     pub late_replies: u64,
     /// Worker-busy time started, in nanoseconds.
     pub busy_nanos: u128,
-    /// Workers the utilization is measured against (peak in service when unlimited).
-    pub workers: u64,
+    /// Worker-nanoseconds available over the utilization's horizon: the workers in force at
+    /// each instant (peak in service when unlimited), fault windows included.
+    pub capacity_nanos: u128,
     /// When the last service finished.
     pub last_service_end: SimTime,
     /// Most attempts waiting at once.
@@ -349,21 +350,17 @@ impl RunResult {
             .iter()
             .map(|o| c.final_outcomes[o.index()])
             .sum();
-        let horizon = c.last_service_end.max(c.end_time).as_nanos().max(1) as f64;
-        let horizon = if self.truncated.is_none() && c.last_service_end.as_nanos() > 0 {
-            c.last_service_end.as_nanos() as f64
-        } else {
-            horizon
-        };
         let open_fraction = if c.breakers == 0 || c.end_time.as_nanos() == 0 {
             0.0
         } else {
             c.breaker_open_nanos as f64 / (c.breakers as f64 * c.end_time.as_nanos() as f64)
         };
-        let utilization = if c.workers == 0 {
+        // Attempts in service keep their workers when a fault window lowers the count, so
+        // busy time can briefly exceed the capacity in force: the share is capped at 1.
+        let utilization = if c.capacity_nanos == 0 {
             0.0
         } else {
-            (c.busy_nanos as f64 / (c.workers as f64 * horizon)).min(1.0)
+            (c.busy_nanos as f64 / c.capacity_nanos as f64).min(1.0)
         };
         Metrics {
             requests,

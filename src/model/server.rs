@@ -131,6 +131,30 @@ impl QueueServer {
         self.workers
     }
 
+    /// Worker-nanoseconds available over `[0, horizon)`: the workers in force at each instant
+    /// (the configured concurrency, or what a fault window imposes), integrated over time;
+    /// `unlimited` stands for the configured count when there is none. Utilization is busy
+    /// time over this, so a window that raises the worker count raises the capacity with it.
+    pub fn capacity_nanos(&self, horizon: SimTime, unlimited: u32) -> u128 {
+        let base = self.config.concurrency.unwrap_or(unlimited);
+        let mut edges: Vec<SimTime> = self
+            .faults
+            .concurrency_edges()
+            .into_iter()
+            .filter(|&t| t < horizon)
+            .collect();
+        edges.insert(0, SimTime::ZERO);
+        edges.dedup();
+        edges.push(horizon);
+        edges
+            .windows(2)
+            .map(|w| {
+                let workers = self.faults.concurrency(w[0]).unwrap_or(base);
+                u128::from(workers) * u128::from(w[1].saturating_since(w[0]).as_nanos())
+            })
+            .sum()
+    }
+
     /// Re-reads the worker count at `now` (the driver calls this at every edge of a
     /// concurrency fault window). Attempts in service keep their workers when the count falls;
     /// when it rises, waiting attempts start: they are returned with their service times.

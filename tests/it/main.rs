@@ -8,6 +8,7 @@
 mod bad_input;
 mod cli;
 mod determinism;
+mod exactness;
 mod figures;
 mod first_storm;
 mod invariants;
