@@ -11,6 +11,7 @@ mod determinism;
 mod exactness;
 mod figures;
 mod first_storm;
+mod fuzz;
 mod invariants;
 mod metastable;
 mod policies;

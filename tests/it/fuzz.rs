@@ -1,0 +1,86 @@
+//! A bounded slice of the fuzzing in `fuzz/`, on stable Rust and in every test run: structured
+//! and byte mutations of the bundled scenarios through the loader, and every input a fuzzer
+//! ever broke it with (`fuzz/regressions/`). The loader must answer Ok or a list of problems;
+//! a panic fails the test with the input that caused it.
+//!
+//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 20,000).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rand::{RngExt, SeedableRng};
+use retrystorm::scenario::{LoadOptions, load_str, resolved_json};
+
+#[path = "../../fuzz/mutate.rs"]
+mod mutate;
+#[path = "../../fuzz/seeds.rs"]
+mod seeds;
+
+/// Loads `text` as the fuzz target does; returns what went wrong, if anything did.
+fn load_survives(text: &str) -> Result<(), String> {
+    let started = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if let Ok(experiment) = load_str(text, "fuzz", &LoadOptions::default()) {
+            let _ = resolved_json(&experiment);
+        }
+    }));
+    if outcome.is_err() {
+        return Err("the loader panicked".into());
+    }
+    // Not a benchmark: a guard against inputs that make the loader loop or go quadratic.
+    if started.elapsed() > Duration::from_secs(5) {
+        return Err(format!("the loader took {:?}", started.elapsed()));
+    }
+    Ok(())
+}
+
+fn inputs() -> u64 {
+    std::env::var("RETRYSTORM_FUZZ_INPUTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
+
+#[test]
+fn the_loader_survives_mutated_scenarios() {
+    let n = inputs();
+    let mut failures = Vec::new();
+    for i in 0..n {
+        // Each input from its own seed, so a failure names the one to replay.
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(i);
+        let len = rng.random_range(16..512);
+        let script: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let mut src = mutate::Source::new(&script);
+        let bytes = mutate::scenario_input(seeds::scenarios(), &mut src);
+        let text = String::from_utf8_lossy(&bytes);
+        if let Err(why) = load_survives(&text) {
+            failures.push(format!("input {i}: {why}\n{text}"));
+            if failures.len() == 3 {
+                break;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_input_a_fuzzer_broke_the_loader_with_now_loads_or_is_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut tried = 0;
+    for entry in std::fs::read_dir(&dir).expect("fuzz/regressions exists") {
+        let path = entry.expect("readable").path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("scenario-"))
+        {
+            let bytes = std::fs::read(&path).expect("readable");
+            let text = String::from_utf8_lossy(&bytes);
+            if let Err(why) = load_survives(&text) {
+                panic!("{}: {why}", path.display());
+            }
+            tried += 1;
+        }
+    }
+    assert!(tried > 0, "no scenario regressions in {}", dir.display());
+}
