@@ -190,7 +190,12 @@ impl<'a> Sim<'a> {
         // Timers of answered attempts stay queued until they fire; with long timeouts they
         // would pile up with finished work. When the queue doubles, they are swept out.
         let mut compact_at = COMPACT_MIN;
-        while let Some((now, event)) = self.queue.pop() {
+        loop {
+            // The time of the last event handled, for a run that reaches the end of time.
+            let last = self.queue.now();
+            let Some((now, event)) = self.queue.pop() else {
+                break;
+            };
             let pending = self.queue.len();
             if pending > compact_at {
                 let requests = &self.requests;
@@ -206,6 +211,20 @@ impl<'a> Sim<'a> {
             if max_time.is_some_and(|m| now > m) {
                 return Some(Truncation::MaxTime {
                     at: self.sc.max_time.expect("checked"),
+                    in_flight: self.in_flight,
+                });
+            }
+            if now == SimTime::NEVER {
+                // An instant past the end of simulated time: nothing happens there. A timer
+                // of an attempt already answered would have changed nothing; anything else
+                // ends the run.
+                if let Event::AttemptTimer { slot, token } = event
+                    && self.requests[slot as usize].live_token != token
+                {
+                    continue;
+                }
+                return Some(Truncation::EndOfTime {
+                    at: last,
                     in_flight: self.in_flight,
                 });
             }
@@ -367,6 +386,9 @@ impl<'a> Sim<'a> {
             }
         }
         let timeout = self.sc.policy.timeout;
+        // With a timeout or a deadline the client keeps a timer, even one that lands past the
+        // end of simulated time (at NEVER, ending the run if the attempt is still awaited).
+        let timed = timeout.is_some() || self.sc.policy.deadline.is_some();
         let req = &mut self.requests[slot as usize];
         req.attempts += 1;
         req.sent = now;
@@ -387,7 +409,7 @@ impl<'a> Sim<'a> {
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
         self.queue
             .schedule(now + hop, Event::ServerArrival { slot, token });
-        if abandon_at != SimTime::NEVER {
+        if timed {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
         }
@@ -404,10 +426,22 @@ impl<'a> Sim<'a> {
                 let version = row.read();
                 let back = self.sc.network.latency.sample(&mut self.rng.network);
                 let req = &self.requests[slot as usize];
-                if req.live_token == token && now + back < req.abandon_at {
+                let live = req.live_token == token;
+                if live && now + back < req.abandon_at {
                     let forth = self.sc.network.latency.sample(&mut self.rng.network);
                     self.queue.schedule(
                         now + back + forth,
+                        Event::OccWrite {
+                            slot,
+                            token,
+                            version,
+                        },
+                    );
+                } else if live && req.abandon_at == SimTime::NEVER {
+                    // The version would come back after the end of simulated time with the
+                    // client still waiting for it: the run ends there.
+                    self.queue.schedule(
+                        SimTime::NEVER,
                         Event::OccWrite {
                             slot,
                             token,
@@ -672,9 +706,10 @@ impl<'a> Sim<'a> {
         let c = &mut self.rec.counters;
         c.events = self.queue.events_processed();
         // A run cut off at max_time ends there, not at the first event it did not process.
-        c.end_time = match self.sc.max_time {
-            Some(m) => self.queue.now().min(SimTime::ZERO + m),
-            None => self.queue.now(),
+        c.end_time = match (&truncated, self.sc.max_time) {
+            (Some(Truncation::EndOfTime { at, .. }), _) => *at,
+            (_, Some(m)) => self.queue.now().min(SimTime::ZERO + m),
+            (_, None) => self.queue.now(),
         };
         if let Server::Queue(server) = &self.server {
             c.busy_nanos = server.busy_nanos;
@@ -708,6 +743,33 @@ impl<'a> Sim<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever bounds the scenario loader puts on durations: an instant past the end of
+    /// simulated time ends the run truncated, never as an event at "never".
+    #[test]
+    fn an_instant_past_the_end_of_time_truncates_the_run() {
+        let text = r#"{"name": "t", "duration": "1s",
+          "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
+          "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
+          "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
+        let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+        let mut sc = e.points[0].variants[0].scenario.clone();
+        let year = SimDuration::from_secs(365 * 86_400);
+        sc.policy.retry.backoff = crate::model::Backoff::Exponential {
+            base: year,
+            multiplier: 1000.0,
+            cap: SimDuration(u64::MAX),
+            jitter: crate::model::Jitter::None,
+        };
+        let r = run(&sc, 1, 0);
+        // Retries after 1 and 1000 years: the second lies past the end.
+        assert_eq!(r.counters.attempts, 2);
+        assert!(matches!(
+            r.truncated,
+            Some(Truncation::EndOfTime { in_flight: 1, at }) if at.as_nanos() > year.as_nanos()
+        ));
+        assert_eq!(r.ended(), 0);
+    }
 
     #[test]
     fn event_stays_small() {

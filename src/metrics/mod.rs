@@ -118,6 +118,15 @@ pub enum Truncation {
         /// Simulated time reached.
         at: SimTime,
     },
+    /// The next event would have fallen after the largest instant simulated time can hold
+    /// (2^64 - 1 ns, about 584 years): a backoff, think time, timeout or drawn duration took
+    /// the run past it.
+    EndOfTime {
+        /// The time of the last event handled.
+        at: SimTime,
+        /// Requests still in flight.
+        in_flight: u64,
+    },
 }
 
 impl std::fmt::Display for Truncation {
@@ -138,6 +147,10 @@ impl std::fmt::Display for Truncation {
             Truncation::ServerBacklog { limit, at } => write!(
                 f,
                 "stopped at t = {at}: the server held more than limits.max_in_flight = {limit} attempts, waiting or in service (work piles up without bound; most of it abandoned by its clients)"
+            ),
+            Truncation::EndOfTime { at, in_flight } => write!(
+                f,
+                "stopped at t = {at} with {in_flight} requests in flight: the next event would fall after the end of simulated time (about 584 years); a backoff, think time, timeout or drawn duration is too long"
             ),
         }
     }
