@@ -224,9 +224,18 @@ impl LatencyHistogram {
         self.hist.len()
     }
 
+    /// The mean in nanoseconds: the exact sum over the count, correctly rounded (0 when
+    /// empty). It never exceeds the max: the exact mean does not, and rounding is monotone.
+    pub fn mean_nanos(&self) -> f64 {
+        match self.count() {
+            0 => 0.0,
+            n => ratio_f64(self.sum_nanos, n),
+        }
+    }
+
     /// Mean, percentiles and max in milliseconds (all 0 when empty). A percentile is its
-    /// bucket's upper edge, never more than the exact max; the mean is exact, and so never
-    /// more than the max either.
+    /// bucket's upper edge, never more than the exact max; the mean is the exact one rounded
+    /// once ([`LatencyHistogram::mean_nanos`]), so never more than the max either.
     pub fn summary(&self) -> Latency {
         let n = self.count();
         if n == 0 {
@@ -235,7 +244,7 @@ impl LatencyHistogram {
         let q = |p: f64| self.hist.value_at_quantile(p).min(self.max_nanos) as f64 / 1e6;
         let max = self.max_nanos as f64 / 1e6;
         Latency {
-            mean: (self.sum_nanos as f64 / n as f64 / 1e6).min(max),
+            mean: self.mean_nanos() / 1e6,
             p50: q(0.50),
             p90: q(0.90),
             p99: q(0.99),
@@ -252,6 +261,39 @@ impl LatencyHistogram {
         }
         bins
     }
+}
+
+/// `num / den` (den > 0) rounded once to the nearest `f64`, ties to even, as if computed
+/// exactly. Dividing the two as floats rounds `num` first when it has more than 53 bits (a
+/// latency sum of a few days' worth of nanoseconds), which can put a mean of equal latencies
+/// above their max.
+pub fn ratio_f64(num: u128, den: u64) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    let d = u128::from(den.max(1));
+    if num < EXACT && d < EXACT {
+        // Both operands are exact: IEEE division rounds the quotient once.
+        return num as f64 / d as f64;
+    }
+    // num / d = (t + f) * 2^-k with t an integer of at least 54 bits when the quotient is not
+    // tiny, 0 <= f < 1, and `sticky` telling whether f > 0.
+    let (q, r) = (num / d, num % d);
+    let k = 55u32.saturating_sub(128 - q.leading_zeros());
+    let t = (q << k) | ((r << k) / d);
+    let sticky = !(r << k).is_multiple_of(d);
+    let bits = 128 - t.leading_zeros();
+    if bits <= 53 {
+        // A quotient below 1/4 from operands this large: no latency mean is one.
+        return num as f64 / d as f64;
+    }
+    let drop = bits - 53;
+    let mut m = t >> drop;
+    let rest = t & ((1u128 << drop) - 1);
+    let half = 1u128 << (drop - 1);
+    if rest > half || (rest == half && (sticky || m & 1 == 1)) {
+        m += 1;
+    }
+    // m <= 2^53 is exact as a float, and so is the power of two.
+    m as f64 * 2f64.powi(drop as i32 - k as i32)
 }
 
 /// Collects measurements during one replication.
@@ -422,6 +464,78 @@ impl RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_round_once() {
+        // Small operands: the plain float division, which rounds once.
+        for (num, den) in [
+            (0u128, 1u64),
+            (1, 3),
+            (10, 4),
+            (123_456_789, 1_000),
+            (1 << 52, 7),
+        ] {
+            assert_eq!(ratio_f64(num, den), num as f64 / den as f64);
+        }
+        // One rounding of the exact quotient (checked with exact rational arithmetic), where
+        // rounding the sum first lands one step off.
+        let sum: u128 = 4_962_720_563_113_497 + 7_413_970_282_478_002 + 4_919_593_524_665_566;
+        assert_eq!(ratio_f64(sum, 3), 5_765_428_123_419_022.0);
+        assert_ne!(sum as f64 / 3.0, 5_765_428_123_419_022.0);
+        // A large integer over 1 rounds like a conversion, ties to even.
+        for num in [
+            (1u128 << 53) + 1,
+            (1 << 53) + 3,
+            u128::from(u64::MAX),
+            1 << 100,
+        ] {
+            assert_eq!(ratio_f64(num, 1), num as f64);
+        }
+    }
+
+    /// Regression: three latencies of 9007199254740946 ns (104 days) have that mean
+    /// exactly, but the float division of their rounded sum gave more than their max.
+    #[test]
+    fn the_mean_of_equal_latencies_is_their_max() {
+        let mut h = LatencyHistogram::default();
+        let x = 9_007_199_254_740_946;
+        for _ in 0..3 {
+            h.record(SimDuration::from_nanos(x));
+        }
+        assert!(
+            (3 * x) as f64 / 3.0 > x as f64,
+            "the float division overshoots here"
+        );
+        assert_eq!(h.mean_nanos(), x as f64);
+        let s = h.summary();
+        assert_eq!(s.mean, s.max);
+    }
+
+    proptest::proptest! {
+        /// Mean and percentiles never exceed the max, and percentiles rise with p, for any
+        /// latencies, merged or not.
+        #[test]
+        fn mean_and_percentiles_stay_below_the_max(
+            a in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 1..6),
+            b in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 0..6),
+        ) {
+            let hist = |xs: &[(u32, u64)]| {
+                let mut h = LatencyHistogram::default();
+                for &(shift, x) in xs {
+                    h.record(SimDuration::from_nanos(x >> shift));
+                }
+                h
+            };
+            let mut h = hist(&a);
+            h.merge(&hist(&b));
+            let s = h.summary();
+            proptest::prop_assert!(s.mean <= s.max, "{:?}", s);
+            proptest::prop_assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999);
+            proptest::prop_assert!(s.p999 <= s.max, "{:?}", s);
+            let max = a.iter().chain(&b).map(|&(shift, x)| x >> shift).max().unwrap();
+            proptest::prop_assert_eq!(s.max, max as f64 / 1e6);
+        }
+    }
 
     #[test]
     fn latency_bins_are_log_spaced_and_clamped() {
