@@ -11,6 +11,8 @@
 //! request awaits (it timed out, or the request ended) is stale and only counted, which is how
 //! abandoned work and late replies are detected without cancelling events.
 
+use std::collections::BTreeMap;
+
 use rand::RngExt;
 
 use crate::engine::{EventQueue, SimDuration, SimTime, Streams};
@@ -55,6 +57,67 @@ const NO_TOKEN: u32 = 0;
 /// Pending events below which stale timers are never swept out.
 const COMPACT_MIN: usize = 4096;
 
+/// Per-client policy instances kept in a vector up to this many; above it, only the clients
+/// that have started a request have one.
+const DENSE_INSTANCES: usize = 4096;
+
+/// The budgets or the breakers of a run: none, one shared, or one per client. A few are kept
+/// in a vector; many (up to 2^32 - 1 clients) in a map that holds only the instances of
+/// clients that have started a request, every other one being in the fresh state, so that
+/// memory follows the clients that sent something rather than the client count.
+struct Instances<T> {
+    /// How many instances the run has (0: no such policy).
+    count: usize,
+    /// Whether they are all kept in `dense`.
+    all: bool,
+    /// The state of an instance nothing has touched.
+    fresh: T,
+    /// Every instance, when `all`.
+    dense: Vec<T>,
+    /// The instances touched so far, by index, when there are more.
+    sparse: BTreeMap<usize, T>,
+}
+
+impl<T: Clone> Instances<T> {
+    /// `count` fresh instances, kept in a vector if there are at most `dense_max`.
+    fn new(fresh: T, count: usize, dense_max: usize) -> Self {
+        let all = count <= dense_max;
+        let dense = if all {
+            vec![fresh.clone(); count]
+        } else {
+            Vec::new()
+        };
+        Instances {
+            count,
+            all,
+            fresh,
+            dense,
+            sparse: BTreeMap::new(),
+        }
+    }
+
+    /// Instance `i` (< count), made fresh on first use.
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut T {
+        if self.all {
+            &mut self.dense[i]
+        } else {
+            let fresh = &self.fresh;
+            self.sparse.entry(i).or_insert_with(|| fresh.clone())
+        }
+    }
+
+    /// Every instance that may differ from a fresh one, in index order.
+    fn touched(&self) -> impl Iterator<Item = &T> {
+        self.dense.iter().chain(self.sparse.values())
+    }
+
+    /// Instances still fresh that [`Instances::touched`] leaves out.
+    fn untouched(&self) -> usize {
+        self.count - self.dense.len() - self.sparse.len()
+    }
+}
+
 /// A logical request in flight.
 #[derive(Debug, Clone, Copy)]
 struct Request {
@@ -83,7 +146,12 @@ struct Request {
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
 pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
-    let mut sim = Sim::new(scenario, seed, replication);
+    run_with(scenario, seed, replication, DENSE_INSTANCES)
+}
+
+/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients.
+fn run_with(scenario: &Scenario, seed: u64, replication: u64, dense_max: usize) -> RunResult {
+    let mut sim = Sim::new(scenario, seed, replication, dense_max);
     let truncated = sim.run();
     sim.finish(truncated)
 }
@@ -117,9 +185,9 @@ struct Sim<'a> {
     remaining: Vec<u64>,
     end_of_arrivals: SimTime,
     /// Retry budgets: none, one shared, or one per client.
-    budgets: Vec<Budget>,
+    budgets: Option<Instances<Budget>>,
     /// Circuit breakers: none, one shared, or one per client.
-    breakers: Vec<Breaker>,
+    breakers: Option<Instances<Breaker>>,
     /// The server's admission rate limit.
     limiter: Option<RateLimiter>,
     /// Set when the server's backlog passes the limit; the loop stops after the event.
@@ -127,7 +195,7 @@ struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
-    fn new(sc: &'a Scenario, seed: u64, replication: u64) -> Self {
+    fn new(sc: &'a Scenario, seed: u64, replication: u64, dense_max: usize) -> Self {
         let server = match &sc.server.kind {
             ServerKind::Queue(config) => Server::Queue(QueueServer::with_faults(
                 config.clone(),
@@ -136,12 +204,14 @@ impl<'a> Sim<'a> {
             ServerKind::Occ => Server::Occ(OccServer::new()),
         };
         let clients = sc.clients.count;
-        let budgets = sc.policy.budget.map_or_else(Vec::new, |b| {
-            vec![Budget::new(b.kind); b.scope.instances(clients)]
-        });
-        let breakers = sc.policy.breaker.map_or_else(Vec::new, |b| {
-            vec![Breaker::new(b); b.scope.instances(clients)]
-        });
+        let budgets = sc
+            .policy
+            .budget
+            .map(|b| Instances::new(Budget::new(b.kind), b.scope.instances(clients), dense_max));
+        let breakers = sc
+            .policy
+            .breaker
+            .map(|b| Instances::new(Breaker::new(b), b.scope.instances(clients), dense_max));
         let mut sim = Sim {
             sc,
             queue: EventQueue::new(),
@@ -366,8 +436,8 @@ impl<'a> Sim<'a> {
         self.in_flight += 1;
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
-        if let Some(b) = self.sc.policy.budget {
-            self.budgets[b.scope.index(client)].request_started(now);
+        if let (Some(b), Some(budgets)) = (self.sc.policy.budget, &mut self.budgets) {
+            budgets.get_mut(b.scope.index(client)).request_started(now);
         }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
@@ -377,9 +447,9 @@ impl<'a> Sim<'a> {
     /// The client sends the next attempt of request `slot` now, unless its circuit breaker
     /// refuses it, which ends the request.
     fn send_attempt(&mut self, slot: u32, now: SimTime) {
-        if let Some(b) = self.sc.policy.breaker {
+        if let (Some(b), Some(breakers)) = (self.sc.policy.breaker, &mut self.breakers) {
             let req = &self.requests[slot as usize];
-            let breaker = &mut self.breakers[b.scope.index(req.client)];
+            let breaker = breakers.get_mut(b.scope.index(req.client));
             if !breaker.allow(now, req.attempts > 0) {
                 self.end_request(slot, Outcome::BreakerOpen, now);
                 return;
@@ -601,12 +671,14 @@ impl<'a> Sim<'a> {
             return;
         }
         let req = &self.requests[slot as usize];
-        if let Some(b) = policy.breaker {
+        if let (Some(b), Some(breakers)) = (policy.breaker, &mut self.breakers) {
             let failed = !matches!(outcome, Outcome::Success | Outcome::Permanent);
-            self.breakers[b.scope.index(req.client)].record(now, failed, now - req.sent);
+            breakers
+                .get_mut(b.scope.index(req.client))
+                .record(now, failed, now - req.sent);
         }
-        if let Some(b) = policy.budget {
-            let budget = &mut self.budgets[b.scope.index(req.client)];
+        if let (Some(b), Some(budgets)) = (policy.budget, &mut self.budgets) {
+            let budget = budgets.get_mut(b.scope.index(req.client));
             if outcome == Outcome::Success {
                 budget.attempt_succeeded((req.attempts > 1).then_some(req.last_retry_cost));
             } else if policy.retry.retry_on.contains(outcome) {
@@ -645,8 +717,8 @@ impl<'a> Sim<'a> {
         }
         // The budget is asked when the retry is decided, before the backoff (as gRPC and the
         // AWS SDKs do), and not for a retry the deadline would cancel anyway.
-        if let Some(b) = self.sc.policy.budget {
-            let budget = &mut self.budgets[b.scope.index(req.client)];
+        if let (Some(b), Some(budgets)) = (self.sc.policy.budget, &mut self.budgets) {
+            let budget = budgets.get_mut(b.scope.index(req.client));
             match budget.try_retry(now, outcome == Outcome::Timeout) {
                 Some(cost) => req.last_retry_cost = cost,
                 None => {
@@ -687,17 +759,26 @@ impl<'a> Sim<'a> {
     /// The states the time series samples at the end of a bucket.
     fn gauges(&self, now: SimTime) -> Gauges {
         let (queue_len, in_service) = self.server.load();
-        let budget_level_ppm = if self.budgets.is_empty() {
-            0
-        } else {
-            let total: f64 = self.budgets.iter().map(|b| b.level(now)).sum();
-            (total / self.budgets.len() as f64 * 1e6).round() as u32
+        let budget_level_ppm = match &self.budgets {
+            Some(budgets) if budgets.count > 0 => {
+                let mut total: f64 = budgets.touched().map(|b| b.level(now)).sum();
+                let untouched = budgets.untouched();
+                if untouched > 0 {
+                    total += untouched as f64 * budgets.fresh.level(now);
+                }
+                (total / budgets.count as f64 * 1e6).round() as u32
+            }
+            _ => 0,
         };
+        // A fresh breaker is closed.
+        let breakers_open = self.breakers.as_ref().map_or(0, |breakers| {
+            breakers.touched().filter(|b| b.is_open(now)).count()
+        });
         Gauges {
             queue_len,
             in_service,
             in_flight: self.in_flight.min(u64::from(u32::MAX)) as u32,
-            breakers_open: self.breakers.iter().filter(|b| b.is_open(now)).count() as u32,
+            breakers_open: breakers_open.min(u32::MAX as usize) as u32,
             budget_level_ppm,
         }
     }
@@ -722,8 +803,9 @@ impl<'a> Sim<'a> {
             };
         }
         let end = c.end_time;
-        c.breakers = self.breakers.len() as u64;
-        for b in &self.breakers {
+        // A fresh breaker never refused, changed state or opened.
+        c.breakers = self.breakers.as_ref().map_or(0, |b| b.count as u64);
+        for b in self.breakers.iter().flat_map(Instances::touched) {
             c.breaker_refusals += b.refusals;
             c.breaker_transitions += b.transitions;
             c.breaker_openings += b.openings;
@@ -769,6 +851,48 @@ mod tests {
             Some(Truncation::EndOfTime { in_flight: 1, at }) if at.as_nanos() > year.as_nanos()
         ));
         assert_eq!(r.ended(), 0);
+    }
+
+    /// Per-client budgets and breakers kept for the clients that started a request only run
+    /// exactly like a vector of all of them: same counts, same outcomes, the same mean budget
+    /// level to within rounding (it is summed in another order).
+    #[test]
+    fn sparse_policy_instances_run_like_a_vector() {
+        for budget in ["token_bucket", "retry_quota", "ratio"] {
+            let kind = match budget {
+                "token_bucket" => r#""token_bucket": {"max_tokens": 4, "token_ratio": 0.5}"#,
+                "retry_quota" => r#""retry_quota": {"initial": 10, "retry_cost": 5}"#,
+                _ => r#""ratio": {"percent": 0.1, "min_per_s": 1, "window": "1s"}"#,
+            };
+            let text = format!(
+                r#"{{"name": "t", "duration": "20s",
+              "clients": {{"count": 300, "workload": {{"open": {{"rate_per_s": 40}}}}}},
+              "server": {{"concurrency": 1, "error_rate": 0.4, "service_time": {{"exponential": {{"mean": "20ms"}}}}}},
+              "policy": {{"timeout": "50ms", "retry": {{"max_attempts": 4, "retry_on": ["error", "timeout"]}},
+                "budget": {{{kind}}},
+                "breaker": {{"failure_rate_threshold": 0.5, "window": {{"count": 4}}, "minimum_calls": 2, "open_duration": "500ms"}}}},
+              "metrics": {{"bucket": "100ms"}}}}"#
+            );
+            let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
+            let sc = &e.points[0].variants[0].scenario;
+            let dense = run_with(sc, 1, 0, DENSE_INSTANCES);
+            let sparse = run_with(sc, 1, 0, 0);
+            assert!(
+                dense.counters.breaker_refusals > 0,
+                "{budget}: breakers act"
+            );
+            assert!(dense.counters.budget_denials > 0, "{budget}: budgets act");
+            assert_eq!(dense.counters, sparse.counters, "{budget}");
+            assert_eq!(dense.metrics(), sparse.metrics(), "{budget}");
+            let level = crate::metrics::Column::BudgetLevel as usize;
+            for (d, s) in dense.series.rows().iter().zip(sparse.series.rows()) {
+                assert!(d[level].abs_diff(s[level]) <= 1, "{budget}");
+                let (mut d, mut s) = (*d, *s);
+                d[level] = 0;
+                s[level] = 0;
+                assert_eq!(d, s, "{budget}");
+            }
+        }
     }
 
     #[test]

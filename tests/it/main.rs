@@ -11,6 +11,7 @@ mod determinism;
 mod figures;
 mod first_storm;
 mod invariants;
+mod memory;
 mod metastable;
 mod policies;
 mod recovery;
