@@ -9,7 +9,9 @@ mod metric;
 pub mod recovery;
 pub mod series;
 
-pub use aggregate::{Estimate, aggregate, aggregate_series, pool_latency, t_quantile_975};
+pub use aggregate::{
+    Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
+};
 pub use metric::{
     Better, BreakerMetrics, Failed, Latency, Metric, Metrics, RecoveryMetrics, ServerMetrics, Unit,
     leaves,
@@ -352,6 +354,40 @@ impl Recorder {
     }
 }
 
+/// One replication reduced to what its variant's summary needs once its latency histograms
+/// are merged into the variant's [`LatencyPool`] ([`RunResult::digest`]).
+#[derive(Debug, Clone)]
+pub struct Digest {
+    /// The replication's metrics ([`RunResult::metrics`]).
+    pub metrics: Metrics,
+    /// Counts.
+    pub counters: Counters,
+    /// Latencies recorded: of every request that ended, of successes, of failures.
+    pub latency_counts: [u64; 3],
+    /// The time series.
+    pub series: TimeSeries,
+    /// Why the run stopped early, if it did.
+    pub truncated: Option<Truncation>,
+}
+
+/// The latency histograms of a variant's replications merged. The counts are integers, so
+/// the order replications are merged in changes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyPool {
+    /// Latency of the logical requests that succeeded.
+    pub success: LatencyHistogram,
+    /// Latency (time to give up) of the logical requests that failed.
+    pub failure: LatencyHistogram,
+}
+
+impl LatencyPool {
+    /// Adds a replication's latencies.
+    pub fn add(&mut self, run: &RunResult) {
+        self.success.merge(&run.success_latency);
+        self.failure.merge(&run.failure_latency);
+    }
+}
+
 /// Everything one replication measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -378,6 +414,29 @@ impl RunResult {
         self.counters.final_outcomes.iter().sum()
     }
 
+    /// The replication reduced to what its variant's summary needs once its latencies are
+    /// merged into the variant's pool ([`LatencyPool::add`]): [`RunResult::metrics`], computed
+    /// without copying a histogram (the failures are merged into the success histogram to
+    /// read every request's latency), the counts, series and truncation.
+    pub fn digest(mut self) -> Digest {
+        let success = self.success_latency.summary();
+        let failure = self.failure_latency.summary();
+        let latency_counts = [
+            self.ended(),
+            self.success_latency.count(),
+            self.failure_latency.count(),
+        ];
+        self.success_latency.merge(&self.failure_latency);
+        let metrics = self.metrics_with([self.success_latency.summary(), success, failure]);
+        Digest {
+            metrics,
+            counters: self.counters,
+            latency_counts,
+            series: self.series,
+            truncated: self.truncated,
+        }
+    }
+
     /// The latency of every logical request that ended.
     pub fn all_latency(&self) -> LatencyHistogram {
         let mut all = self.success_latency.clone();
@@ -387,6 +446,16 @@ impl RunResult {
 
     /// The metrics of this replication (summary.json's `metrics` shape, without recovery).
     pub fn metrics(&self) -> Metrics {
+        self.metrics_with([
+            self.all_latency().summary(),
+            self.success_latency.summary(),
+            self.failure_latency.summary(),
+        ])
+    }
+
+    /// [`RunResult::metrics`], given the latency summaries of all requests, of those that
+    /// succeeded and of those that failed.
+    fn metrics_with(&self, [all, success, failure]: [Latency; 3]) -> Metrics {
         let c = &self.counters;
         let requests = c.requests as f64;
         let ratio = |num: u64| {
@@ -430,9 +499,9 @@ impl RunResult {
             first_attempts: c.first_attempts as f64,
             retries: c.retries as f64,
             amplification: ratio(c.attempts),
-            latency_ms: self.all_latency().summary(),
-            success_latency_ms: self.success_latency.summary(),
-            failure_latency_ms: self.failure_latency.summary(),
+            latency_ms: all,
+            success_latency_ms: success,
+            failure_latency_ms: failure,
             makespan_ms: c.makespan.as_millis_f64(),
             server: ServerMetrics {
                 served: c.served as f64,
