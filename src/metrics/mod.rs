@@ -187,10 +187,12 @@ pub struct LatencyHistogram {
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        // Sized for an hour and growing beyond if needed; a latency is never judged by its
-        // nanoseconds.
-        let mut hist =
-            Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("valid bounds");
+        // One microsecond resolution at the low end (a latency is never judged by its
+        // nanoseconds). Sized for a millisecond at first, 16 kB, and growing as longer
+        // latencies come: a short replication's histograms stay small, cheap to make, read
+        // and merge. The buckets a value falls in do not depend on the size, so neither do
+        // the percentiles.
+        let mut hist = Histogram::new_with_bounds(1_000, 2_000, 3).expect("valid bounds");
         hist.auto(true);
         LatencyHistogram {
             hist,
