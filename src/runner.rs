@@ -188,8 +188,8 @@ struct Waiting {
 struct Folder<'a> {
     experiment: &'a Experiment,
     groups: &'a [(usize, usize)],
-    /// The latency pools of the groups being run.
-    pools: &'a Mutex<BTreeMap<usize, LatencyPool>>,
+    /// The latency pools of the groups being run, one set per thread.
+    pools: &'a [Pools],
     reps: u32,
     /// Jobs folded so far: the next one to fold.
     folded: u64,
@@ -217,11 +217,7 @@ struct Open {
 }
 
 impl<'a> Folder<'a> {
-    fn new(
-        experiment: &'a Experiment,
-        groups: &'a [(usize, usize)],
-        pools: &'a Mutex<BTreeMap<usize, LatencyPool>>,
-    ) -> Self {
+    fn new(experiment: &'a Experiment, groups: &'a [(usize, usize)], pools: &'a [Pools]) -> Self {
         Folder {
             experiment,
             groups,
@@ -301,13 +297,18 @@ impl<'a> Folder<'a> {
             outlines,
             truncations,
         } = open;
-        // Every replication of the group is folded, so every one is in its pool.
-        let pool = self
-            .pools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&group)
-            .unwrap_or_default();
+        // Every replication of the group is folded, so every one is in a thread's pool. The
+        // counts are integers: which thread merged which replication changes nothing.
+        let mut pool = LatencyPool::default();
+        for pools in self.pools {
+            if let Some(part) = pools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&group)
+            {
+                pool.absorb(&part);
+            }
+        }
         let folded = fold.finish(&pool);
         let (mut metrics, mut ci95) = (folded.metrics, folded.ci95);
         // Recovery is summarised on its own terms (a share of runs and order statistics),
@@ -413,13 +414,18 @@ pub fn run(
         .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
         .collect();
     let total = groups.len() as u64 * u64::from(experiment.replications);
-    // The latency histograms of the groups being run, merged by the threads that ran them.
-    let pools: Mutex<BTreeMap<usize, LatencyPool>> = Mutex::new(BTreeMap::new());
+    let threads = match jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    // The latency histograms of the groups being run, merged by the threads that ran them,
+    // each into its own.
+    let pools: Vec<Pools> = (0..threads).map(|_| Pools::default()).collect();
     let scenario = |group: usize| -> &Scenario {
         let (p, v) = groups[group];
         &experiment.points[p].variants[v].scenario
     };
-    let work = |job: Job| -> Done {
+    let work = |job: Job, thread: usize| -> Done {
         match job {
             Job::Replication(index) => {
                 let reps = u64::from(experiment.replications);
@@ -429,7 +435,7 @@ pub fn run(
                 on_job_done();
                 let recovery =
                     recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
-                pools
+                pools[thread]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .entry(group)
@@ -454,16 +460,12 @@ pub fn run(
             }
         }
     };
-    let threads = match jobs {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
     let mut folder = Folder::new(experiment, &groups, &pools);
     if threads <= 1 || total <= 1 {
         for index in 0..total {
-            let mut done = VecDeque::from([work(Job::Replication(index))]);
+            let mut done = VecDeque::from([work(Job::Replication(index), 0)]);
             while let Some(d) = done.pop_front() {
-                done.extend(folder.take(d).into_iter().map(work));
+                done.extend(folder.take(d).into_iter().map(|job| work(job, 0)));
             }
         }
     } else {
@@ -472,6 +474,9 @@ pub fn run(
     debug_assert!(folder.is_complete());
     folder.into_result()
 }
+
+/// One thread's latency pools, by group.
+type Pools = Mutex<BTreeMap<usize, LatencyPool>>;
 
 /// What the threads share: the folder, the next replication to start, the typical runs asked
 /// for, and whether to stop.
@@ -500,13 +505,14 @@ impl Drop for PanicGuard<'_, '_> {
 
 /// Runs the jobs on `threads` threads (this one and `threads - 1` more). A thread that
 /// finishes a job folds it, and the ones finished ahead of it that follow, under the lock
-/// that hands out jobs; a replication starts only while it is less than a window ahead of
-/// the oldest one not yet folded, so at most a window of finished replications waits.
+/// that hands out jobs, as it takes its next job; a replication starts only while it is less
+/// than a window ahead of the oldest one not yet folded, so at most a window of finished
+/// replications waits.
 fn run_parallel<'a>(
     folder: Folder<'a>,
     total: u64,
     threads: usize,
-    work: &(dyn Fn(Job) -> Done + Sync),
+    work: &(dyn Fn(Job, usize) -> Done + Sync),
 ) -> Folder<'a> {
     let window = (WINDOW_PER_THREAD * threads) as u64;
     let shared = Mutex::new(Shared {
@@ -517,12 +523,20 @@ fn run_parallel<'a>(
         failed: false,
     });
     let ready = Condvar::new();
-    let worker = || {
+    let worker = |thread: usize| {
         let _guard = PanicGuard(&shared, &ready);
-        let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut finished: Option<Done> = None;
         loop {
             let job = {
-                let mut s = lock();
+                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(done) = finished.take() {
+                    let asked = s.folder.take(done);
+                    s.examples.extend(asked);
+                    if s.idle > 0 {
+                        // The window moved, typical runs are asked for, or all is done.
+                        ready.notify_all();
+                    }
+                }
                 loop {
                     if s.failed || s.folder.is_complete() {
                         return;
@@ -539,21 +553,14 @@ fn run_parallel<'a>(
                     s.idle -= 1;
                 }
             };
-            let done = work(job);
-            let mut s = lock();
-            let asked = s.folder.take(done);
-            s.examples.extend(asked);
-            if s.idle > 0 {
-                // The window moved, typical runs are asked for, or everything is done.
-                ready.notify_all();
-            }
+            finished = Some(work(job, thread));
         }
     };
     std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(worker);
+        for thread in 1..threads {
+            scope.spawn(move || worker(thread));
         }
-        worker();
+        worker(0);
     });
     shared
         .into_inner()

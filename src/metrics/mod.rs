@@ -388,6 +388,12 @@ impl LatencyPool {
         self.success.merge(&run.success_latency);
         self.failure.merge(&run.failure_latency);
     }
+
+    /// Adds every latency of another pool.
+    pub fn absorb(&mut self, other: &LatencyPool) {
+        self.success.merge(&other.success);
+        self.failure.merge(&other.failure);
+    }
 }
 
 /// Everything one replication measured.
