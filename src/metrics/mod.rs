@@ -178,28 +178,53 @@ fn latency_bin(nanos: u64) -> usize {
 /// microsecond resolution at the low end) with the exact sum and maximum beside it. Histograms
 /// of replications merge exactly (integer counts), so pooled percentiles do not depend on the
 /// order replications finish in.
-#[derive(Debug, Clone)]
+///
+/// Up to [`FEW_LATENCIES`] latencies are kept as they are and read with the histogram's
+/// bucket edges, exactly as if they had been recorded in it: a replication of a few requests
+/// then costs what it records, not the histogram's counts array (16 kB to 200 kB) to make,
+/// read and merge.
+#[derive(Debug, Clone, Default)]
 pub struct LatencyHistogram {
-    hist: Histogram<u64>,
+    counts: Counts,
     sum_nanos: u128,
     max_nanos: u64,
 }
 
-impl Default for LatencyHistogram {
+/// Latencies kept as raw values up to this many; beyond, in the HDR histogram.
+pub const FEW_LATENCIES: usize = 1024;
+
+/// Where a [`LatencyHistogram`] keeps its counts.
+#[derive(Debug, Clone)]
+enum Counts {
+    /// The values recorded (nanoseconds, at least 1), in no particular order.
+    Few(Vec<u64>),
+    /// An HDR histogram.
+    Many(Histogram<u64>),
+}
+
+impl Default for Counts {
     fn default() -> Self {
-        // One microsecond resolution at the low end (a latency is never judged by its
-        // nanoseconds). Sized for a millisecond at first, 16 kB, and growing as longer
-        // latencies come: a short replication's histograms stay small, cheap to make, read
-        // and merge. The buckets a value falls in do not depend on the size, so neither do
-        // the percentiles.
-        let mut hist = Histogram::new_with_bounds(1_000, 2_000, 3).expect("valid bounds");
-        hist.auto(true);
-        LatencyHistogram {
-            hist,
-            sum_nanos: 0,
-            max_nanos: 0,
-        }
+        Counts::Few(Vec::new())
     }
+}
+
+/// An empty histogram of the configuration every latency histogram has. One microsecond
+/// resolution at the low end (a latency is never judged by its nanoseconds); sized for a
+/// millisecond at first, 16 kB, and growing with the latencies recorded. The bucket a value
+/// falls in does not depend on the size, so neither do the percentiles.
+fn new_histogram() -> Histogram<u64> {
+    let mut hist = Histogram::new_with_bounds(1_000, 2_000, 3).expect("valid bounds");
+    hist.auto(true);
+    hist
+}
+
+/// The highest value of the histogram bucket holding `value` (the value the histogram reports
+/// for it), for every latency histogram.
+fn bucket_top(value: u64) -> u64 {
+    static SHAPE: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    let shape = SHAPE.get_or_init(new_histogram);
+    // As the histogram reads a bucket: the highest value equivalent to its lowest.
+    shape.highest_equivalent(shape.lowest_equivalent(value))
 }
 
 impl LatencyHistogram {
@@ -207,25 +232,67 @@ impl LatencyHistogram {
     #[inline]
     pub fn record(&mut self, latency: SimDuration) {
         let nanos = latency.as_nanos();
-        self.hist
-            .record(nanos.max(1))
-            .expect("the histogram resizes itself");
+        match &mut self.counts {
+            Counts::Few(values) => {
+                values.push(nanos.max(1));
+                if values.len() > FEW_LATENCIES {
+                    self.spill();
+                }
+            }
+            Counts::Many(hist) => hist
+                .record(nanos.max(1))
+                .expect("the histogram resizes itself"),
+        }
         self.sum_nanos += u128::from(nanos);
         self.max_nanos = self.max_nanos.max(nanos);
     }
 
+    /// Moves the raw values into an HDR histogram.
+    #[cold]
+    fn spill(&mut self) -> &mut Histogram<u64> {
+        if let Counts::Few(values) = &self.counts {
+            let mut hist = new_histogram();
+            for &v in values {
+                hist.record(v).expect("the histogram resizes itself");
+            }
+            self.counts = Counts::Many(hist);
+        }
+        match &mut self.counts {
+            Counts::Many(hist) => hist,
+            Counts::Few(_) => unreachable!("just spilled"),
+        }
+    }
+
     /// Adds every latency of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.hist
-            .add(&other.hist)
-            .expect("the histogram resizes itself");
+        match (&mut self.counts, &other.counts) {
+            (Counts::Few(mine), Counts::Few(theirs)) => {
+                mine.extend_from_slice(theirs);
+                if mine.len() > FEW_LATENCIES {
+                    self.spill();
+                }
+            }
+            (Counts::Many(hist), Counts::Few(theirs)) => {
+                for &v in theirs {
+                    hist.record(v).expect("the histogram resizes itself");
+                }
+            }
+            (_, Counts::Many(theirs)) => {
+                self.spill()
+                    .add(theirs)
+                    .expect("the histogram resizes itself");
+            }
+        }
         self.sum_nanos += other.sum_nanos;
         self.max_nanos = self.max_nanos.max(other.max_nanos);
     }
 
     /// Latencies recorded.
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        match &self.counts {
+            Counts::Few(values) => values.len() as u64,
+            Counts::Many(hist) => hist.len(),
+        }
     }
 
     /// The mean in nanoseconds: the exact sum over the count, correctly rounded (0 when
@@ -245,25 +312,54 @@ impl LatencyHistogram {
         if n == 0 {
             return Latency::default();
         }
-        let q = |p: f64| self.hist.value_at_quantile(p).min(self.max_nanos) as f64 / 1e6;
-        let max = self.max_nanos as f64 / 1e6;
+        let ms = |v: u64| v.min(self.max_nanos) as f64 / 1e6;
+        let [p50, p90, p99, p999] = match &self.counts {
+            Counts::Many(hist) => [0.50, 0.90, 0.99, 0.999].map(|p| ms(hist.value_at_quantile(p))),
+            Counts::Few(values) => {
+                let mut sorted = values.clone();
+                sorted.sort_unstable();
+                // The histogram's rule: the bucket where the count reaches ceil(p * n), at
+                // least 1, which is the bucket of the ceil(p * n)-th smallest value.
+                [0.50, 0.90, 0.99, 0.999].map(|p: f64| {
+                    let rank = ((p * n as f64).ceil() as usize).max(1);
+                    ms(bucket_top(sorted[rank - 1]))
+                })
+            }
+        };
         Latency {
             mean: self.mean_nanos() / 1e6,
-            p50: q(0.50),
-            p90: q(0.90),
-            p99: q(0.99),
-            p999: q(0.999),
-            max,
+            p50,
+            p90,
+            p99,
+            p999,
+            max: self.max_nanos as f64 / 1e6,
         }
     }
 
     /// Requests per log-spaced bin ([`latency_bin_upper_ms`]).
     pub fn bins(&self) -> Vec<u64> {
         let mut bins = vec![0u64; LATENCY_BINS];
-        for v in self.hist.iter_recorded() {
-            bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+        match &self.counts {
+            Counts::Many(hist) => {
+                for v in hist.iter_recorded() {
+                    bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+                }
+            }
+            Counts::Few(values) => {
+                for &v in values {
+                    bins[latency_bin(bucket_top(v))] += 1;
+                }
+            }
         }
         bins
+    }
+
+    /// The same latencies, kept in the HDR histogram whatever their number (for tests of the
+    /// two ways of keeping them).
+    #[cfg(test)]
+    fn spilled(mut self) -> Self {
+        self.spill();
+        self
     }
 }
 
@@ -589,6 +685,39 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A few latencies kept as they are read exactly as the histogram reads them: the
+        /// same percentiles, bins and merges.
+        #[test]
+        fn few_latencies_read_as_the_histogram_reads_them(
+            a in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 1..300),
+            b in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 0..300),
+        ) {
+            let hist = |xs: &[(u32, u64)]| {
+                let mut h = LatencyHistogram::default();
+                for &(shift, x) in xs {
+                    h.record(SimDuration::from_nanos(x >> shift));
+                }
+                h
+            };
+            let (few_a, few_b) = (hist(&a), hist(&b));
+            let (many_a, many_b) = (few_a.clone().spilled(), few_b.clone().spilled());
+            proptest::prop_assert!(matches!(few_a.counts, Counts::Few(_)));
+            proptest::prop_assert!(matches!(many_a.counts, Counts::Many(_)));
+            proptest::prop_assert_eq!(few_a.summary(), many_a.summary());
+            proptest::prop_assert_eq!(few_a.bins(), many_a.bins());
+            proptest::prop_assert_eq!(few_a.count(), many_a.count());
+            let mut merged = [few_a.clone(), few_a, many_a.clone(), many_a];
+            for (i, m) in merged.iter_mut().enumerate() {
+                m.merge(if i % 2 == 0 { &few_b } else { &many_b });
+            }
+            let reference = merged[3].clone();
+            for m in &merged {
+                proptest::prop_assert_eq!(m.summary(), reference.summary());
+                proptest::prop_assert_eq!(m.bins(), reference.bins());
+                proptest::prop_assert_eq!(m.count(), reference.count());
+            }
+        }
+
         /// Mean and percentiles never exceed the max, and percentiles rise with p, for any
         /// latencies, merged or not.
         #[test]
