@@ -1,25 +1,40 @@
-//! Runs an [`Experiment`]: every replication of every variant at every sweep value, in
-//! parallel, then aggregates each variant over its replications.
+//! Runs an [`Experiment`]: every replication of every variant at every sweep value, on a pool
+//! of threads, and folds each replication into its variant's summary as soon as the ones
+//! before it are folded.
 //!
-//! Each job is independent and seeded from (seed, replication) only, and results are gathered
-//! in job order, so the output is byte-identical for any number of threads. No I/O: progress
-//! is reported through a callback.
+//! Jobs are numbered variant by variant (sweep point, then variant, then replication) and
+//! folded strictly in that order, whatever order they finish in; a job is started only while
+//! it is fewer than [`WINDOW_PER_THREAD`] jobs per thread ahead of the oldest one not yet
+//! folded. So the results are byte-identical for any number of threads, the threads stay busy,
+//! and what is held at once is one variant's accumulator ([`Replications`]) plus that window of
+//! finished replications, however many replications or sweep values there are. Each job is
+//! seeded from (seed, replication) only. No I/O: progress is reported through a callback.
 //!
 //! When a scenario has triggers, each replication's recovery is analysed where it ran
 //! ([`recovery::analyse`]) and the variant gets a `recovery` object that counts the
-//! replications that recovered rather than averaging them ([`recovery::summarise`]).
+//! replications that recovered rather than averaging them ([`recovery::summarise`]). A variant
+//! whose replications split between recovering and staying collapsed shows a typical run of
+//! each kind ([`examples`]); since which ones is known only once all have run, those two are
+//! simulated again (a replication is a pure function of its scenario, seed and index) rather
+//! than every replication's time series being kept.
 
-use rayon::prelude::*;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Condvar, Mutex};
+
 use serde_json::Value;
 
 use crate::engine::SimDuration;
 use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{
-    LATENCY_BINS, LatencyHistogram, Metrics, RunResult, Truncation, aggregate, aggregate_series,
-    pool_latency, series::COLUMNS,
+    Column, Digest, LatencyPool, Metrics, Replications, TimeSeries, Truncation, aggregate_series,
+    series::COLUMNS,
 };
-use crate::scenario::Experiment;
+use crate::scenario::{Experiment, Scenario};
 use crate::simulate;
+
+/// How far ahead of the oldest replication not yet folded the threads may run, per thread:
+/// the finished replications waiting to be folded are at most this many per thread.
+pub const WINDOW_PER_THREAD: usize = 4;
 
 /// Results of a whole experiment, in the experiment's order.
 #[derive(Debug, Clone)]
@@ -50,8 +65,6 @@ pub struct VariantResult {
     pub metrics: Metrics,
     /// 95 % half-widths, same shape.
     pub ci95: Metrics,
-    /// Each replication's own metrics, for distributions across replications.
-    pub replications: Vec<Metrics>,
     /// Mean time series over replications.
     pub series: Vec<[f64; COLUMNS]>,
     /// Mean successful logical requests per latency bin over replications.
@@ -80,27 +93,44 @@ pub struct ExampleRun {
     pub series: Vec<[f64; COLUMNS]>,
 }
 
-/// The typical recovered and the typical collapsed replication of a variant whose
-/// replications split (some recovered after the triggers, some did not): within each group,
-/// the replication with the median total goodput (the lower median for an even count).
-/// Empty when the replications did not split or had no recovery analysis.
-pub fn examples(runs: &[(&RunResult, Option<Recovery>)]) -> Vec<ExampleRun> {
-    let goodput = |r: &RunResult| -> u64 {
-        r.series
+/// What [`examples`] needs of one replication that had a recovery analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outline {
+    /// The replication's index.
+    pub replication: u32,
+    /// Its total goodput: logical requests that succeeded, over every bucket.
+    pub goodput: u64,
+    /// Whether it recovered after the triggers.
+    pub recovered: bool,
+}
+
+impl Outline {
+    /// The outline of replication `replication`, or `None` without a recovery analysis.
+    pub fn of(replication: u32, series: &TimeSeries, recovery: Option<&Recovery>) -> Option<Self> {
+        let recovered = recovery?.recovered_at.is_some();
+        let goodput = series
             .rows()
             .iter()
-            .map(|row| u64::from(row[crate::metrics::Column::Succeeded as usize]))
-            .sum()
-    };
-    let group = |recovered: bool| -> Vec<usize> {
-        let mut members: Vec<usize> = runs
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, rec))| rec.is_some_and(|r| r.recovered_at.is_some() == recovered))
-            .map(|(i, _)| i)
-            .collect();
-        // Ties keep replication order, so the choice is deterministic.
-        members.sort_by_key(|&i| goodput(runs[i].0));
+            .map(|row| u64::from(row[Column::Succeeded as usize]))
+            .sum();
+        Some(Outline {
+            replication,
+            goodput,
+            recovered,
+        })
+    }
+}
+
+/// The typical recovered and the typical collapsed replication of a variant whose
+/// replications split (some recovered after the triggers, some did not), as (replication,
+/// kind): within each group, the replication with the median total goodput (the lower median
+/// for an even count; ties keep replication order). Empty when the replications did not
+/// split or had no recovery analysis. `runs` are in replication order.
+pub fn examples(runs: &[Outline]) -> Vec<(u32, &'static str)> {
+    let group = |recovered: bool| -> Vec<&Outline> {
+        let mut members: Vec<&Outline> = runs.iter().filter(|o| o.recovered == recovered).collect();
+        // Stable, so ties keep replication order and the choice is deterministic.
+        members.sort_by_key(|o| o.goodput);
         members
     };
     let (up, down) = (group(true), group(false));
@@ -109,16 +139,7 @@ pub fn examples(runs: &[(&RunResult, Option<Recovery>)]) -> Vec<ExampleRun> {
     }
     [(up, "recovered"), (down, "collapsed")]
         .into_iter()
-        .map(|(members, kind)| {
-            let i = members[(members.len() - 1) / 2];
-            let (bucket, series) = aggregate_series(&[&runs[i].0.series]);
-            ExampleRun {
-                replication: i as u32,
-                label: format!("typical {kind} (replication {i})"),
-                bucket,
-                series,
-            }
-        })
+        .map(|(members, kind)| (members[(members.len() - 1) / 2].replication, kind))
         .collect()
 }
 
@@ -130,136 +151,419 @@ impl VariantResult {
     }
 }
 
+/// A unit of work for a thread.
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    /// Replication `index % reps` of group `index / reps`.
+    Replication(u64),
+    /// Simulate again a replication chosen as a typical run of its group.
+    Example { group: usize, replication: u32 },
+}
+
+/// A finished job.
+enum Done {
+    Replication(u64, Box<Finished>),
+    Example {
+        group: usize,
+        replication: u32,
+        series: TimeSeries,
+    },
+}
+
+/// One replication, digested where it ran: its latency histograms are already merged into
+/// its group's pool, by the thread that made them.
+struct Finished {
+    run: Digest,
+    recovery: Option<Recovery>,
+}
+
+/// A group whose replications are all folded, waiting for its typical runs.
+struct Waiting {
+    variant: VariantResult,
+    picks: Vec<(u32, &'static str)>,
+    runs: Vec<Option<ExampleRun>>,
+}
+
+/// Folds finished replications, strictly in job order, into their group's summary.
+struct Folder<'a> {
+    experiment: &'a Experiment,
+    groups: &'a [(usize, usize)],
+    /// The latency pools of the groups being run, one set per thread.
+    pools: &'a [Pools],
+    reps: u32,
+    /// Jobs folded so far: the next one to fold.
+    folded: u64,
+    /// Replications finished ahead of `folded`, waiting for it.
+    ahead: BTreeMap<u64, Box<Finished>>,
+    /// The group being folded (groups are folded one after the other).
+    open: Option<Open>,
+    /// Summaries of the groups done, in group order.
+    done: Vec<Option<VariantResult>>,
+    /// Groups waiting for their typical runs.
+    waiting: BTreeMap<usize, Waiting>,
+    /// Groups not yet in `done`.
+    left: usize,
+    events: u64,
+    requests: u64,
+}
+
+/// The accumulators of the group being folded.
+struct Open {
+    group: usize,
+    fold: Replications,
+    recoveries: Vec<Recovery>,
+    outlines: Vec<Outline>,
+    truncations: Vec<(u32, Truncation)>,
+}
+
+impl<'a> Folder<'a> {
+    fn new(experiment: &'a Experiment, groups: &'a [(usize, usize)], pools: &'a [Pools]) -> Self {
+        Folder {
+            experiment,
+            groups,
+            pools,
+            reps: experiment.replications,
+            folded: 0,
+            ahead: BTreeMap::new(),
+            open: None,
+            done: (0..groups.len()).map(|_| None).collect(),
+            waiting: BTreeMap::new(),
+            left: groups.len(),
+            events: 0,
+            requests: 0,
+        }
+    }
+
+    /// Takes a finished job: folds it, and every replication waiting for it, when its turn
+    /// has come. Returns the jobs that calls for (the typical runs of the groups completed).
+    fn take(&mut self, done: Done) -> Vec<Job> {
+        match done {
+            Done::Replication(index, finished) => {
+                self.ahead.insert(index, finished);
+                let mut asked = Vec::new();
+                while let Some(finished) = self.ahead.remove(&self.folded) {
+                    asked.extend(self.fold(self.folded, *finished));
+                    self.folded += 1;
+                }
+                asked
+            }
+            Done::Example {
+                group,
+                replication,
+                series,
+            } => {
+                self.example(group, replication, &series);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Folds job `index`, the one after the last folded. Returns the jobs it calls for (the
+    /// typical runs of a group it completed).
+    fn fold(&mut self, index: u64, finished: Finished) -> Vec<Job> {
+        let reps = u64::from(self.reps);
+        let (group, replication) = ((index / reps) as usize, (index % reps) as u32);
+        let open = self.open.get_or_insert_with(|| Open {
+            group,
+            fold: Replications::new(self.reps),
+            recoveries: Vec::new(),
+            outlines: Vec::new(),
+            truncations: Vec::new(),
+        });
+        debug_assert_eq!(open.group, group, "jobs are folded in order");
+        let Finished { run, recovery } = finished;
+        open.fold.add(&run);
+        open.recoveries.extend(recovery);
+        open.outlines
+            .extend(Outline::of(replication, &run.series, recovery.as_ref()));
+        if let Some(t) = run.truncated {
+            open.truncations.push((replication, t));
+        }
+        self.events += run.counters.events;
+        self.requests += run.counters.requests;
+        if replication + 1 < self.reps {
+            return Vec::new();
+        }
+        let open = self.open.take().expect("just folded into");
+        self.close(open)
+    }
+
+    /// Summarises a group whose replications are all folded.
+    fn close(&mut self, open: Open) -> Vec<Job> {
+        let Open {
+            group,
+            fold,
+            recoveries,
+            outlines,
+            truncations,
+        } = open;
+        // Every replication of the group is folded, so every one is in a thread's pool. The
+        // counts are integers: which thread merged which replication changes nothing.
+        let mut pool = LatencyPool::default();
+        for pools in self.pools {
+            if let Some(part) = pools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&group)
+            {
+                pool.absorb(&part);
+            }
+        }
+        let folded = fold.finish(&pool);
+        let (mut metrics, mut ci95) = (folded.metrics, folded.ci95);
+        // Recovery is summarised on its own terms (a share of runs and order statistics),
+        // never averaged leaf by leaf: a mean of collapsed and healthy runs describes no run.
+        if let Some((m, h)) = recovery::summarise(&recoveries) {
+            metrics.recovery = Some(m);
+            ci95.recovery = Some(h);
+        }
+        let (p, v) = self.groups[group];
+        let variant = VariantResult {
+            name: self.experiment.points[p].variants[v].name.clone(),
+            metrics,
+            ci95,
+            series: folded.series,
+            success_latency_bins: folded.success_latency_bins,
+            bucket: folded.bucket,
+            truncations,
+            examples: Vec::new(),
+        };
+        let picks = examples(&outlines);
+        if picks.is_empty() {
+            self.finish(group, variant);
+            return Vec::new();
+        }
+        let jobs = picks
+            .iter()
+            .map(|&(replication, _)| Job::Example { group, replication })
+            .collect();
+        self.waiting.insert(
+            group,
+            Waiting {
+                variant,
+                runs: vec![None; picks.len()],
+                picks,
+            },
+        );
+        jobs
+    }
+
+    /// A typical run of a waiting group came back.
+    fn example(&mut self, group: usize, replication: u32, series: &TimeSeries) {
+        let waiting = self.waiting.get_mut(&group).expect("a group waits for it");
+        for (slot, &(r, kind)) in waiting.runs.iter_mut().zip(&waiting.picks) {
+            if r == replication && slot.is_none() {
+                let (bucket, series) = aggregate_series(&[series]);
+                *slot = Some(ExampleRun {
+                    replication,
+                    label: format!("typical {kind} (replication {replication})"),
+                    bucket,
+                    series,
+                });
+            }
+        }
+        if waiting.runs.iter().all(Option::is_some) {
+            let mut waiting = self.waiting.remove(&group).expect("present");
+            waiting.variant.examples = waiting.runs.into_iter().flatten().collect();
+            self.finish(group, waiting.variant);
+        }
+    }
+
+    fn finish(&mut self, group: usize, variant: VariantResult) {
+        self.done[group] = Some(variant);
+        self.left -= 1;
+    }
+
+    fn is_complete(&self) -> bool {
+        self.left == 0
+    }
+
+    fn into_result(self) -> ExperimentResult {
+        let mut variants = self
+            .done
+            .into_iter()
+            .map(|v| v.expect("every group is summarised"));
+        let points = self
+            .experiment
+            .points
+            .iter()
+            .map(|point| PointResult {
+                value: point.value.clone(),
+                variants: variants.by_ref().take(point.variants.len()).collect(),
+            })
+            .collect();
+        ExperimentResult {
+            points,
+            events: self.events,
+            requests: self.requests,
+        }
+    }
+}
+
 /// Runs `experiment` on `jobs` threads (0: all cores). `on_job_done` is called after every
 /// replication, from any thread.
-///
-/// Each (point, variant) group runs its replications in parallel and is summarised as soon as
-/// they are done, so only the groups being worked on hold per-replication results.
 pub fn run(
     experiment: &Experiment,
     jobs: usize,
     on_job_done: &(dyn Fn() + Sync),
 ) -> ExperimentResult {
-    let reps = experiment.replications;
     let groups: Vec<(usize, usize)> = experiment
         .points
         .iter()
         .enumerate()
         .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
         .collect();
-    let replicate = |p: usize, v: usize, r: u32| {
-        let scenario = &experiment.points[p].variants[v].scenario;
-        let result = simulate::run(scenario, experiment.seed, u64::from(r));
-        on_job_done();
-        let recovery = recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
-        (result, recovery)
+    let total = groups.len() as u64 * u64::from(experiment.replications);
+    let threads = match jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
     };
-    let group = |&(p, v): &(usize, usize), parallel: bool| {
-        let runs: Vec<(RunResult, Option<Recovery>)> = if parallel {
-            (0..reps)
-                .into_par_iter()
-                .map(|r| replicate(p, v, r))
-                .collect()
-        } else {
-            (0..reps).map(|r| replicate(p, v, r)).collect()
-        };
-        summarise(experiment.points[p].variants[v].name.clone(), &runs)
+    // The latency histograms of the groups being run, merged by the threads that ran them,
+    // each into its own.
+    let pools: Vec<Pools> = (0..threads).map(|_| Pools::default()).collect();
+    let scenario = |group: usize| -> &Scenario {
+        let (p, v) = groups[group];
+        &experiment.points[p].variants[v].scenario
     };
-    let summaries: Vec<(VariantResult, u64, u64)> =
-        match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(|| groups.par_iter().map(|g| group(g, true)).collect()),
-            Err(_) => groups.iter().map(|g| group(g, false)).collect(),
-        };
-    let events = summaries.iter().map(|s| s.1).sum();
-    let requests = summaries.iter().map(|s| s.2).sum();
-    let mut variants = summaries.into_iter().map(|s| s.0);
-    let points = experiment
-        .points
-        .iter()
-        .map(|point| PointResult {
-            value: point.value.clone(),
-            variants: variants.by_ref().take(point.variants.len()).collect(),
-        })
-        .collect();
-    ExperimentResult {
-        points,
-        events,
-        requests,
+    let work = |job: Job, thread: usize| -> Done {
+        match job {
+            Job::Replication(index) => {
+                let reps = u64::from(experiment.replications);
+                let (group, replication) = ((index / reps) as usize, index % reps);
+                let scenario = scenario(group);
+                let result = simulate::run(scenario, experiment.seed, replication);
+                on_job_done();
+                let recovery =
+                    recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
+                pools[thread]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(group)
+                    .or_default()
+                    .add(&result);
+                Done::Replication(
+                    index,
+                    Box::new(Finished {
+                        run: result.digest(),
+                        recovery,
+                    }),
+                )
+            }
+            Job::Example { group, replication } => {
+                let result =
+                    simulate::run(scenario(group), experiment.seed, u64::from(replication));
+                Done::Example {
+                    group,
+                    replication,
+                    series: result.series,
+                }
+            }
+        }
+    };
+    let mut folder = Folder::new(experiment, &groups, &pools);
+    if threads <= 1 || total <= 1 {
+        for index in 0..total {
+            let mut done = VecDeque::from([work(Job::Replication(index), 0)]);
+            while let Some(d) = done.pop_front() {
+                done.extend(folder.take(d).into_iter().map(|job| work(job, 0)));
+            }
+        }
+    } else {
+        folder = run_parallel(folder, total, threads, &work);
+    }
+    debug_assert!(folder.is_complete());
+    folder.into_result()
+}
+
+/// One thread's latency pools, by group.
+type Pools = Mutex<BTreeMap<usize, LatencyPool>>;
+
+/// What the threads share: the folder, the next replication to start, the typical runs asked
+/// for, and whether to stop.
+struct Shared<'a> {
+    folder: Folder<'a>,
+    next: u64,
+    examples: VecDeque<Job>,
+    /// Threads waiting for work.
+    idle: usize,
+    /// A thread panicked: the others stop too, and the panic is raised again.
+    failed: bool,
+}
+
+/// Marks the shared state failed if the thread owning it panics, so that no thread waits for
+/// work that will never come.
+struct PanicGuard<'s, 'a>(&'s Mutex<Shared<'a>>, &'s Condvar);
+
+impl Drop for PanicGuard<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).failed = true;
+            self.1.notify_all();
+        }
     }
 }
 
-/// One variant's replications, in replication order, into its result; with the events and
-/// requests they simulated.
-fn summarise(name: String, runs: &[(RunResult, Option<Recovery>)]) -> (VariantResult, u64, u64) {
-    let replications: Vec<Metrics> = runs.iter().map(|(r, _)| r.metrics()).collect();
-    let (mut metrics, mut ci95) = aggregate(&replications);
-    // Latency is pooled: every replication's requests in one distribution.
-    let mut success = LatencyHistogram::default();
-    let mut failure = LatencyHistogram::default();
-    for (r, _) in runs {
-        success.merge(&r.success_latency);
-        failure.merge(&r.failure_latency);
-    }
-    let mut all = success.clone();
-    all.merge(&failure);
-    let counts = |r: &RunResult| {
-        (
-            r.ended(),
-            r.success_latency.count(),
-            r.failure_latency.count(),
-        )
+/// Runs the jobs on `threads` threads (this one and `threads - 1` more). A thread that
+/// finishes a job folds it, and the ones finished ahead of it that follow, under the lock
+/// that hands out jobs, as it takes its next job; a replication starts only while it is less
+/// than a window ahead of the oldest one not yet folded, so at most a window of finished
+/// replications waits.
+fn run_parallel<'a>(
+    folder: Folder<'a>,
+    total: u64,
+    threads: usize,
+    work: &(dyn Fn(Job, usize) -> Done + Sync),
+) -> Folder<'a> {
+    let window = (WINDOW_PER_THREAD * threads) as u64;
+    let shared = Mutex::new(Shared {
+        folder,
+        next: 0,
+        examples: VecDeque::new(),
+        idle: 0,
+        failed: false,
+    });
+    let ready = Condvar::new();
+    let worker = |thread: usize| {
+        let _guard = PanicGuard(&shared, &ready);
+        let mut finished: Option<Done> = None;
+        loop {
+            let job = {
+                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(done) = finished.take() {
+                    let asked = s.folder.take(done);
+                    s.examples.extend(asked);
+                    if s.idle > 0 {
+                        // The window moved, typical runs are asked for, or all is done.
+                        ready.notify_all();
+                    }
+                }
+                loop {
+                    if s.failed || s.folder.is_complete() {
+                        return;
+                    }
+                    if let Some(job) = s.examples.pop_front() {
+                        break job;
+                    }
+                    if s.next < total && s.next < s.folder.folded + window {
+                        s.next += 1;
+                        break Job::Replication(s.next - 1);
+                    }
+                    s.idle += 1;
+                    s = ready.wait(s).unwrap_or_else(|e| e.into_inner());
+                    s.idle -= 1;
+                }
+            };
+            finished = Some(work(job, thread));
+        }
     };
-    (metrics.latency_ms, ci95.latency_ms) = pool_latency(
-        &all,
-        replications
-            .iter()
-            .zip(runs)
-            .map(|(m, (r, _))| (&m.latency_ms, counts(r).0)),
-    );
-    (metrics.success_latency_ms, ci95.success_latency_ms) = pool_latency(
-        &success,
-        replications
-            .iter()
-            .zip(runs)
-            .map(|(m, (r, _))| (&m.success_latency_ms, counts(r).1)),
-    );
-    (metrics.failure_latency_ms, ci95.failure_latency_ms) = pool_latency(
-        &failure,
-        replications
-            .iter()
-            .zip(runs)
-            .map(|(m, (r, _))| (&m.failure_latency_ms, counts(r).2)),
-    );
-    // Recovery is summarised on its own terms (a share of runs and order statistics), never
-    // averaged leaf by leaf: a mean of collapsed and healthy runs describes no run.
-    let recoveries: Vec<Recovery> = runs.iter().filter_map(|(_, rec)| *rec).collect();
-    if let Some((m, h)) = recovery::summarise(&recoveries) {
-        metrics.recovery = Some(m);
-        ci95.recovery = Some(h);
-    }
-    let series: Vec<_> = runs.iter().map(|(r, _)| &r.series).collect();
-    let (bucket, series) = aggregate_series(&series);
-    let n = runs.len().max(1) as f64;
-    let mean_bins =
-        |h: &LatencyHistogram| -> Vec<f64> { h.bins().into_iter().map(|c| c as f64 / n).collect() };
-    debug_assert_eq!(all.bins().len(), LATENCY_BINS);
-    let examples = examples(&runs.iter().map(|(r, rec)| (r, *rec)).collect::<Vec<_>>());
-    let variant = VariantResult {
-        examples,
-        success_latency_bins: mean_bins(&success),
-        name,
-        metrics,
-        ci95,
-        replications,
-        series,
-        bucket,
-        truncations: runs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (r, _))| r.truncated.clone().map(|t| (i as u32, t)))
-            .collect(),
-    };
-    let events: u64 = runs.iter().map(|(r, _)| r.counters.events).sum();
-    let requests: u64 = runs.iter().map(|(r, _)| r.counters.requests).sum();
-    (variant, events, requests)
+    std::thread::scope(|scope| {
+        for thread in 1..threads {
+            scope.spawn(move || worker(thread));
+        }
+        worker(0);
+    });
+    shared
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .folder
 }

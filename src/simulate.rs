@@ -11,6 +11,8 @@
 //! request awaits (it timed out, or the request ended) is stale and only counted, which is how
 //! abandoned work and late replies are detected without cancelling events.
 
+use std::collections::BTreeMap;
+
 use rand::RngExt;
 
 use crate::engine::{EventQueue, SimDuration, SimTime, Streams};
@@ -55,6 +57,67 @@ const NO_TOKEN: u32 = 0;
 /// Pending events below which stale timers are never swept out.
 const COMPACT_MIN: usize = 4096;
 
+/// Per-client policy instances kept in a vector up to this many; above it, only the clients
+/// that have started a request have one.
+const DENSE_INSTANCES: usize = 4096;
+
+/// The budgets or the breakers of a run: none, one shared, or one per client. A few are kept
+/// in a vector; many (up to 2^32 - 1 clients) in a map that holds only the instances of
+/// clients that have started a request, every other one being in the fresh state, so that
+/// memory follows the clients that sent something rather than the client count.
+struct Instances<T> {
+    /// How many instances the run has (0: no such policy).
+    count: usize,
+    /// Whether they are all kept in `dense`.
+    all: bool,
+    /// The state of an instance nothing has touched.
+    fresh: T,
+    /// Every instance, when `all`.
+    dense: Vec<T>,
+    /// The instances touched so far, by index, when there are more.
+    sparse: BTreeMap<usize, T>,
+}
+
+impl<T: Clone> Instances<T> {
+    /// `count` fresh instances, kept in a vector if there are at most `dense_max`.
+    fn new(fresh: T, count: usize, dense_max: usize) -> Self {
+        let all = count <= dense_max;
+        let dense = if all {
+            vec![fresh.clone(); count]
+        } else {
+            Vec::new()
+        };
+        Instances {
+            count,
+            all,
+            fresh,
+            dense,
+            sparse: BTreeMap::new(),
+        }
+    }
+
+    /// Instance `i` (< count), made fresh on first use.
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut T {
+        if self.all {
+            &mut self.dense[i]
+        } else {
+            let fresh = &self.fresh;
+            self.sparse.entry(i).or_insert_with(|| fresh.clone())
+        }
+    }
+
+    /// Every instance that may differ from a fresh one, in index order.
+    fn touched(&self) -> impl Iterator<Item = &T> {
+        self.dense.iter().chain(self.sparse.values())
+    }
+
+    /// Instances still fresh that [`Instances::touched`] leaves out.
+    fn untouched(&self) -> usize {
+        self.count - self.dense.len() - self.sparse.len()
+    }
+}
+
 /// A logical request in flight.
 #[derive(Debug, Clone, Copy)]
 struct Request {
@@ -83,7 +146,12 @@ struct Request {
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
 pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
-    let mut sim = Sim::new(scenario, seed, replication);
+    run_with(scenario, seed, replication, DENSE_INSTANCES)
+}
+
+/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients.
+fn run_with(scenario: &Scenario, seed: u64, replication: u64, dense_max: usize) -> RunResult {
+    let mut sim = Sim::new(scenario, seed, replication, dense_max);
     let truncated = sim.run();
     sim.finish(truncated)
 }
@@ -117,9 +185,9 @@ struct Sim<'a> {
     remaining: Vec<u64>,
     end_of_arrivals: SimTime,
     /// Retry budgets: none, one shared, or one per client.
-    budgets: Vec<Budget>,
+    budgets: Option<Instances<Budget>>,
     /// Circuit breakers: none, one shared, or one per client.
-    breakers: Vec<Breaker>,
+    breakers: Option<Instances<Breaker>>,
     /// The server's admission rate limit.
     limiter: Option<RateLimiter>,
     /// Set when the server's backlog passes the limit; the loop stops after the event.
@@ -127,7 +195,7 @@ struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
-    fn new(sc: &'a Scenario, seed: u64, replication: u64) -> Self {
+    fn new(sc: &'a Scenario, seed: u64, replication: u64, dense_max: usize) -> Self {
         let server = match &sc.server.kind {
             ServerKind::Queue(config) => Server::Queue(QueueServer::with_faults(
                 config.clone(),
@@ -136,12 +204,14 @@ impl<'a> Sim<'a> {
             ServerKind::Occ => Server::Occ(OccServer::new()),
         };
         let clients = sc.clients.count;
-        let budgets = sc.policy.budget.map_or_else(Vec::new, |b| {
-            vec![Budget::new(b.kind); b.scope.instances(clients)]
-        });
-        let breakers = sc.policy.breaker.map_or_else(Vec::new, |b| {
-            vec![Breaker::new(b); b.scope.instances(clients)]
-        });
+        let budgets = sc
+            .policy
+            .budget
+            .map(|b| Instances::new(Budget::new(b.kind), b.scope.instances(clients), dense_max));
+        let breakers = sc
+            .policy
+            .breaker
+            .map(|b| Instances::new(Breaker::new(b), b.scope.instances(clients), dense_max));
         let mut sim = Sim {
             sc,
             queue: EventQueue::new(),
@@ -190,7 +260,12 @@ impl<'a> Sim<'a> {
         // Timers of answered attempts stay queued until they fire; with long timeouts they
         // would pile up with finished work. When the queue doubles, they are swept out.
         let mut compact_at = COMPACT_MIN;
-        while let Some((now, event)) = self.queue.pop() {
+        loop {
+            // The time of the last event handled, for a run that reaches the end of time.
+            let last = self.queue.now();
+            let Some((now, event)) = self.queue.pop() else {
+                break;
+            };
             let pending = self.queue.len();
             if pending > compact_at {
                 let requests = &self.requests;
@@ -206,6 +281,20 @@ impl<'a> Sim<'a> {
             if max_time.is_some_and(|m| now > m) {
                 return Some(Truncation::MaxTime {
                     at: self.sc.max_time.expect("checked"),
+                    in_flight: self.in_flight,
+                });
+            }
+            if now == SimTime::NEVER {
+                // An instant past the end of simulated time: nothing happens there. A timer
+                // of an attempt already answered would have changed nothing; anything else
+                // ends the run.
+                if let Event::AttemptTimer { slot, token } = event
+                    && self.requests[slot as usize].live_token != token
+                {
+                    continue;
+                }
+                return Some(Truncation::EndOfTime {
+                    at: last,
                     in_flight: self.in_flight,
                 });
             }
@@ -347,8 +436,8 @@ impl<'a> Sim<'a> {
         self.in_flight += 1;
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
-        if let Some(b) = self.sc.policy.budget {
-            self.budgets[b.scope.index(client)].request_started(now);
+        if let (Some(b), Some(budgets)) = (self.sc.policy.budget, &mut self.budgets) {
+            budgets.get_mut(b.scope.index(client)).request_started(now);
         }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
@@ -358,15 +447,18 @@ impl<'a> Sim<'a> {
     /// The client sends the next attempt of request `slot` now, unless its circuit breaker
     /// refuses it, which ends the request.
     fn send_attempt(&mut self, slot: u32, now: SimTime) {
-        if let Some(b) = self.sc.policy.breaker {
+        if let (Some(b), Some(breakers)) = (self.sc.policy.breaker, &mut self.breakers) {
             let req = &self.requests[slot as usize];
-            let breaker = &mut self.breakers[b.scope.index(req.client)];
+            let breaker = breakers.get_mut(b.scope.index(req.client));
             if !breaker.allow(now, req.attempts > 0) {
                 self.end_request(slot, Outcome::BreakerOpen, now);
                 return;
             }
         }
         let timeout = self.sc.policy.timeout;
+        // With a timeout or a deadline the client keeps a timer, even one that lands past the
+        // end of simulated time (at NEVER, ending the run if the attempt is still awaited).
+        let timed = timeout.is_some() || self.sc.policy.deadline.is_some();
         let req = &mut self.requests[slot as usize];
         req.attempts += 1;
         req.sent = now;
@@ -387,7 +479,7 @@ impl<'a> Sim<'a> {
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
         self.queue
             .schedule(now + hop, Event::ServerArrival { slot, token });
-        if abandon_at != SimTime::NEVER {
+        if timed {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
         }
@@ -404,10 +496,22 @@ impl<'a> Sim<'a> {
                 let version = row.read();
                 let back = self.sc.network.latency.sample(&mut self.rng.network);
                 let req = &self.requests[slot as usize];
-                if req.live_token == token && now + back < req.abandon_at {
+                let live = req.live_token == token;
+                if live && now + back < req.abandon_at {
                     let forth = self.sc.network.latency.sample(&mut self.rng.network);
                     self.queue.schedule(
                         now + back + forth,
+                        Event::OccWrite {
+                            slot,
+                            token,
+                            version,
+                        },
+                    );
+                } else if live && req.abandon_at == SimTime::NEVER {
+                    // The version would come back after the end of simulated time with the
+                    // client still waiting for it: the run ends there.
+                    self.queue.schedule(
+                        SimTime::NEVER,
                         Event::OccWrite {
                             slot,
                             token,
@@ -567,12 +671,14 @@ impl<'a> Sim<'a> {
             return;
         }
         let req = &self.requests[slot as usize];
-        if let Some(b) = policy.breaker {
+        if let (Some(b), Some(breakers)) = (policy.breaker, &mut self.breakers) {
             let failed = !matches!(outcome, Outcome::Success | Outcome::Permanent);
-            self.breakers[b.scope.index(req.client)].record(now, failed, now - req.sent);
+            breakers
+                .get_mut(b.scope.index(req.client))
+                .record(now, failed, now - req.sent);
         }
-        if let Some(b) = policy.budget {
-            let budget = &mut self.budgets[b.scope.index(req.client)];
+        if let (Some(b), Some(budgets)) = (policy.budget, &mut self.budgets) {
+            let budget = budgets.get_mut(b.scope.index(req.client));
             if outcome == Outcome::Success {
                 budget.attempt_succeeded((req.attempts > 1).then_some(req.last_retry_cost));
             } else if policy.retry.retry_on.contains(outcome) {
@@ -611,8 +717,8 @@ impl<'a> Sim<'a> {
         }
         // The budget is asked when the retry is decided, before the backoff (as gRPC and the
         // AWS SDKs do), and not for a retry the deadline would cancel anyway.
-        if let Some(b) = self.sc.policy.budget {
-            let budget = &mut self.budgets[b.scope.index(req.client)];
+        if let (Some(b), Some(budgets)) = (self.sc.policy.budget, &mut self.budgets) {
+            let budget = budgets.get_mut(b.scope.index(req.client));
             match budget.try_retry(now, outcome == Outcome::Timeout) {
                 Some(cost) => req.last_retry_cost = cost,
                 None => {
@@ -653,17 +759,26 @@ impl<'a> Sim<'a> {
     /// The states the time series samples at the end of a bucket.
     fn gauges(&self, now: SimTime) -> Gauges {
         let (queue_len, in_service) = self.server.load();
-        let budget_level_ppm = if self.budgets.is_empty() {
-            0
-        } else {
-            let total: f64 = self.budgets.iter().map(|b| b.level(now)).sum();
-            (total / self.budgets.len() as f64 * 1e6).round() as u32
+        let budget_level_ppm = match &self.budgets {
+            Some(budgets) if budgets.count > 0 => {
+                let mut total: f64 = budgets.touched().map(|b| b.level(now)).sum();
+                let untouched = budgets.untouched();
+                if untouched > 0 {
+                    total += untouched as f64 * budgets.fresh.level(now);
+                }
+                (total / budgets.count as f64 * 1e6).round() as u32
+            }
+            _ => 0,
         };
+        // A fresh breaker is closed.
+        let breakers_open = self.breakers.as_ref().map_or(0, |breakers| {
+            breakers.touched().filter(|b| b.is_open(now)).count()
+        });
         Gauges {
             queue_len,
             in_service,
             in_flight: self.in_flight.min(u64::from(u32::MAX)) as u32,
-            breakers_open: self.breakers.iter().filter(|b| b.is_open(now)).count() as u32,
+            breakers_open: breakers_open.min(u32::MAX as usize) as u32,
             budget_level_ppm,
         }
     }
@@ -672,9 +787,10 @@ impl<'a> Sim<'a> {
         let c = &mut self.rec.counters;
         c.events = self.queue.events_processed();
         // A run cut off at max_time ends there, not at the first event it did not process.
-        c.end_time = match self.sc.max_time {
-            Some(m) => self.queue.now().min(SimTime::ZERO + m),
-            None => self.queue.now(),
+        c.end_time = match (&truncated, self.sc.max_time) {
+            (Some(Truncation::EndOfTime { at, .. }), _) => *at,
+            (_, Some(m)) => self.queue.now().min(SimTime::ZERO + m),
+            (_, None) => self.queue.now(),
         };
         // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
         let truncated = match truncated {
@@ -696,8 +812,9 @@ impl<'a> Sim<'a> {
             c.capacity_nanos = server.capacity_nanos(horizon, server.max_in_service);
         }
         let end = c.end_time;
-        c.breakers = self.breakers.len() as u64;
-        for b in &self.breakers {
+        // A fresh breaker never refused, changed state or opened.
+        c.breakers = self.breakers.as_ref().map_or(0, |b| b.count as u64);
+        for b in self.breakers.iter().flat_map(Instances::touched) {
             c.breaker_refusals += b.refusals;
             c.breaker_transitions += b.transitions;
             c.breaker_openings += b.openings;
@@ -712,6 +829,75 @@ impl<'a> Sim<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever bounds the scenario loader puts on durations: an instant past the end of
+    /// simulated time ends the run truncated, never as an event at "never".
+    #[test]
+    fn an_instant_past_the_end_of_time_truncates_the_run() {
+        let text = r#"{"name": "t", "duration": "1s",
+          "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
+          "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
+          "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
+        let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+        let mut sc = e.points[0].variants[0].scenario.clone();
+        let year = SimDuration::from_secs(365 * 86_400);
+        sc.policy.retry.backoff = crate::model::Backoff::Exponential {
+            base: year,
+            multiplier: 1000.0,
+            cap: SimDuration(u64::MAX),
+            jitter: crate::model::Jitter::None,
+        };
+        let r = run(&sc, 1, 0);
+        // Retries after 1 and 1000 years: the second lies past the end.
+        assert_eq!(r.counters.attempts, 2);
+        assert!(matches!(
+            r.truncated,
+            Some(Truncation::EndOfTime { in_flight: 1, at }) if at.as_nanos() > year.as_nanos()
+        ));
+        assert_eq!(r.ended(), 0);
+    }
+
+    /// Per-client budgets and breakers kept for the clients that started a request only run
+    /// exactly like a vector of all of them: same counts, same outcomes, the same mean budget
+    /// level to within rounding (it is summed in another order).
+    #[test]
+    fn sparse_policy_instances_run_like_a_vector() {
+        for budget in ["token_bucket", "retry_quota", "ratio"] {
+            let kind = match budget {
+                "token_bucket" => r#""token_bucket": {"max_tokens": 4, "token_ratio": 0.5}"#,
+                "retry_quota" => r#""retry_quota": {"initial": 10, "retry_cost": 5}"#,
+                _ => r#""ratio": {"percent": 0.1, "min_per_s": 1, "window": "1s"}"#,
+            };
+            let text = format!(
+                r#"{{"name": "t", "duration": "20s",
+              "clients": {{"count": 300, "workload": {{"open": {{"rate_per_s": 40}}}}}},
+              "server": {{"concurrency": 1, "error_rate": 0.4, "service_time": {{"exponential": {{"mean": "20ms"}}}}}},
+              "policy": {{"timeout": "50ms", "retry": {{"max_attempts": 4, "retry_on": ["error", "timeout"]}},
+                "budget": {{{kind}}},
+                "breaker": {{"failure_rate_threshold": 0.5, "window": {{"count": 4}}, "minimum_calls": 2, "open_duration": "500ms"}}}},
+              "metrics": {{"bucket": "100ms"}}}}"#
+            );
+            let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
+            let sc = &e.points[0].variants[0].scenario;
+            let dense = run_with(sc, 1, 0, DENSE_INSTANCES);
+            let sparse = run_with(sc, 1, 0, 0);
+            assert!(
+                dense.counters.breaker_refusals > 0,
+                "{budget}: breakers act"
+            );
+            assert!(dense.counters.budget_denials > 0, "{budget}: budgets act");
+            assert_eq!(dense.counters, sparse.counters, "{budget}");
+            assert_eq!(dense.metrics(), sparse.metrics(), "{budget}");
+            let level = crate::metrics::Column::BudgetLevel as usize;
+            for (d, s) in dense.series.rows().iter().zip(sparse.series.rows()) {
+                assert!(d[level].abs_diff(s[level]) <= 1, "{budget}");
+                let (mut d, mut s) = (*d, *s);
+                d[level] = 0;
+                s[level] = 0;
+                assert_eq!(d, s, "{budget}");
+            }
+        }
+    }
 
     #[test]
     fn event_stays_small() {

@@ -22,7 +22,10 @@ pub struct SimDuration(pub u64);
 impl SimTime {
     /// The start of every run.
     pub const ZERO: SimTime = SimTime(0);
-    /// A time later than any run can reach; used for "never".
+    /// A time later than any run can reach; used for "never". It is also where an instant
+    /// that would pass the largest representable one (about 584 years) lands: `+` saturates
+    /// here, no event really happens at it, and the driver ends a run that reaches it (see
+    /// `Truncation::EndOfTime`).
     pub const NEVER: SimTime = SimTime(u64::MAX);
 
     /// Nanoseconds since the start of the run.
@@ -108,7 +111,9 @@ impl SimDuration {
 
 impl Add<SimDuration> for SimTime {
     type Output = SimTime;
-    /// Saturates at [`SimTime::NEVER`], so "never" stays never.
+    /// Saturates at [`SimTime::NEVER`], so "never" stays never and an instant past the end of
+    /// simulated time is "never", not a wrapped-around early one. An event scheduled there
+    /// ends the run truncated when it comes up; it is never handled as if it happened.
     fn add(self, d: SimDuration) -> SimTime {
         SimTime(self.0.saturating_add(d.0))
     }

@@ -3,11 +3,15 @@
 //! Replications are independent, so each metric's mean gets a Student-t interval:
 //! `t(0.975, n-1) * s / sqrt(n)`. With one replication no interval can be estimated and the
 //! half-width is reported as 0.
+//!
+//! A variant's replications are folded one at a time, in replication order, into a
+//! [`Replications`] accumulator (running moments, merged histograms, summed series), so what a
+//! variant holds does not grow with its number of replications.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Column, TimeSeries};
-use super::{Latency, LatencyHistogram, Metric, Metrics};
+use super::{Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics};
 use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
@@ -48,52 +52,194 @@ pub fn t_quantile_975(df: usize) -> f64 {
         .inverse_cdf(0.975)
 }
 
-/// Averages replications' metrics: every per-replication metric's mean and 95 % half-width
-/// ([`Metric::PER_REPLICATION`]). Latency is then replaced by [`pool_latency`]; recovery is
-/// summarised on its own terms.
-pub fn aggregate(samples: &[Metrics]) -> (Metrics, Metrics) {
-    let mut mean = Metrics::default();
-    let mut half = Metrics::default();
-    let mut xs = Vec::with_capacity(samples.len());
-    for k in Metric::PER_REPLICATION {
-        xs.clear();
-        xs.extend(samples.iter().map(|s| k.value(s)));
-        let e = Estimate::from_samples(&xs);
-        k.set(&mut mean, finite(e.mean));
-        k.set(&mut half, finite(e.half_width));
-    }
-    (mean, half)
+/// A running sum, mean and sum of squared deviations (Welford's update), for an [`Estimate`]
+/// without keeping the samples. The mean is the plain sum in the order the samples came over
+/// their count, as [`Estimate::from_samples`] computes it; the variance may differ from that
+/// two-pass one in its last bits.
+#[derive(Debug, Clone, Copy)]
+pub struct Moments {
+    n: u64,
+    sum: f64,
+    mean: f64,
+    m2: f64,
 }
 
-/// Pooled latency: the headline numbers come from the histogram of every replication's
-/// requests merged (so a percentile is the one of the distribution the figures draw), and the
-/// half-widths from the spread of the per-replication values, over the replications that had
-/// such requests.
-pub fn pool_latency<'a>(
-    pooled: &LatencyHistogram,
-    per_replication: impl Iterator<Item = (&'a Latency, u64)>,
-) -> (Latency, Latency) {
-    let mut cols: [Vec<f64>; 6] = Default::default();
-    for (l, n) in per_replication {
-        if n > 0 {
-            for (c, x) in cols
-                .iter_mut()
-                .zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max])
-            {
-                c.push(x);
-            }
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            n: 0,
+            // The neutral element `Iterator::sum` starts from, so the sums agree bit for bit.
+            sum: -0.0,
+            mean: 0.0,
+            m2: 0.0,
         }
     }
-    let h = |i: usize| finite(Estimate::from_samples(&cols[i]).half_width);
-    let half = Latency {
-        mean: h(0),
-        p50: h(1),
-        p90: h(2),
-        p99: h(3),
-        p999: h(4),
-        max: h(5),
-    };
-    (pooled.summary(), half)
+}
+
+impl Moments {
+    /// Adds one sample.
+    #[inline]
+    pub fn push(&mut self, x: f64) {
+        self.n += 1;
+        self.sum += x;
+        let delta = x - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+
+    /// Samples so far.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The mean and 95 % half-width of the samples so far.
+    pub fn estimate(&self) -> Estimate {
+        let n = self.n as usize;
+        if n == 0 {
+            return Estimate::default();
+        }
+        let mean = self.sum / n as f64;
+        if n < 2 {
+            return Estimate {
+                mean,
+                half_width: 0.0,
+            };
+        }
+        let var = self.m2 / (n - 1) as f64;
+        Estimate {
+            mean,
+            half_width: t_quantile_975(n - 1) * (var / n as f64).sqrt(),
+        }
+    }
+}
+
+/// What a variant's replications add up to (see [`Replications::finish`]).
+#[derive(Debug, Clone)]
+pub struct Folded {
+    /// Means of every per-replication metric, latency pooled (recovery not included).
+    pub metrics: Metrics,
+    /// 95 % half-widths, same shape.
+    pub ci95: Metrics,
+    /// Width of a time-series bucket.
+    pub bucket: SimDuration,
+    /// Mean time series ([`aggregate_series`]).
+    pub series: Vec<[f64; COLUMNS]>,
+    /// Mean successful logical requests per latency bin.
+    pub success_latency_bins: Vec<f64>,
+}
+
+/// A variant's replications folded one at a time, in replication order: per-metric running
+/// moments and the time series summed; their latency histograms are merged apart, in a
+/// [`LatencyPool`], by whichever thread ran them. Its size does not depend on how many
+/// replications it has seen.
+///
+/// Every per-replication metric gets its mean and Student-t half-width ([`Moments`]).
+/// Latency is pooled: the headline numbers come from the histogram of every replication's
+/// requests merged (so a percentile is the one of the distribution the figures draw), and
+/// the half-widths from the spread of the per-replication values, over the replications that
+/// had such requests. Recovery is summarised on its own terms, elsewhere.
+#[derive(Debug, Clone)]
+pub struct Replications {
+    /// Replications in all (the series mean divides by it as it goes).
+    expected: u32,
+    /// Replications folded so far.
+    seen: u32,
+    metrics: [Moments; Metric::PER_REPLICATION.len()],
+    /// All, success, failure latency: mean, p50, p90, p99, p99.9, max.
+    latency: [[Moments; 6]; 3],
+    series: SeriesMean,
+}
+
+impl Replications {
+    /// An empty accumulator for `replications` replications.
+    pub fn new(replications: u32) -> Self {
+        Replications {
+            expected: replications,
+            seen: 0,
+            metrics: [Moments::default(); Metric::PER_REPLICATION.len()],
+            latency: [[Moments::default(); 6]; 3],
+            series: SeriesMean::new(replications as usize),
+        }
+    }
+
+    /// Folds the next replication.
+    pub fn add(&mut self, run: &Digest) {
+        debug_assert!(
+            self.seen < self.expected,
+            "more replications than announced"
+        );
+        self.seen += 1;
+        let metrics = &run.metrics;
+        for (k, m) in Metric::PER_REPLICATION.iter().zip(&mut self.metrics) {
+            m.push(k.value(metrics));
+        }
+        let latencies = [
+            &metrics.latency_ms,
+            &metrics.success_latency_ms,
+            &metrics.failure_latency_ms,
+        ];
+        for ((l, n), moments) in latencies
+            .into_iter()
+            .zip(run.latency_counts)
+            .zip(&mut self.latency)
+        {
+            if n > 0 {
+                for (m, x) in moments
+                    .iter_mut()
+                    .zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max])
+                {
+                    m.push(x);
+                }
+            }
+        }
+        self.series.add(&run.series);
+    }
+
+    /// The variant's means, half-widths, mean series and latency bins, with its replications'
+    /// latencies merged in `pool`.
+    pub fn finish(self, pool: &LatencyPool) -> Folded {
+        let mut metrics = Metrics::default();
+        let mut ci95 = Metrics::default();
+        for (k, m) in Metric::PER_REPLICATION.iter().zip(&self.metrics) {
+            let e = m.estimate();
+            k.set(&mut metrics, finite(e.mean));
+            k.set(&mut ci95, finite(e.half_width));
+        }
+        let half = |moments: &[Moments; 6]| {
+            let h = |i: usize| finite(moments[i].estimate().half_width);
+            Latency {
+                mean: h(0),
+                p50: h(1),
+                p90: h(2),
+                p99: h(3),
+                p999: h(4),
+                max: h(5),
+            }
+        };
+        let mut all = pool.success.clone();
+        all.merge(&pool.failure);
+        (metrics.latency_ms, ci95.latency_ms) = (all.summary(), half(&self.latency[0]));
+        (metrics.success_latency_ms, ci95.success_latency_ms) =
+            (pool.success.summary(), half(&self.latency[1]));
+        (metrics.failure_latency_ms, ci95.failure_latency_ms) =
+            (pool.failure.summary(), half(&self.latency[2]));
+        let n = f64::from(self.expected.max(1));
+        let success_latency_bins: Vec<f64> = pool
+            .success
+            .bins()
+            .into_iter()
+            .map(|c| c as f64 / n)
+            .collect();
+        debug_assert_eq!(success_latency_bins.len(), LATENCY_BINS);
+        let (bucket, series) = self.series.finish();
+        Folded {
+            metrics,
+            ci95,
+            bucket,
+            series,
+            success_latency_bins,
+        }
+    }
 }
 
 /// A finite number (JSON has no infinities): non-finite values become 0.
@@ -117,44 +263,101 @@ fn finite(x: f64) -> f64 {
 ///   when the recovered runs of a bimodal variant end and only collapsed ones remain). Holding
 ///   keeps one set of replications behind every bucket.
 pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
-    let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
-    let aligned: Vec<std::borrow::Cow<TimeSeries>> = series
-        .iter()
-        .map(|s| {
-            if s.bucket() == width {
-                std::borrow::Cow::Borrowed(*s)
-            } else {
-                let mut s = (*s).clone();
-                while s.bucket() < width {
-                    s.coarsen();
-                }
-                std::borrow::Cow::Owned(s)
+    let mut mean = SeriesMean::new(series.len());
+    for s in series {
+        mean.add(s);
+    }
+    mean.finish()
+}
+
+/// [`aggregate_series`] one series at a time, in order, out of `n` in all: each value is
+/// added as `value * scale / n` in series order, so the rows come out bit for bit as if all
+/// series were averaged at once. Rows past the end of the series seen so far start from what
+/// those series hold there (their last states, in order). Only when a later series has wider
+/// buckets than the ones before are the rows summed so far merged pairwise (counts added,
+/// states from the later bucket), which equals merging each series first up to rounding.
+#[derive(Debug, Clone)]
+pub struct SeriesMean {
+    n: f64,
+    width: SimDuration,
+    rows: Vec<[f64; COLUMNS]>,
+    /// What the series seen so far add to a row past all their ends: their last states.
+    held: [f64; COLUMNS],
+}
+
+impl SeriesMean {
+    /// An empty mean of `n` series.
+    pub fn new(n: usize) -> Self {
+        SeriesMean {
+            n: n.max(1) as f64,
+            width: SimDuration::ZERO,
+            rows: Vec::new(),
+            held: [0.0; COLUMNS],
+        }
+    }
+
+    /// Adds the next series.
+    pub fn add(&mut self, series: &TimeSeries) {
+        while self.width < series.bucket() && !self.rows.is_empty() {
+            self.coarsen();
+        }
+        self.width = self.width.max(series.bucket());
+        let aligned = if series.bucket() == self.width {
+            std::borrow::Cow::Borrowed(series)
+        } else {
+            let mut s = series.clone();
+            while s.bucket() < self.width {
+                s.coarsen();
             }
-        })
-        .collect();
-    let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
-    let n = aligned.len().max(1) as f64;
-    let zero = [0; COLUMNS];
-    let rows = (0..len)
-        .map(|i| {
-            let mut out = [0.0; COLUMNS];
-            for s in &aligned {
-                let rows = s.rows();
-                let (row, ended) = match rows.get(i) {
-                    Some(row) => (row, false),
-                    None => (rows.last().unwrap_or(&zero), true),
-                };
-                for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
-                    // After its end a run counts nothing and keeps its last state.
-                    if !ended || col.is_state() {
-                        *o += f64::from(*v) * col.scale() / n;
+            std::borrow::Cow::Owned(s)
+        };
+        let rows = aligned.rows();
+        if rows.len() > self.rows.len() {
+            self.rows.resize(rows.len(), self.held);
+        }
+        let last = rows.last().copied().unwrap_or([0; COLUMNS]);
+        for (i, out) in self.rows.iter_mut().enumerate() {
+            let (row, ended) = match rows.get(i) {
+                Some(row) => (row, false),
+                None => (&last, true),
+            };
+            for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
+                // After its end a run counts nothing and keeps its last state.
+                if !ended || col.is_state() {
+                    *o += f64::from(*v) * col.scale() / self.n;
+                }
+            }
+        }
+        for ((h, v), col) in self.held.iter_mut().zip(&last).zip(Column::ALL) {
+            if col.is_state() {
+                *h += f64::from(*v) * col.scale() / self.n;
+            }
+        }
+    }
+
+    /// Merges neighbouring rows, doubling the width, as [`TimeSeries::coarsen`] does.
+    fn coarsen(&mut self) {
+        self.rows = self
+            .rows
+            .chunks(2)
+            .map(|pair| {
+                let mut row = *pair.last().expect("chunks are never empty");
+                if let [first, second] = pair {
+                    for col in Column::ALL.iter().filter(|c| !c.is_state()) {
+                        let i = *col as usize;
+                        row[i] = first[i] + second[i];
                     }
                 }
-            }
-            out
-        })
-        .collect();
-    (width, rows)
+                row
+            })
+            .collect();
+        self.width = SimDuration::from_nanos(self.width.as_nanos().saturating_mul(2));
+    }
+
+    /// The bucket width and the mean rows.
+    pub fn finish(self) -> (SimDuration, Vec<[f64; COLUMNS]>) {
+        (self.width, self.rows)
+    }
 }
 
 #[cfg(test)]
@@ -168,43 +371,89 @@ mod tests {
         assert!((t_quantile_975(1000) - 1.962).abs() < 1e-3);
     }
 
+    /// A replication's result with the given counts and latencies (ms) of successes.
+    fn run(requests: u64, served: u64, success_ms: &[(u64, u64)]) -> super::super::RunResult {
+        let mut r = super::super::Recorder::new(SimDuration::from_secs(1)).finish(None);
+        r.counters.requests = requests;
+        r.counters.served = served;
+        for &(ms, times) in success_ms {
+            for _ in 0..times {
+                r.success_latency.record(SimDuration::from_millis(ms));
+                r.counters.final_outcomes[crate::model::Outcome::Success.index()] += 1;
+            }
+        }
+        r
+    }
+
+    fn fold(runs: &[super::super::RunResult]) -> Folded {
+        let mut acc = Replications::new(runs.len() as u32);
+        let mut pool = LatencyPool::default();
+        for r in runs {
+            pool.add(r);
+            let digest = r.clone().digest();
+            assert_eq!(
+                digest.metrics,
+                r.metrics(),
+                "a digest reads the same metrics"
+            );
+            acc.add(&digest);
+        }
+        acc.finish(&pool)
+    }
+
     #[test]
     fn aggregates_every_metric() {
-        let mut a = Metrics::default();
-        let mut b = Metrics::default();
-        a.requests = 1.0;
-        b.requests = 3.0;
-        a.server.served = 2.0;
-        b.server.served = 2.0;
-        let (m, h) = aggregate(&[a, b]);
-        assert_eq!(m.requests, 2.0);
-        assert!((h.requests - 12.706).abs() < 1e-2);
-        assert_eq!((m.server.served, h.server.served), (2.0, 0.0));
+        let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
+        assert_eq!(f.metrics.requests, 2.0);
+        assert!((f.ci95.requests - 12.706).abs() < 1e-2);
+        assert_eq!((f.metrics.server.served, f.ci95.server.served), (2.0, 0.0));
     }
 
     #[test]
     fn pooled_percentiles_come_from_the_merged_histogram() {
         // Two replications, one fast (1 ms) and one slow (100 ms): the pooled median lies in
         // one of the two modes, never at the mean of the per-replication medians (50.5 ms).
-        let mut fast = LatencyHistogram::default();
-        let mut slow = LatencyHistogram::default();
-        for _ in 0..60 {
-            fast.record(SimDuration::from_millis(1));
-        }
-        for _ in 0..40 {
-            slow.record(SimDuration::from_millis(100));
-        }
-        let mut pooled = fast.clone();
-        pooled.merge(&slow);
-        let (f, s) = (fast.summary(), slow.summary());
-        let (m, h) = pool_latency(
-            &pooled,
-            [(&f, 60), (&s, 40), (&Latency::default(), 0)].into_iter(),
-        );
+        // A third started nothing and takes no part in the latency spread.
+        let f = fold(&[
+            run(60, 60, &[(1, 60)]),
+            run(40, 40, &[(100, 40)]),
+            run(0, 0, &[]),
+        ]);
+        let (m, h) = (f.metrics.success_latency_ms, f.ci95.success_latency_ms);
         assert!((m.p50 - 1.0).abs() < 0.01, "{}", m.p50);
         assert!((m.p90 - 100.0).abs() < 0.1, "{}", m.p90);
         assert!((m.mean - 40.6).abs() < 1e-9);
+        // Over the two with successes: means 1 and 100, so 12.706 * 99 / 2.
+        assert!((h.mean - 12.706 * 49.5).abs() < 0.1, "{}", h.mean);
         assert!(h.p50 > 0.0, "the spread of the two replications");
+        assert_eq!(f.metrics.latency_ms, m, "all requests here succeeded");
+        let bins: f64 = f.success_latency_bins.iter().sum();
+        assert!(
+            (bins - 100.0 / 3.0).abs() < 1e-9,
+            "bins are per replication"
+        );
+    }
+
+    proptest::proptest! {
+        /// The running moments give the mean of all samples bit for bit and the two-pass
+        /// half-width up to rounding.
+        #[test]
+        fn moments_agree_with_all_samples_at_once(
+            xs in proptest::collection::vec(-1e9..1e9f64, 1..200),
+            zeros in 0usize..5,
+        ) {
+            let mut xs = xs;
+            xs.extend(std::iter::repeat_n(0.0, zeros));
+            let mut m = Moments::default();
+            for &x in &xs {
+                m.push(x);
+            }
+            let (a, b) = (m.estimate(), Estimate::from_samples(&xs));
+            proptest::prop_assert_eq!(a.mean.to_bits(), b.mean.to_bits());
+            let scale = b.half_width.abs().max(1e-300);
+            proptest::prop_assert!((a.half_width - b.half_width).abs() / scale < 1e-9,
+                "{} vs {}", a.half_width, b.half_width);
+        }
     }
 
     /// One series of `buckets` 1 s buckets with a queue of `queue` and one attempt in each.
@@ -245,5 +494,96 @@ mod tests {
         );
         let total: f64 = rows.iter().map(|r| r[Column::Attempts as usize]).sum();
         assert_eq!(total, 3.5, "counts sum to the mean total");
+    }
+
+    /// The mean of series all at once, as it was computed before series were folded one at
+    /// a time: every series merged to the widest first, then `value * scale / n` summed in
+    /// series order.
+    fn all_at_once(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUMNS]>) {
+        let width = series.iter().map(|s| s.bucket()).max().unwrap_or_default();
+        let aligned: Vec<TimeSeries> = series
+            .iter()
+            .map(|s| {
+                let mut s = (*s).clone();
+                while s.bucket() < width {
+                    s.coarsen();
+                }
+                s
+            })
+            .collect();
+        let len = aligned.iter().map(|s| s.rows().len()).max().unwrap_or(0);
+        let n = aligned.len().max(1) as f64;
+        let rows = (0..len)
+            .map(|i| {
+                let mut out = [0.0; COLUMNS];
+                for s in &aligned {
+                    let rows = s.rows();
+                    let (row, ended) = match rows.get(i) {
+                        Some(row) => (row, false),
+                        None => (rows.last().unwrap(), true),
+                    };
+                    for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
+                        if !ended || col.is_state() {
+                            *o += f64::from(*v) * col.scale() / n;
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        (width, rows)
+    }
+
+    /// A series of `buckets` 1 s buckets with irregular counts and states, merged `merges`
+    /// times.
+    fn irregular(buckets: u64, seed: u32, merges: u32) -> TimeSeries {
+        use crate::engine::SimTime;
+        use crate::metrics::series::Gauges;
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for b in 0..buckets {
+            let x = (b as u32 + 1).wrapping_mul(seed) % 7;
+            s.tick(SimTime(b * 1_000_000_000 + 1), || Gauges {
+                queue_len: x,
+                in_flight: x * 3 + 1,
+                budget_level_ppm: 333_333 * (x % 3),
+                ..Gauges::default()
+            });
+            for _ in 0..x {
+                s.add(Column::Attempts);
+                s.add(Column::Succeeded);
+            }
+        }
+        s.close(Gauges {
+            queue_len: seed % 5,
+            ..Gauges::default()
+        });
+        for _ in 0..merges {
+            s.coarsen();
+        }
+        s
+    }
+
+    #[test]
+    fn series_folded_one_at_a_time_equal_all_at_once() {
+        // Same widths, lengths rising and falling: bit for bit.
+        let same = [
+            irregular(3, 5, 0),
+            irregular(9, 11, 0),
+            irregular(1, 3, 0),
+            irregular(12, 13, 0),
+            irregular(7, 17, 0),
+        ];
+        let refs: Vec<&TimeSeries> = same.iter().collect();
+        assert_eq!(aggregate_series(&refs), all_at_once(&refs));
+        // A wider series after narrower ones: the same up to rounding.
+        let mixed = [irregular(9, 5, 0), irregular(11, 7, 1), irregular(30, 3, 2)];
+        let refs: Vec<&TimeSeries> = mixed.iter().collect();
+        let ((w1, a), (w2, b)) = (aggregate_series(&refs), all_at_once(&refs));
+        assert_eq!((w1, a.len()), (w2, b.len()));
+        for (x, y) in a.iter().zip(&b) {
+            for (u, v) in x.iter().zip(y) {
+                assert!((u - v).abs() <= 1e-9 * v.abs().max(1.0), "{u} vs {v}");
+            }
+        }
     }
 }

@@ -9,7 +9,9 @@ mod metric;
 pub mod recovery;
 pub mod series;
 
-pub use aggregate::{Estimate, aggregate, aggregate_series, pool_latency, t_quantile_975};
+pub use aggregate::{
+    Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
+};
 pub use metric::{
     Better, BreakerMetrics, Failed, Latency, Metric, Metrics, RecoveryMetrics, ServerMetrics, Unit,
     leaves,
@@ -119,6 +121,15 @@ pub enum Truncation {
         /// Simulated time reached.
         at: SimTime,
     },
+    /// The next event would have fallen after the largest instant simulated time can hold
+    /// (2^64 - 1 ns, about 584 years): a backoff, think time, timeout or drawn duration took
+    /// the run past it.
+    EndOfTime {
+        /// The time of the last event handled.
+        at: SimTime,
+        /// Requests still in flight.
+        in_flight: u64,
+    },
 }
 
 impl std::fmt::Display for Truncation {
@@ -139,6 +150,10 @@ impl std::fmt::Display for Truncation {
             Truncation::ServerBacklog { limit, at } => write!(
                 f,
                 "stopped at t = {at}: the server held more than limits.max_in_flight = {limit} attempts, waiting or in service (work piles up without bound; most of it abandoned by its clients)"
+            ),
+            Truncation::EndOfTime { at, in_flight } => write!(
+                f,
+                "stopped at t = {at} with {in_flight} requests in flight: the next event would fall after the end of simulated time (about 584 years); a backoff, think time, timeout or drawn duration is too long"
             ),
         }
     }
@@ -164,26 +179,53 @@ fn latency_bin(nanos: u64) -> usize {
 /// microsecond resolution at the low end) with the exact sum and maximum beside it. Histograms
 /// of replications merge exactly (integer counts), so pooled percentiles do not depend on the
 /// order replications finish in.
-#[derive(Debug, Clone)]
+///
+/// Up to [`FEW_LATENCIES`] latencies are kept as they are and read with the histogram's
+/// bucket edges, exactly as if they had been recorded in it: a replication of a few requests
+/// then costs what it records, not the histogram's counts array (16 kB to 200 kB) to make,
+/// read and merge.
+#[derive(Debug, Clone, Default)]
 pub struct LatencyHistogram {
-    hist: Histogram<u64>,
+    counts: Counts,
     sum_nanos: u128,
     max_nanos: u64,
 }
 
-impl Default for LatencyHistogram {
+/// Latencies kept as raw values up to this many; beyond, in the HDR histogram.
+pub const FEW_LATENCIES: usize = 1024;
+
+/// Where a [`LatencyHistogram`] keeps its counts.
+#[derive(Debug, Clone)]
+enum Counts {
+    /// The values recorded (nanoseconds, at least 1), in no particular order.
+    Few(Vec<u64>),
+    /// An HDR histogram.
+    Many(Histogram<u64>),
+}
+
+impl Default for Counts {
     fn default() -> Self {
-        // Sized for an hour and growing beyond if needed; a latency is never judged by its
-        // nanoseconds.
-        let mut hist =
-            Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("valid bounds");
-        hist.auto(true);
-        LatencyHistogram {
-            hist,
-            sum_nanos: 0,
-            max_nanos: 0,
-        }
+        Counts::Few(Vec::new())
     }
+}
+
+/// An empty histogram of the configuration every latency histogram has. One microsecond
+/// resolution at the low end (a latency is never judged by its nanoseconds); sized for a
+/// millisecond at first, 16 kB, and growing with the latencies recorded. The bucket a value
+/// falls in does not depend on the size, so neither do the percentiles.
+fn new_histogram() -> Histogram<u64> {
+    let mut hist = Histogram::new_with_bounds(1_000, 2_000, 3).expect("valid bounds");
+    hist.auto(true);
+    hist
+}
+
+/// The highest value of the histogram bucket holding `value` (the value the histogram reports
+/// for it), for every latency histogram.
+fn bucket_top(value: u64) -> u64 {
+    static SHAPE: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    let shape = SHAPE.get_or_init(new_histogram);
+    // As the histogram reads a bucket: the highest value equivalent to its lowest.
+    shape.highest_equivalent(shape.lowest_equivalent(value))
 }
 
 impl LatencyHistogram {
@@ -191,55 +233,168 @@ impl LatencyHistogram {
     #[inline]
     pub fn record(&mut self, latency: SimDuration) {
         let nanos = latency.as_nanos();
-        self.hist
-            .record(nanos.max(1))
-            .expect("the histogram resizes itself");
+        match &mut self.counts {
+            Counts::Few(values) => {
+                values.push(nanos.max(1));
+                if values.len() > FEW_LATENCIES {
+                    self.spill();
+                }
+            }
+            Counts::Many(hist) => hist
+                .record(nanos.max(1))
+                .expect("the histogram resizes itself"),
+        }
         self.sum_nanos += u128::from(nanos);
         self.max_nanos = self.max_nanos.max(nanos);
     }
 
+    /// Moves the raw values into an HDR histogram.
+    #[cold]
+    fn spill(&mut self) -> &mut Histogram<u64> {
+        if let Counts::Few(values) = &self.counts {
+            let mut hist = new_histogram();
+            for &v in values {
+                hist.record(v).expect("the histogram resizes itself");
+            }
+            self.counts = Counts::Many(hist);
+        }
+        match &mut self.counts {
+            Counts::Many(hist) => hist,
+            Counts::Few(_) => unreachable!("just spilled"),
+        }
+    }
+
     /// Adds every latency of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.hist
-            .add(&other.hist)
-            .expect("the histogram resizes itself");
+        match (&mut self.counts, &other.counts) {
+            (Counts::Few(mine), Counts::Few(theirs)) => {
+                mine.extend_from_slice(theirs);
+                if mine.len() > FEW_LATENCIES {
+                    self.spill();
+                }
+            }
+            (Counts::Many(hist), Counts::Few(theirs)) => {
+                for &v in theirs {
+                    hist.record(v).expect("the histogram resizes itself");
+                }
+            }
+            (_, Counts::Many(theirs)) => {
+                self.spill()
+                    .add(theirs)
+                    .expect("the histogram resizes itself");
+            }
+        }
         self.sum_nanos += other.sum_nanos;
         self.max_nanos = self.max_nanos.max(other.max_nanos);
     }
 
     /// Latencies recorded.
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        match &self.counts {
+            Counts::Few(values) => values.len() as u64,
+            Counts::Many(hist) => hist.len(),
+        }
+    }
+
+    /// The mean in nanoseconds: the exact sum over the count, correctly rounded (0 when
+    /// empty). It never exceeds the max: the exact mean does not, and rounding is monotone.
+    pub fn mean_nanos(&self) -> f64 {
+        match self.count() {
+            0 => 0.0,
+            n => ratio_f64(self.sum_nanos, n),
+        }
     }
 
     /// Mean, percentiles and max in milliseconds (all 0 when empty). A percentile is its
-    /// bucket's upper edge, never more than the exact max; the mean is exact, and so never
-    /// more than the max either.
+    /// bucket's upper edge, never more than the exact max; the mean is the exact one rounded
+    /// once ([`LatencyHistogram::mean_nanos`]), so never more than the max either.
     pub fn summary(&self) -> Latency {
         let n = self.count();
         if n == 0 {
             return Latency::default();
         }
-        let q = |p: f64| self.hist.value_at_quantile(p).min(self.max_nanos) as f64 / 1e6;
-        let max = self.max_nanos as f64 / 1e6;
+        let ms = |v: u64| v.min(self.max_nanos) as f64 / 1e6;
+        let [p50, p90, p99, p999] = match &self.counts {
+            Counts::Many(hist) => [0.50, 0.90, 0.99, 0.999].map(|p| ms(hist.value_at_quantile(p))),
+            Counts::Few(values) => {
+                let mut sorted = values.clone();
+                sorted.sort_unstable();
+                // The histogram's rule: the bucket where the count reaches ceil(p * n), at
+                // least 1, which is the bucket of the ceil(p * n)-th smallest value.
+                [0.50, 0.90, 0.99, 0.999].map(|p: f64| {
+                    let rank = ((p * n as f64).ceil() as usize).max(1);
+                    ms(bucket_top(sorted[rank - 1]))
+                })
+            }
+        };
         Latency {
-            mean: (self.sum_nanos as f64 / n as f64 / 1e6).min(max),
-            p50: q(0.50),
-            p90: q(0.90),
-            p99: q(0.99),
-            p999: q(0.999),
-            max,
+            mean: self.mean_nanos() / 1e6,
+            p50,
+            p90,
+            p99,
+            p999,
+            max: self.max_nanos as f64 / 1e6,
         }
     }
 
     /// Requests per log-spaced bin ([`latency_bin_upper_ms`]).
     pub fn bins(&self) -> Vec<u64> {
         let mut bins = vec![0u64; LATENCY_BINS];
-        for v in self.hist.iter_recorded() {
-            bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+        match &self.counts {
+            Counts::Many(hist) => {
+                for v in hist.iter_recorded() {
+                    bins[latency_bin(v.value_iterated_to())] += v.count_at_value();
+                }
+            }
+            Counts::Few(values) => {
+                for &v in values {
+                    bins[latency_bin(bucket_top(v))] += 1;
+                }
+            }
         }
         bins
     }
+
+    /// The same latencies, kept in the HDR histogram whatever their number (for tests of the
+    /// two ways of keeping them).
+    #[cfg(test)]
+    fn spilled(mut self) -> Self {
+        self.spill();
+        self
+    }
+}
+
+/// `num / den` (den > 0) rounded once to the nearest `f64`, ties to even, as if computed
+/// exactly. Dividing the two as floats rounds `num` first when it has more than 53 bits (a
+/// latency sum of a few days' worth of nanoseconds), which can put a mean of equal latencies
+/// above their max.
+pub fn ratio_f64(num: u128, den: u64) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    let d = u128::from(den.max(1));
+    if num < EXACT && d < EXACT {
+        // Both operands are exact: IEEE division rounds the quotient once.
+        return num as f64 / d as f64;
+    }
+    // num / d = (t + f) * 2^-k with t an integer of at least 54 bits when the quotient is not
+    // tiny, 0 <= f < 1, and `sticky` telling whether f > 0.
+    let (q, r) = (num / d, num % d);
+    let k = 55u32.saturating_sub(128 - q.leading_zeros());
+    let t = (q << k) | ((r << k) / d);
+    let sticky = !(r << k).is_multiple_of(d);
+    let bits = 128 - t.leading_zeros();
+    if bits <= 53 {
+        // A quotient below 1/4 from operands this large: no latency mean is one.
+        return num as f64 / d as f64;
+    }
+    let drop = bits - 53;
+    let mut m = t >> drop;
+    let rest = t & ((1u128 << drop) - 1);
+    let half = 1u128 << (drop - 1);
+    if rest > half || (rest == half && (sticky || m & 1 == 1)) {
+        m += 1;
+    }
+    // m <= 2^53 is exact as a float, and so is the power of two.
+    m as f64 * 2f64.powi(drop as i32 - k as i32)
 }
 
 /// Collects measurements during one replication.
@@ -298,6 +453,46 @@ impl Recorder {
     }
 }
 
+/// One replication reduced to what its variant's summary needs once its latency histograms
+/// are merged into the variant's [`LatencyPool`] ([`RunResult::digest`]).
+#[derive(Debug, Clone)]
+pub struct Digest {
+    /// The replication's metrics ([`RunResult::metrics`]).
+    pub metrics: Metrics,
+    /// Counts.
+    pub counters: Counters,
+    /// Latencies recorded: of every request that ended, of successes, of failures.
+    pub latency_counts: [u64; 3],
+    /// The time series.
+    pub series: TimeSeries,
+    /// Why the run stopped early, if it did.
+    pub truncated: Option<Truncation>,
+}
+
+/// The latency histograms of a variant's replications merged. The counts are integers, so
+/// the order replications are merged in changes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyPool {
+    /// Latency of the logical requests that succeeded.
+    pub success: LatencyHistogram,
+    /// Latency (time to give up) of the logical requests that failed.
+    pub failure: LatencyHistogram,
+}
+
+impl LatencyPool {
+    /// Adds a replication's latencies.
+    pub fn add(&mut self, run: &RunResult) {
+        self.success.merge(&run.success_latency);
+        self.failure.merge(&run.failure_latency);
+    }
+
+    /// Adds every latency of another pool.
+    pub fn absorb(&mut self, other: &LatencyPool) {
+        self.success.merge(&other.success);
+        self.failure.merge(&other.failure);
+    }
+}
+
 /// Everything one replication measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -324,6 +519,29 @@ impl RunResult {
         self.counters.final_outcomes.iter().sum()
     }
 
+    /// The replication reduced to what its variant's summary needs once its latencies are
+    /// merged into the variant's pool ([`LatencyPool::add`]): [`RunResult::metrics`], computed
+    /// without copying a histogram (the failures are merged into the success histogram to
+    /// read every request's latency), the counts, series and truncation.
+    pub fn digest(mut self) -> Digest {
+        let success = self.success_latency.summary();
+        let failure = self.failure_latency.summary();
+        let latency_counts = [
+            self.ended(),
+            self.success_latency.count(),
+            self.failure_latency.count(),
+        ];
+        self.success_latency.merge(&self.failure_latency);
+        let metrics = self.metrics_with([self.success_latency.summary(), success, failure]);
+        Digest {
+            metrics,
+            counters: self.counters,
+            latency_counts,
+            series: self.series,
+            truncated: self.truncated,
+        }
+    }
+
     /// The latency of every logical request that ended.
     pub fn all_latency(&self) -> LatencyHistogram {
         let mut all = self.success_latency.clone();
@@ -333,6 +551,16 @@ impl RunResult {
 
     /// The metrics of this replication (summary.json's `metrics` shape, without recovery).
     pub fn metrics(&self) -> Metrics {
+        self.metrics_with([
+            self.all_latency().summary(),
+            self.success_latency.summary(),
+            self.failure_latency.summary(),
+        ])
+    }
+
+    /// [`RunResult::metrics`], given the latency summaries of all requests, of those that
+    /// succeeded and of those that failed.
+    fn metrics_with(&self, [all, success, failure]: [Latency; 3]) -> Metrics {
         let c = &self.counters;
         let requests = c.requests as f64;
         let ratio = |num: u64| {
@@ -372,9 +600,9 @@ impl RunResult {
             first_attempts: c.first_attempts as f64,
             retries: c.retries as f64,
             amplification: ratio(c.attempts),
-            latency_ms: self.all_latency().summary(),
-            success_latency_ms: self.success_latency.summary(),
-            failure_latency_ms: self.failure_latency.summary(),
+            latency_ms: all,
+            success_latency_ms: success,
+            failure_latency_ms: failure,
             makespan_ms: c.makespan.as_millis_f64(),
             server: ServerMetrics {
                 served: c.served as f64,
@@ -406,6 +634,111 @@ impl RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_round_once() {
+        // Small operands: the plain float division, which rounds once.
+        for (num, den) in [
+            (0u128, 1u64),
+            (1, 3),
+            (10, 4),
+            (123_456_789, 1_000),
+            (1 << 52, 7),
+        ] {
+            assert_eq!(ratio_f64(num, den), num as f64 / den as f64);
+        }
+        // One rounding of the exact quotient (checked with exact rational arithmetic), where
+        // rounding the sum first lands one step off.
+        let sum: u128 = 4_962_720_563_113_497 + 7_413_970_282_478_002 + 4_919_593_524_665_566;
+        assert_eq!(ratio_f64(sum, 3), 5_765_428_123_419_022.0);
+        assert_ne!(sum as f64 / 3.0, 5_765_428_123_419_022.0);
+        // A large integer over 1 rounds like a conversion, ties to even.
+        for num in [
+            (1u128 << 53) + 1,
+            (1 << 53) + 3,
+            u128::from(u64::MAX),
+            1 << 100,
+        ] {
+            assert_eq!(ratio_f64(num, 1), num as f64);
+        }
+    }
+
+    /// Regression: three latencies of 9007199254740946 ns (104 days) have that mean
+    /// exactly, but the float division of their rounded sum gave more than their max.
+    #[test]
+    fn the_mean_of_equal_latencies_is_their_max() {
+        let mut h = LatencyHistogram::default();
+        let x = 9_007_199_254_740_946;
+        for _ in 0..3 {
+            h.record(SimDuration::from_nanos(x));
+        }
+        assert!(
+            (3 * x) as f64 / 3.0 > x as f64,
+            "the float division overshoots here"
+        );
+        assert_eq!(h.mean_nanos(), x as f64);
+        let s = h.summary();
+        assert_eq!(s.mean, s.max);
+    }
+
+    proptest::proptest! {
+        /// A few latencies kept as they are read exactly as the histogram reads them: the
+        /// same percentiles, bins and merges.
+        #[test]
+        fn few_latencies_read_as_the_histogram_reads_them(
+            a in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 1..300),
+            b in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 0..300),
+        ) {
+            let hist = |xs: &[(u32, u64)]| {
+                let mut h = LatencyHistogram::default();
+                for &(shift, x) in xs {
+                    h.record(SimDuration::from_nanos(x >> shift));
+                }
+                h
+            };
+            let (few_a, few_b) = (hist(&a), hist(&b));
+            let (many_a, many_b) = (few_a.clone().spilled(), few_b.clone().spilled());
+            proptest::prop_assert!(matches!(few_a.counts, Counts::Few(_)));
+            proptest::prop_assert!(matches!(many_a.counts, Counts::Many(_)));
+            proptest::prop_assert_eq!(few_a.summary(), many_a.summary());
+            proptest::prop_assert_eq!(few_a.bins(), many_a.bins());
+            proptest::prop_assert_eq!(few_a.count(), many_a.count());
+            let mut merged = [few_a.clone(), few_a, many_a.clone(), many_a];
+            for (i, m) in merged.iter_mut().enumerate() {
+                m.merge(if i % 2 == 0 { &few_b } else { &many_b });
+            }
+            let reference = merged[3].clone();
+            for m in &merged {
+                proptest::prop_assert_eq!(m.summary(), reference.summary());
+                proptest::prop_assert_eq!(m.bins(), reference.bins());
+                proptest::prop_assert_eq!(m.count(), reference.count());
+            }
+        }
+
+        /// Mean and percentiles never exceed the max, and percentiles rise with p, for any
+        /// latencies, merged or not.
+        #[test]
+        fn mean_and_percentiles_stay_below_the_max(
+            a in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 1..6),
+            b in proptest::collection::vec((0u32..64, proptest::prelude::any::<u64>()), 0..6),
+        ) {
+            let hist = |xs: &[(u32, u64)]| {
+                let mut h = LatencyHistogram::default();
+                for &(shift, x) in xs {
+                    h.record(SimDuration::from_nanos(x >> shift));
+                }
+                h
+            };
+            let mut h = hist(&a);
+            h.merge(&hist(&b));
+            let s = h.summary();
+            proptest::prop_assert!(s.mean <= s.max, "{:?}", s);
+            proptest::prop_assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999);
+            proptest::prop_assert!(s.p999 <= s.max, "{:?}", s);
+            let max = a.iter().chain(&b).map(|&(shift, x)| x >> shift).max().unwrap();
+            proptest::prop_assert_eq!(s.max, max as f64 / 1e6);
+        }
+    }
 
     #[test]
     fn latency_bins_are_log_spaced_and_clamped() {

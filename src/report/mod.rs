@@ -60,7 +60,7 @@ pub fn render(
     let mut files = vec![
         OutputFile {
             name: "summary.json".into(),
-            bytes: json(&summary_json(experiment, result))?,
+            bytes: summary::summary_bytes(experiment, result)?,
         },
         OutputFile {
             name: "timeseries.csv".into(),

@@ -96,7 +96,6 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
                     metrics: typed("metrics")?,
                     ci95: typed("ci95")?,
                     name,
-                    replications: Vec::new(),
                     series: rows,
                     success_latency_bins: latency_bins,
                     bucket,

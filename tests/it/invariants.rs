@@ -275,3 +275,56 @@ fn a_timeout_that_never_fires_changes_nothing() {
     };
     assert_eq!(run(""), run(r#""timeout": "1h","#));
 }
+
+/// Simulated time ends at 2^64 - 1 ns (about 584 years). Regression: retries 10^18 ns apart
+/// reached it after 18 of them; the next instant saturated to "never", and the request ended
+/// `deadline_exceeded` at "never" although no deadline was set, with that as its latency. Now
+/// the run ends truncated there, with the request in flight and the reason given.
+#[test]
+fn time_that_would_pass_its_end_truncates_the_run() {
+    let text = |policy: &str| {
+        format!(
+            r#"{{
+          "name": "end-of-time", "duration": "1s",
+          "clients": {{"count": 1, "workload": {{"closed": {{"requests_per_client": 1}}}}}},
+          "network": {{"latency": {{"constant": "1ms"}}}},
+          "server": {{"concurrency": 1, "error_rate": 1, "service_time": {{"constant": "1ms"}}}},
+          "policy": {{{policy} "retry": {{"max_attempts": "unlimited", "retry_on": ["error"],
+            "backoff": {{"base": "1000000000s", "multiplier": 1, "cap": "1000000000s", "jitter": "none"}}}}}}
+        }}"#
+        )
+    };
+    for policy in ["", r#""timeout": "1s","#] {
+        let e = load_str(&text(policy), "test", &LoadOptions::default()).unwrap();
+        let r = retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0);
+        let Some(retrystorm::metrics::Truncation::EndOfTime { at, in_flight }) = &r.truncated
+        else {
+            panic!("{policy}: expected the end of time, got {:?}", r.truncated);
+        };
+        assert_eq!(*in_flight, 1, "{policy}");
+        assert_eq!(r.ended(), 0, "{policy}: the request is still in flight");
+        assert_eq!(
+            r.counters.final_outcomes[Outcome::DeadlineExceeded.index()],
+            0
+        );
+        assert_eq!(
+            r.counters.attempts, 19,
+            "{policy}: 18 retries fit before the end"
+        );
+        assert!(
+            at.as_nanos() >= 18_000_000_000_000_000_000,
+            "{policy}: {at}"
+        );
+        assert_eq!(r.counters.end_time, *at, "{policy}");
+        let m = r.metrics();
+        assert_eq!(m.truncated, 1.0);
+        assert_eq!(m.latency_ms.max, 0.0, "{policy}: no latency at 'never'");
+        assert!(
+            r.truncated
+                .as_ref()
+                .unwrap()
+                .to_string()
+                .contains("end of simulated time")
+        );
+    }
+}

@@ -13,6 +13,7 @@ mod figures;
 mod first_storm;
 mod fuzz;
 mod invariants;
+mod memory;
 mod metastable;
 mod policies;
 mod recovery;

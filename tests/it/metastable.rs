@@ -3,6 +3,7 @@
 //! diagram's boundary moves as the theory says; and a storm that grows without bound stops at
 //! its limits.
 
+use retrystorm::metrics::Metrics;
 use retrystorm::runner::{ExperimentResult, VariantResult};
 use retrystorm::scenario::{Experiment, LoadOptions};
 use serde_json::{Value, json};
@@ -14,22 +15,30 @@ fn recovery(v: &VariantResult, key: &str) -> f64 {
     metric(v, &format!("recovery.{key}")).0
 }
 
-fn replication_values(v: &VariantResult, key: &str) -> Vec<f64> {
-    v.replications
+/// Each replication's own metrics for the variant `name`, simulated again through the
+/// library: a variant's result keeps only its summary.
+fn replication_metrics(experiment: &Experiment, name: &str) -> Vec<Metrics> {
+    let v = experiment.points[0]
+        .variants
         .iter()
-        .map(|r| {
-            retrystorm::metrics::Metric::PER_REPLICATION
-                .iter()
-                .find(|k| k.key == key)
-                .unwrap_or_else(|| panic!("no metric {key}"))
-                .value(r)
-        })
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no variant {name:?}"));
+    (0..experiment.replications)
+        .map(|r| retrystorm::simulate::run(&v.scenario, experiment.seed, u64::from(r)).metrics())
         .collect()
+}
+
+fn replication_values(runs: &[Metrics], key: &str) -> Vec<f64> {
+    let k = retrystorm::metrics::Metric::PER_REPLICATION
+        .iter()
+        .find(|k| k.key == key)
+        .unwrap_or_else(|| panic!("no metric {key}"));
+    runs.iter().map(|r| k.value(r)).collect()
 }
 
 #[test]
 fn e5_without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
-    let (_, result) = run_bundled("collapse-after-spike", &LoadOptions::default());
+    let (experiment, result) = run_bundled("collapse-after-spike", &LoadOptions::default());
     let storm = variant(&result, "no backoff");
     assert_eq!(recovery(storm, "replications"), 200.0);
     let collapsed = 1.0 - recovery(storm, "recovered_fraction");
@@ -42,10 +51,11 @@ fn e5_without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
     );
     // Bimodal: every replication is either healthy (one attempt per request, nearly all
     // succeed) or collapsed (about three timed-out attempts per request from the spike on).
-    let success = replication_values(storm, "success_rate");
-    let load = replication_values(storm, "amplification");
-    let timeouts = replication_values(storm, "timeouts");
-    let requests = replication_values(storm, "requests");
+    let runs = replication_metrics(&experiment, "no backoff");
+    let success = replication_values(&runs, "success_rate");
+    let load = replication_values(&runs, "amplification");
+    let timeouts = replication_values(&runs, "timeouts");
+    let requests = replication_values(&runs, "requests");
     let mut collapsed_runs = 0;
     for i in 0..success.len() {
         let healthy = success[i] > 0.97 && load[i] < 1.1;
