@@ -2,6 +2,44 @@
 
 use std::fmt;
 
+use serde_json::Value;
+
+/// Characters of a value or of user text that a message quotes before it cuts it off.
+const QUOTED_CHARS: usize = 30;
+
+/// `v` as JSON, cut off after [`QUOTED_CHARS`] characters (with "..."), for messages. Costs
+/// no more than the part it shows, however large `v` is, and cuts only between characters.
+pub(crate) fn short(v: &Value) -> String {
+    /// Takes bytes until it holds enough, then refuses the rest.
+    struct Head(Vec<u8>);
+    impl std::io::Write for Head {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = 4 * QUOTED_CHARS + 4 - self.0.len();
+            if room == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut head = Head(Vec::new());
+    // Stops with an error once the head is full: that is the point.
+    let _ = serde_json::to_writer(&mut head, v);
+    cut(&String::from_utf8_lossy(&head.0))
+}
+
+/// `text` cut off after [`QUOTED_CHARS`] characters, with "..." when something was cut.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 /// One problem in a scenario, at a JSON path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -73,5 +111,24 @@ impl ScenarioError {
             ScenarioError::Invalid { problems, .. } => problems.clone(),
             other => vec![Problem::new("", other.to_string())],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quoted_values_are_cut_between_characters() {
+        // 31 two-byte characters: a cut at byte 30 would fall inside one.
+        let text = "é".repeat(31);
+        assert_eq!(short(&json!(text)), format!("\"{}...", "é".repeat(29)));
+        assert_eq!(cut(&text), format!("{}...", "é".repeat(30)));
+        assert_eq!(cut("short"), "short");
+        assert_eq!(short(&json!({"a": 1})), "{\"a\":1}");
+        // A large value costs no more than what is shown.
+        let big = json!(vec!["🦀"; 1_000_000]);
+        assert_eq!(short(&big).chars().count(), 33);
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{Problem, ScenarioError};
+use super::error::{Problem, ScenarioError, short};
 use super::schema::RawScenario;
 use super::validate::validate;
 use super::{Axis, Experiment, Point, Sweep, Variant};
@@ -289,15 +289,6 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
         };
     }
     unreachable!("the loop returns at the last key")
-}
-
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 30 {
-        format!("{}...", &s[..30])
-    } else {
-        s
-    }
 }
 
 fn check_name(name: &str, problems: &mut Vec<Problem>) {

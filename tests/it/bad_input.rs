@@ -15,10 +15,15 @@ const GOOD: &str = r#"{
 
 /// Runs `retrystorm run` on `text`; asserts exit code 2 and no output; returns stderr.
 fn reject(text: &str) -> String {
+    reject_by("run", text)
+}
+
+/// Runs `retrystorm <command>` on `text`; asserts exit code 2 and no output; returns stderr.
+fn reject_by(command: &str, text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scenario.json");
     std::fs::write(&file, text).unwrap();
-    let out = retrystorm(dir.path(), &["run", "scenario.json"]);
+    let out = retrystorm(dir.path(), &[command, "scenario.json"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(
         out.status.code(),
@@ -314,4 +319,33 @@ fn a_breaker_over_serial_clients_that_never_wait_is_refused() {
             "think time",
         ],
     );
+}
+
+/// Regression: a non-ASCII string of about 30 characters where an object belongs (a variant's
+/// patch, or a value that a sweep path goes through) was cut inside a character for the
+/// message, and retrystorm panicked (exit code 101).
+#[test]
+fn long_non_ascii_text_where_an_object_belongs_is_a_problem_not_a_panic() {
+    let text = "é".repeat(31);
+    let patch = GOOD.replace(
+        "\"policy\"",
+        &format!("\"variants\": [{{\"name\": \"x\", \"patch\": \"{text}\"}}],\n  \"policy\""),
+    );
+    let through = GOOD.replace(
+        "\"policy\"",
+        &format!(
+            "\"description\": \"{text}\", \"sweep\": {{\"path\": \"description.x\", \"values\": [1]}},\n  \"policy\""
+        ),
+    );
+    let cases = [
+        (patch, ["variants[0].patch", "must be an object"]),
+        (through, ["sweep.path", "neither an object nor a list"]),
+    ];
+    for (text, needles) in &cases {
+        for command in ["check", "run"] {
+            let stderr = reject_by(command, text);
+            assert_says(&stderr, needles);
+            assert_says(&stderr, &["éééé..."]);
+        }
+    }
 }
