@@ -72,13 +72,14 @@ impl fmt::Display for Problem {
 /// A scenario file that cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    /// The file could not be read.
-    #[error("{file}: cannot read the scenario: {source}")]
+    /// The file could not be read. The message says why, so the I/O error is not also its
+    /// source: an error chain would print the reason twice.
+    #[error("{file}: cannot read the scenario: {reason}")]
     Read {
         /// The file as named on the command line.
         file: String,
         /// Why.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The file is not JSON.
     #[error("{file}:{line}:{column}: not valid JSON: {message}")]

@@ -34,9 +34,9 @@ const FILE_KEYS: [&str; 6] = [
 /// Reads and validates a scenario file.
 pub fn load_file(path: &Path, options: &LoadOptions) -> Result<Experiment, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    let text = std::fs::read_to_string(path).map_err(|reason| ScenarioError::Read {
         file: file.clone(),
-        source,
+        reason,
     })?;
     load_str(&text, &file, options)
 }

@@ -171,6 +171,24 @@ fn missing_file_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.json"));
 }
 
+/// Regression: the operating system's reason why a file cannot be read printed twice, in the
+/// message and again as its cause.
+#[test]
+fn why_a_file_cannot_be_read_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("folder.json")).unwrap();
+    for file in ["nope.json", "folder.json"] {
+        for command in ["check", "run"] {
+            let out = retrystorm(dir.path(), &[command, file]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert_says(&stderr, &[file, "cannot read the scenario: "]);
+            // One line: the file, and the reason once, with no "caused by" repeating it.
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        }
+    }
+}
+
 #[test]
 fn queue_settings_on_an_occ_server_are_rejected() {
     let stderr = reject(&GOOD.replace(
