@@ -47,6 +47,8 @@ pub fn load_str(
     file: &str,
     options: &LoadOptions,
 ) -> Result<Experiment, ScenarioError> {
+    // A UTF-8 byte-order mark is not JSON, but some editors start every file with one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::Syntax {
         file: file.to_string(),
         line: e.line(),

@@ -62,6 +62,24 @@ fn the_good_scenario_runs() {
     );
 }
 
+/// Regression: a file saved with a UTF-8 byte-order mark was "not valid JSON" at 1:1.
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.json"), format!("\u{feff}{GOOD}")).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("s.json: ok"), "{stdout}");
+    // Only at the start: anywhere else it is still not JSON.
+    let inside = GOOD.replace("\"duration\"", "\u{feff}\"duration\"");
+    assert_says(&reject(&inside), &["scenario.json:3:", "not valid JSON"]);
+}
+
 #[test]
 fn malformed_json_gives_line_and_column() {
     let broken = GOOD.replace("\"duration\": \"1s\",", "\"duration\": \"1s\"");
