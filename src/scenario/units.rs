@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::error::{cut, short};
 use crate::engine::SimDuration;
 
 /// The units a duration may carry, with their length in nanoseconds.
@@ -28,30 +29,46 @@ pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
         }
         other => {
             return Err(format!(
-                "must be a duration such as \"10ms\" or \"1.5s\" (got {other})"
+                "must be a duration such as \"10ms\" or \"1.5s\" (got {})",
+                short(other)
             ));
         }
     };
+    // Quoted in messages, cut short if it is long.
+    let shown = cut(text);
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .unwrap_or(text.len());
     let (number, unit) = (text[..split].trim(), text[split..].trim());
     let Some(&(_, nanos_per_unit)) = UNITS.iter().find(|(u, _)| *u == unit) else {
-        return Err(if unit.is_empty() {
-            format!("a duration needs a unit (got \"{text}\"); write \"{text}s\" or \"{text}ms\"")
+        let exponent = unit.starts_with(['e', 'E'])
+            && unit[1..]
+                .trim_start_matches(['+', '-'])
+                .starts_with(|c: char| c.is_ascii_digit());
+        return Err(if exponent && !number.is_empty() {
+            format!(
+                "\"{shown}\" has an exponent; write the number in plain digits, e.g. \"1500ms\" rather than \"1.5e3ms\""
+            )
+        } else if unit.is_empty() {
+            format!(
+                "a duration needs a unit (got \"{shown}\"); write \"{shown}s\" or \"{shown}ms\""
+            )
         } else {
-            format!("unknown unit \"{unit}\" in \"{text}\"; use ns, us, ms, s, m or h")
+            format!(
+                "unknown unit \"{}\" in \"{shown}\"; use ns, us, ms, s, m or h",
+                cut(unit)
+            )
         });
     };
     let x: f64 = number
         .parse()
-        .map_err(|_| format!("\"{text}\" is not a number followed by a unit, like \"10ms\""))?;
+        .map_err(|_| format!("\"{shown}\" is not a number followed by a unit, like \"10ms\""))?;
     if x < 0.0 {
-        return Err(format!("must not be negative (got \"{text}\")"));
+        return Err(format!("must not be negative (got \"{shown}\")"));
     }
     let nanos = (x * nanos_per_unit).round();
     if !nanos.is_finite() || nanos > 1e18 {
-        return Err(format!("\"{text}\" is too long (at most about 30 years)"));
+        return Err(format!("\"{shown}\" is too long (at most about 30 years)"));
     }
     Ok(SimDuration::from_nanos(nanos as u64))
 }
@@ -82,5 +99,8 @@ mod tests {
         assert!(err(json!("5 parsecs")).contains("unknown unit"));
         assert!(err(json!("-1s")).contains("negative"));
         assert!(err(json!(true)).contains("such as"));
+        assert!(err(json!("1e18ns")).contains("has an exponent"));
+        assert!(err(json!("2E-3s")).contains("has an exponent"));
+        assert!(err(json!("1e")).contains("unknown unit"));
     }
 }

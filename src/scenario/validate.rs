@@ -11,7 +11,7 @@ use crate::model::{
     RateProfile, RateStep, Scope,
 };
 
-use super::error::Problem;
+use super::error::{Problem, short};
 use super::schema::*;
 use super::units::parse_duration;
 use super::{
@@ -61,19 +61,32 @@ impl Checker {
         self.problems.push(Problem::new(path, message));
     }
 
-    fn duration(&mut self, path: &str, d: &DurationText) -> SimDuration {
-        parse_duration(&d.0).unwrap_or_else(|e| {
-            self.err(path, e);
-            SimDuration::ZERO
+    /// Whether a problem was reported at `path` or inside it. A rule that reads a value which
+    /// already failed is skipped: its message would only repeat the first in other words.
+    fn failed(&self, path: &str) -> bool {
+        self.problems.iter().any(|p| {
+            p.path
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
         })
     }
 
-    fn positive_duration(&mut self, path: &str, d: &DurationText) -> SimDuration {
-        let value = self.duration(path, d);
-        if value == SimDuration::ZERO && parse_duration(&d.0).is_ok() {
-            self.err(path, format!("must be longer than zero (got {})", d.0));
+    /// The duration, or `None` (with a problem) when it cannot be read.
+    fn duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+        parse_duration(&d.0).map_err(|e| self.err(path, e)).ok()
+    }
+
+    /// The duration, or `None` (with a problem) when it cannot be read or is zero.
+    fn positive_duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+        let value = self.duration(path, d)?;
+        if value == SimDuration::ZERO {
+            self.err(
+                path,
+                format!("must be longer than zero (got {})", short(&d.0)),
+            );
+            return None;
         }
-        value
+        Some(value)
     }
 
     fn probability(&mut self, path: &str, p: Option<f64>) -> f64 {
@@ -121,17 +134,22 @@ impl Checker {
 
     fn dist(&mut self, path: &str, d: &RawDist) -> Dist {
         match d {
-            RawDist::Constant(v) => Dist::Constant(self.duration(&format!("{path}.constant"), v)),
+            RawDist::Constant(v) => Dist::Constant(
+                self.duration(&format!("{path}.constant"), v)
+                    .unwrap_or_default(),
+            ),
             RawDist::Exponential { mean } => {
-                let mean = self.positive_duration(&format!("{path}.exponential.mean"), mean);
-                if mean == SimDuration::ZERO {
-                    return Dist::ZERO;
+                match self.positive_duration(&format!("{path}.exponential.mean"), mean) {
+                    Some(mean) => Dist::exponential(mean),
+                    None => Dist::ZERO,
                 }
-                Dist::exponential(mean)
             }
             RawDist::Uniform { min, max } => {
                 let lo = self.duration(&format!("{path}.uniform.min"), min);
                 let hi = self.duration(&format!("{path}.uniform.max"), max);
+                let (Some(lo), Some(hi)) = (lo, hi) else {
+                    return Dist::ZERO;
+                };
                 if lo > hi {
                     self.err(
                         &format!("{path}.uniform"),
@@ -144,7 +162,7 @@ impl Checker {
             RawDist::Normal { mean, sd } => {
                 let mean = self.duration(&format!("{path}.normal.mean"), mean);
                 let sd = self.duration(&format!("{path}.normal.sd"), sd);
-                Dist::normal(mean, sd)
+                Dist::normal(mean.unwrap_or_default(), sd.unwrap_or_default())
             }
             RawDist::Lognormal { median, sigma } => {
                 let median = self.positive_duration(&format!("{path}.lognormal.median"), median);
@@ -155,10 +173,10 @@ impl Checker {
                     );
                     return Dist::ZERO;
                 }
-                if median == SimDuration::ZERO {
-                    return Dist::ZERO;
+                match median {
+                    Some(median) => Dist::lognormal(median, *sigma),
+                    None => Dist::ZERO,
                 }
-                Dist::lognormal(median, *sigma)
             }
             RawDist::Mixture(parts) => {
                 let path = format!("{path}.mixture");
@@ -193,22 +211,28 @@ impl Checker {
 /// Validates one merged scenario document (base, sweep value and variant patch applied).
 pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     let mut c = Checker::default();
+    // Values that cannot be read are `None` here, and the rules that compare them with
+    // others are skipped: one mistake, one message.
     let duration = c.positive_duration("duration", &raw.duration);
-    let max_time = raw.max_time.as_ref().map(|d| {
-        let t = c.positive_duration("max_time", d);
-        if t < duration {
+    let max_time = raw.max_time.as_ref().and_then(|d| {
+        let t = c.positive_duration("max_time", d)?;
+        if let Some(duration) = duration
+            && t < duration
+        {
             c.err(
                 "max_time",
                 format!("must not be shorter than duration (got {t}, duration {duration})"),
             );
         }
-        t
+        Some(t)
     });
     let bucket = match raw.metrics.as_ref().and_then(|m| m.bucket.as_ref()) {
         Some(b) => c.positive_duration("metrics.bucket", b),
-        None => SimDuration::from_nanos((duration.as_nanos() / DEFAULT_BUCKETS).max(1)),
+        None => duration.map(|d| SimDuration::from_nanos((d.as_nanos() / DEFAULT_BUCKETS).max(1))),
     };
-    if bucket > SimDuration::ZERO && duration.as_nanos() / bucket.as_nanos().max(1) > 1_000_000 {
+    if let (Some(duration), Some(bucket)) = (duration, bucket)
+        && duration.as_nanos() / bucket.as_nanos() > 1_000_000
+    {
         c.err(
             "metrics.bucket",
             format!(
@@ -251,6 +275,8 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
         c.err("limits.max_in_flight", "must be at least 1 (got 0)");
     }
     if matches!(clients.workload, Workload::Closed(_))
+        && !c.failed("clients.count")
+        && !c.failed("limits.max_in_flight")
         && u64::from(clients.count) > limits.max_in_flight
     {
         c.err(
@@ -261,9 +287,15 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    if policy.timeout.is_none() && policy.deadline.is_none() {
-        for (i, f) in server.faults.windows().iter().enumerate() {
-            if f.effect == FaultEffect::Outage(Outage::Drop) {
+    // Written, even if it failed: a timeout with a mistake in it is still meant as a timeout.
+    let gives_up = raw
+        .policy
+        .as_ref()
+        .is_some_and(|p| p.timeout.is_some() || p.deadline.is_some());
+    if !gives_up {
+        let faults = raw.server.as_ref().and_then(|s| s.faults.as_deref());
+        for (i, f) in faults.unwrap_or_default().iter().enumerate() {
+            if f.outage == Some(RawOutage::Drop) {
                 c.err(
                     &format!("server.faults[{i}].outage"),
                     "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers",
@@ -274,6 +306,7 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     if let Workload::Closed(closed) = &clients.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
+        && !c.failed("clients.workload.closed.think_time")
         && policy
             .breaker
             .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
@@ -285,9 +318,10 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     }
     if c.problems.is_empty() {
         Ok(Scenario {
-            duration,
+            // Without a problem, every value was read.
+            duration: duration.unwrap_or_default(),
             max_time,
-            bucket,
+            bucket: bucket.unwrap_or_default(),
             clients,
             network,
             server,
@@ -309,7 +343,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
             for (i, step) in open.profile.iter().flatten().enumerate() {
                 let p = format!("clients.workload.open.profile[{i}]");
                 let at = c.duration(&format!("{p}.at"), &step.at);
-                if let Some(prev) = last_at
+                if let (Some(prev), Some(at)) = (last_at, at)
                     && at <= prev
                 {
                     c.err(
@@ -317,10 +351,11 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
                         format!("must be later than the previous point (got {at} after {prev})"),
                     );
                 }
-                last_at = Some(at);
+                // A point that cannot be read is compared with nothing, before or after.
+                last_at = at;
                 let rate_per_s = c.rate(&format!("{p}.rate_per_s"), step.rate_per_s);
                 steps.push(RateStep {
-                    at,
+                    at: at.unwrap_or_default(),
                     rate_per_s,
                     ramp: step.ramp.unwrap_or(false),
                 });
@@ -351,7 +386,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
     Clients { count, workload }
 }
 
-fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
+fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Server {
     let permanent_error_rate =
         c.probability("server.permanent_error_rate", raw.permanent_error_rate);
     if raw.kind == Some(RawServerKind::Occ) {
@@ -401,9 +436,8 @@ fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
     let slowdown_per_inflight = raw
         .slowdown_per_inflight
         .as_ref()
-        .map_or(SimDuration::ZERO, |d| {
-            c.duration("server.slowdown_per_inflight", d)
-        });
+        .and_then(|d| c.duration("server.slowdown_per_inflight", d))
+        .unwrap_or_default();
     Server {
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
@@ -423,19 +457,23 @@ fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
     }
 }
 
-fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
+fn faults(c: &mut Checker, raw: &[RawFault], duration: Option<SimDuration>) -> Faults {
     let mut windows = Vec::new();
     for (i, f) in raw.iter().enumerate() {
         let p = format!("server.faults[{i}]");
         let from = c.duration(&format!("{p}.from"), &f.from);
         let to = c.duration(&format!("{p}.to"), &f.to);
-        if to <= from {
+        if let (Some(from), Some(to)) = (from, to)
+            && to <= from
+        {
             c.err(
                 &format!("{p}.to"),
                 format!("must be later than from (got from {from}, to {to})"),
             );
         }
-        if from >= duration {
+        if let (Some(from), Some(duration)) = (from, duration)
+            && from >= duration
+        {
             c.err(
                 &format!("{p}.from"),
                 format!(
@@ -472,8 +510,8 @@ fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
         }
         match effects.as_slice() {
             [effect] => windows.push(Fault {
-                from: SimTime::ZERO + from,
-                to: SimTime::ZERO + to,
+                from: SimTime::ZERO + from.unwrap_or_default(),
+                to: SimTime::ZERO + to.unwrap_or_default(),
                 effect: *effect,
             }),
             [] => c.err(
@@ -496,11 +534,11 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
     let timeout = raw
         .timeout
         .as_ref()
-        .map(|d| c.positive_duration("policy.timeout", d));
+        .and_then(|d| c.positive_duration("policy.timeout", d));
     let deadline = raw
         .deadline
         .as_ref()
-        .map(|d| c.positive_duration("policy.deadline", d));
+        .and_then(|d| c.positive_duration("policy.deadline", d));
     let default_retry = RawRetry::default();
     let retry = raw.retry.as_ref().unwrap_or(&default_retry);
     let max_attempts = match retry.max_attempts {
@@ -545,7 +583,9 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                     format!("must be a number >= 1 (got {multiplier}); backoff never shrinks"),
                 );
             }
-            if cap < base {
+            if let (Some(base), Some(cap)) = (base, cap)
+                && cap < base
+            {
                 c.err(
                     &format!("{p}.cap"),
                     format!("must not be shorter than base (got cap {cap}, base {base})"),
@@ -557,16 +597,16 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 RawJitter::Equal => Jitter::Equal,
                 RawJitter::Decorrelated => Jitter::Decorrelated,
             };
-            if jitter == Jitter::Decorrelated && base == SimDuration::ZERO {
+            if jitter == Jitter::Decorrelated && base == Some(SimDuration::ZERO) {
                 c.err(
                     &format!("{p}.base"),
                     "must be longer than zero for decorrelated jitter, which grows from base",
                 );
             }
             Backoff::Exponential {
-                base,
+                base: base.unwrap_or_default(),
                 multiplier,
-                cap,
+                cap: cap.unwrap_or_default(),
                 jitter,
             }
         }
@@ -650,6 +690,7 @@ fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
         c.non_negative(&format!("{q}.min_per_s"), min_per_s);
         let window = r.window.as_ref().map_or(SimDuration::from_secs(10), |w| {
             c.positive_duration(&format!("{q}.window"), w)
+                .unwrap_or_default()
         });
         BudgetKind::Ratio {
             percent: r.percent,
@@ -676,9 +717,10 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             (Some(n), None) => {
                 BreakerWindow::Count(c.count_u32(&format!("{p}.window.count"), n, 1))
             }
-            (None, Some(d)) => {
-                BreakerWindow::Time(c.positive_duration(&format!("{p}.window.time"), d))
-            }
+            (None, Some(d)) => BreakerWindow::Time(
+                c.positive_duration(&format!("{p}.window.time"), d)
+                    .unwrap_or_default(),
+            ),
             _ => {
                 c.err(
                     &format!("{p}.window"),
@@ -706,6 +748,7 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             .as_ref()
             .map_or(SimDuration::from_secs(60), |d| {
                 c.positive_duration(&format!("{p}.slow_call_duration"), d)
+                    .unwrap_or_default()
             });
         let rate = threshold(
             c,
@@ -737,6 +780,7 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             .as_ref()
             .map_or(SimDuration::from_secs(60), |d| {
                 c.positive_duration(&format!("{p}.open_duration"), d)
+                    .unwrap_or_default()
             }),
         half_open_calls: c.count_u32(
             &format!("{p}.half_open_calls"),
@@ -770,7 +814,7 @@ fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
         retry_after: raw
             .retry_after
             .as_ref()
-            .map(|d| c.duration(&format!("{p}.retry_after"), d)),
+            .and_then(|d| c.duration(&format!("{p}.retry_after"), d)),
     }
 }
 

@@ -323,6 +323,15 @@ fn budgets_breakers_throttling_and_faults_are_checked() {
         ),
         (
             r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "0.1s", "to": "0.2s" }, { "from": "0.5s", "to": "0.8s", "outage": "drop" } ]"#,
+            &[
+                "server.faults[0]: needs one effect",
+                "server.faults[1].outage",
+                "wait for ever",
+            ],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
             r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "5s", "to": "8s", "outage": "reject" } ]"#,
             &[
                 "server.faults[0].from",
@@ -383,5 +392,77 @@ fn long_non_ascii_text_where_an_object_belongs_is_a_problem_not_a_panic() {
             assert_says(&stderr, needles);
             assert_says(&stderr, &["éééé..."]);
         }
+    }
+}
+
+/// Regression: a duration that cannot be read ("1e18ns") was taken as 0 by the rules that
+/// compare it with other settings, which then reported a second, false problem (a fault
+/// "after" a duration of 0s, a cap shorter than its base, a drop outage "without" the
+/// timeout that was written). A value that failed is compared with nothing.
+#[test]
+fn a_duration_that_cannot_be_read_gives_one_problem_not_two() {
+    let drop = r#", "faults": [ { "from": "0.5s", "to": "0.8s", "outage": "drop" } ]"#;
+    let service = "\"service_time\": { \"constant\": \"1ms\" }";
+    let with_drop = format!("{service}{drop}");
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[
+                ("\"1s\"", "\"1e18ns\", \"max_time\": \"2s\""),
+                (service, &with_drop),
+                ("\"policy\": {", "\"policy\": { \"timeout\": \"1s\","),
+            ],
+            "duration",
+        ),
+        (
+            &[(
+                "\"max_attempts\": 3",
+                r#""max_attempts": 3, "backoff": { "base": "1e18ns", "cap": "1s", "jitter": "decorrelated" }"#,
+            )],
+            "policy.retry.backoff.base",
+        ),
+        (
+            &[(
+                "\"max_attempts\": 3",
+                r#""max_attempts": 3, "backoff": { "base": "1s", "cap": "1e18ns", "jitter": "full" }"#,
+            )],
+            "policy.retry.backoff.cap",
+        ),
+        (
+            &[
+                ("\"policy\": {", "\"policy\": { \"timeout\": \"1e18ns\","),
+                (service, &with_drop),
+            ],
+            "policy.timeout",
+        ),
+        (
+            &[(
+                service,
+                r#""service_time": { "uniform": { "min": "2ms", "max": "1e18ns" } }"#,
+            )],
+            "server.service_time.uniform.max",
+        ),
+        (
+            &[(
+                "\"rate_per_s\": 10 }",
+                r#""rate_per_s": 10, "profile": [ { "at": "0.2s", "rate_per_s": 5 }, { "at": "1e18ns", "rate_per_s": 5 }, { "at": "0.1s", "rate_per_s": 5 } ] }"#,
+            )],
+            "clients.workload.open.profile[1].at",
+        ),
+    ];
+    for (edits, path) in cases {
+        let mut text = GOOD.to_string();
+        for (from, to) in *edits {
+            assert_eq!(text.matches(from).count(), 1, "{from}");
+            text = text.replace(from, to);
+        }
+        let stderr = reject(&text);
+        assert_says(
+            &stderr,
+            &[
+                "1 problem in the scenario",
+                &format!("{path}: "),
+                "\"1e18ns\" has an exponent",
+            ],
+        );
     }
 }
