@@ -32,6 +32,16 @@ pub(crate) fn short(v: &Value) -> String {
     cut(&String::from_utf8_lossy(&head.0))
 }
 
+/// `x` for messages: as written for everyday numbers, in exponent form (`1e308`) for huge and
+/// tiny ones, which would otherwise print hundreds of digits.
+pub(crate) fn num(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-6..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// `text` cut off after [`QUOTED_CHARS`] characters, with "..." when something was cut.
 pub(crate) fn cut(text: &str) -> String {
     match text.char_indices().nth(QUOTED_CHARS) {
@@ -127,6 +137,10 @@ mod tests {
         assert_eq!(short(&json!(text)), format!("\"{}...", "é".repeat(29)));
         assert_eq!(cut(&text), format!("{}...", "é".repeat(30)));
         assert_eq!(cut("short"), "short");
+        assert_eq!(num(1e308), "1e308");
+        assert_eq!(num(-2.5e-9), "-2.5e-9");
+        assert_eq!(num(10.0), "10");
+        assert_eq!(num(0.05), "0.05");
         assert_eq!(short(&json!({"a": 1})), "{\"a\":1}");
         // A large value costs no more than what is shown.
         let big = json!(vec!["🦀"; 1_000_000]);

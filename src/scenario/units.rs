@@ -18,6 +18,12 @@ const UNITS: [(&str, f64); 7] = [
     ("h", 3600e9),
 ];
 
+/// The longest duration a scenario may write: 10^6 s, about 11.6 days. Simulated time is
+/// a u64 of nanoseconds (about 584 years); with every duration this short, a run's duration
+/// plus a request's worst case of 1000 attempts (`policy.retry.max_attempts`), each with a
+/// timeout and a backoff of this length, stays under 64 years.
+pub const MAX_DURATION: SimDuration = SimDuration::from_secs(1_000_000);
+
 /// Parses a duration. The error says what was wrong and how to write it.
 pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
     let text = match value {
@@ -67,8 +73,10 @@ pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
         return Err(format!("must not be negative (got \"{shown}\")"));
     }
     let nanos = (x * nanos_per_unit).round();
-    if !nanos.is_finite() || nanos > 1e18 {
-        return Err(format!("\"{shown}\" is too long (at most about 30 years)"));
+    if !(0.0..=MAX_DURATION.as_nanos() as f64).contains(&nanos) {
+        return Err(format!(
+            "must be at most 1000000s, about 11.6 days (got \"{shown}\"); simulated time is counted in nanoseconds and must not run out"
+        ));
     }
     Ok(SimDuration::from_nanos(nanos as u64))
 }
@@ -89,6 +97,8 @@ mod tests {
         assert_eq!(ok("0.1s"), 100_000_000);
         assert_eq!(ok("7ns"), 7);
         assert_eq!(ok("0s"), 0);
+        assert_eq!(ok("1000000s"), MAX_DURATION.as_nanos());
+        assert_eq!(ok("16666m"), 16_666 * 60_000_000_000);
     }
 
     #[test]
@@ -102,5 +112,14 @@ mod tests {
         assert!(err(json!("1e18ns")).contains("has an exponent"));
         assert!(err(json!("2E-3s")).contains("has an exponent"));
         assert!(err(json!("1e")).contains("unknown unit"));
+        for long in [
+            "1000000.1s",
+            "16667m",
+            "278h",
+            "1000000000000000001ns",
+            "99999999999999999999999h",
+        ] {
+            assert!(err(json!(long)).contains("at most 1000000s"), "{long}");
+        }
     }
 }

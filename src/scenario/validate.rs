@@ -11,7 +11,7 @@ use crate::model::{
     RateProfile, RateStep, Scope,
 };
 
-use super::error::{Problem, short};
+use super::error::{Problem, num, short};
 use super::schema::*;
 use super::units::parse_duration;
 use super::{
@@ -23,6 +23,23 @@ use super::{
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
 pub const DEFAULT_BUCKETS: u64 = 200;
+
+// Bounds that keep every number a run computes finite and simulated time far from its end
+// (a u64 of nanoseconds, about 584 years). Durations are bounded in `units`.
+
+/// The largest finite `policy.retry.max_attempts`.
+pub const MAX_ATTEMPTS: u64 = 1000;
+/// The largest rate per second: one event per nanosecond, the resolution of simulated time.
+pub const MAX_RATE: f64 = 1e9;
+/// The largest token count, quota or cost of a budget or rate limit.
+pub const MAX_AMOUNT: f64 = 1e9;
+/// The largest service-time factor of a fault window.
+pub const MAX_SERVICE_TIME_FACTOR: f64 = 1000.0;
+/// The largest `server.slowdown_per_inflight` (it is added once per attempt in service).
+pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
+/// How far a log-normal draw may reach eight standard deviations up, median * e^(8 sigma):
+/// 10^9 s, about 32 years. A draw beyond it comes less than once in 10^15.
+pub const MAX_LOGNORMAL_REACH_SECS: f64 = 1e9;
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -94,7 +111,10 @@ impl Checker {
         if !(0.0..=1.0).contains(&p) {
             self.err(
                 path,
-                format!("must be a probability between 0 and 1 (got {p}); write 5 % as 0.05"),
+                format!(
+                    "must be a probability between 0 and 1 (got {}); write 5 % as 0.05",
+                    num(p)
+                ),
             );
             return 0.0;
         }
@@ -102,22 +122,34 @@ impl Checker {
     }
 
     fn rate(&mut self, path: &str, r: f64) -> f64 {
-        if !r.is_finite() || r < 0.0 {
-            self.err(path, format!("must be a rate per second >= 0 (got {r})"));
+        if !(0.0..=MAX_RATE).contains(&r) {
+            self.err(
+                path,
+                format!(
+                    "must be a rate per second >= 0 and at most 1e9, one per nanosecond of simulated time (got {})",
+                    num(r)
+                ),
+            );
             return 0.0;
         }
         r
     }
 
     fn positive_number(&mut self, path: &str, x: f64) {
-        if !x.is_finite() || x <= 0.0 {
-            self.err(path, format!("must be a number > 0 (got {x})"));
+        if !(x > 0.0 && x <= MAX_AMOUNT) {
+            self.err(
+                path,
+                format!("must be a number > 0 and at most 1e9 (got {})", num(x)),
+            );
         }
     }
 
     fn non_negative(&mut self, path: &str, x: f64) {
-        if !x.is_finite() || x < 0.0 {
-            self.err(path, format!("must be a number >= 0 (got {x})"));
+        if !(0.0..=MAX_AMOUNT).contains(&x) {
+            self.err(
+                path,
+                format!("must be a number >= 0 and at most 1e9 (got {})", num(x)),
+            );
         }
     }
 
@@ -169,14 +201,26 @@ impl Checker {
                 if !sigma.is_finite() || *sigma < 0.0 {
                     self.err(
                         &format!("{path}.lognormal.sigma"),
-                        format!("must be a number >= 0 (got {sigma})"),
+                        format!("must be a number >= 0 (got {})", num(*sigma)),
                     );
                     return Dist::ZERO;
                 }
-                match median {
-                    Some(median) => Dist::lognormal(median, *sigma),
-                    None => Dist::ZERO,
+                let Some(median) = median else {
+                    return Dist::ZERO;
+                };
+                let reach = median.as_secs_f64() * (8.0 * sigma).exp();
+                if !(0.0..=MAX_LOGNORMAL_REACH_SECS).contains(&reach) {
+                    self.err(
+                        &format!("{path}.lognormal.sigma"),
+                        format!(
+                            "is too large for median {median} (got {}): eight standard deviations up, median * e^(8 sigma) is {}s, and must be at most 1e9s (about 32 years) so that no draw comes near the end of simulated time; lower sigma or the median",
+                            num(*sigma),
+                            num(reach)
+                        ),
+                    );
+                    return Dist::ZERO;
                 }
+                Dist::lognormal(median, *sigma)
             }
             RawDist::Mixture(parts) => {
                 let path = format!("{path}.mixture");
@@ -190,16 +234,26 @@ impl Checker {
                     .enumerate()
                     .map(|(i, part)| {
                         let p = format!("{path}[{i}]");
-                        if !part.weight.is_finite() || part.weight <= 0.0 {
+                        if !(part.weight.is_finite() && part.weight > 0.0) {
                             self.err(
                                 &format!("{p}.weight"),
-                                format!("must be a positive number (got {})", part.weight),
+                                format!("must be a positive number (got {})", num(part.weight)),
                             );
                         }
                         (part.weight, self.dist(&format!("{p}.dist"), &part.dist))
                     })
                     .collect();
                 if self.problems.len() > before {
+                    return Dist::ZERO;
+                }
+                // Component i is drawn with probability w_i / sum: a sum that overflows would
+                // leave every probability 0 but the last.
+                let total: f64 = parts.iter().map(|(w, _)| w).sum();
+                if !total.is_finite() {
+                    self.err(
+                        &path,
+                        "the weights must have a finite sum (these add up to more than 1.8e308); weights are relative, so divide them all by the same number",
+                    );
                     return Dist::ZERO;
                 }
                 Dist::mixture(parts)
@@ -438,6 +492,14 @@ fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Se
         .as_ref()
         .and_then(|d| c.duration("server.slowdown_per_inflight", d))
         .unwrap_or_default();
+    if slowdown_per_inflight > MAX_SLOWDOWN {
+        c.err(
+            "server.slowdown_per_inflight",
+            format!(
+                "must be at most 10s (got {slowdown_per_inflight}): it is added once for every attempt in service, so a longer one would run simulated time out"
+            ),
+        );
+    }
     Server {
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
@@ -493,10 +555,13 @@ fn faults(c: &mut Checker, raw: &[RawFault], duration: Option<SimDuration>) -> F
             effects.push(FaultEffect::ErrorRate(rate));
         }
         if let Some(x) = f.service_time_factor {
-            if !x.is_finite() || x <= 0.0 {
+            if !(x > 0.0 && x <= MAX_SERVICE_TIME_FACTOR) {
                 c.err(
                     &format!("{p}.service_time_factor"),
-                    format!("must be a number > 0 (got {x}); 3 makes service three times slower"),
+                    format!(
+                        "must be a number > 0 and at most 1000 (got {}); 3 makes service three times slower",
+                        num(x)
+                    ),
                 );
             }
             effects.push(FaultEffect::ServiceTimeFactor(x));
@@ -551,6 +616,15 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
             );
             Some(1)
         }
+        Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
+            c.err(
+                "policy.retry.max_attempts",
+                format!(
+                    "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
+                ),
+            );
+            None
+        }
         Some(Count::Finite(n)) => Some(c.count_u32("policy.retry.max_attempts", n, 1)),
     };
     let retry_on = match &retry.retry_on {
@@ -580,7 +654,10 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
             if !multiplier.is_finite() || multiplier < 1.0 {
                 c.err(
                     &format!("{p}.multiplier"),
-                    format!("must be a number >= 1 (got {multiplier}); backoff never shrinks"),
+                    format!(
+                        "must be a number >= 1 (got {}); backoff never shrinks",
+                        num(multiplier)
+                    ),
                 );
             }
             if let (Some(base), Some(cap)) = (base, cap)
@@ -682,7 +759,7 @@ fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
                 &format!("{q}.percent"),
                 format!(
                     "must be a fraction between 0 and 1 (got {}); write 10 % as 0.1",
-                    r.percent
+                    num(r.percent)
                 ),
             );
         }
@@ -735,7 +812,10 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
         if !(v > 0.0 && v <= 1.0) {
             c.err(
                 &format!("{p}.{key}"),
-                format!("must be a rate above 0 and at most 1 (got {v}); write 50 % as 0.5"),
+                format!(
+                    "must be a rate above 0 and at most 1 (got {}); write 50 % as 0.5",
+                    num(v)
+                ),
             );
         }
         v
@@ -799,12 +879,12 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
 fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
     let p = "server.rate_limit";
     let rate_per_s = c.rate(&format!("{p}.rate_per_s"), raw.rate_per_s);
-    if !raw.burst.is_finite() || raw.burst < 1.0 {
+    if !(1.0..=MAX_AMOUNT).contains(&raw.burst) {
         c.err(
             &format!("{p}.burst"),
             format!(
-                "must be at least 1 (got {}); it is how many attempts pass at once",
-                raw.burst
+                "must be at least 1 and at most 1e9 (got {}); it is how many attempts pass at once",
+                num(raw.burst)
             ),
         );
     }

@@ -466,3 +466,116 @@ fn a_duration_that_cannot_be_read_gives_one_problem_not_two() {
         );
     }
 }
+
+/// Regression: values whose arithmetic overflows were accepted and reached results. Backoffs
+/// of 10^18 ns ran simulated time (a u64 of nanoseconds, about 584 years) out, so requests
+/// ended `deadline_exceeded` with no deadline set; mixture weights of 1e308 summed to infinity
+/// and only the last component was ever drawn. Each bound is named in its message.
+#[test]
+fn values_that_would_overflow_are_rejected_with_their_bound() {
+    let retry = "\"max_attempts\": 3";
+    let service = "\"service_time\": { \"constant\": \"1ms\" }";
+    let rate = "\"rate_per_s\": 10 }";
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            retry,
+            r#""max_attempts": 3, "backoff": { "base": "1000000000s", "cap": "1000000000s", "jitter": "none" }"#,
+            &[
+                "policy.retry.backoff.base: must be at most 1000000s",
+                "policy.retry.backoff.cap: must be at most 1000000s",
+                "got \"1000000000s\"",
+            ],
+        ),
+        (
+            "\"duration\": \"1s\"",
+            "\"duration\": \"2000000s\"",
+            &["duration: must be at most 1000000s, about 11.6 days"],
+        ),
+        (
+            "\"policy\": {",
+            "\"policy\": { \"timeout\": \"300h\", \"deadline\": \"16667m\",",
+            &[
+                "policy.timeout: must be at most 1000000s",
+                "policy.deadline: must be at most 1000000s",
+            ],
+        ),
+        (
+            retry,
+            "\"max_attempts\": 5000",
+            &[
+                "policy.retry.max_attempts: must be at most 1000 (got 5000)",
+                "\"unlimited\"",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "mixture": [ { "weight": 1e308, "dist": { "constant": "1ms" } }, { "weight": 1e308, "dist": { "constant": "9ms" } } ] }"#,
+            &["server.service_time.mixture: the weights must have a finite sum"],
+        ),
+        (
+            service,
+            r#""service_time": { "lognormal": { "median": "10ms", "sigma": 6 } }"#,
+            &[
+                "server.service_time.lognormal.sigma",
+                "got 6",
+                "at most 1e9s",
+            ],
+        ),
+        (
+            rate,
+            "\"rate_per_s\": 1e10 }",
+            &[
+                "clients.workload.open.rate_per_s: must be a rate per second >= 0 and at most 1e9",
+                "got 10000000000",
+            ],
+        ),
+        (
+            rate,
+            r#""rate_per_s": 10, "profile": [ { "at": "0.5s", "rate_per_s": 1e300 } ] }"#,
+            &[
+                "clients.workload.open.profile[0].rate_per_s",
+                "at most 1e9",
+                "got 1e300",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "constant": "1ms" }, "rate_limit": { "rate_per_s": 1e12, "burst": 1e300 }"#,
+            &[
+                "server.rate_limit.rate_per_s",
+                "server.rate_limit.burst: must be at least 1 and at most 1e9 (got 1e300)",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "constant": "1ms" }, "slowdown_per_inflight": "1m", "faults": [ { "from": "0s", "to": "0.5s", "service_time_factor": 1e300 } ]"#,
+            &[
+                "server.slowdown_per_inflight: must be at most 10s (got 1m)",
+                "server.faults[0].service_time_factor: must be a number > 0 and at most 1000 (got 1e300)",
+            ],
+        ),
+        (
+            "\"policy\": {",
+            r#""policy": { "budget": { "token_bucket": { "max_tokens": 1e300, "token_ratio": 1e20 } },"#,
+            &[
+                "policy.budget.token_bucket.max_tokens: must be a number > 0 and at most 1e9",
+                "policy.budget.token_bucket.token_ratio: must be a number >= 0 and at most 1e9",
+            ],
+        ),
+    ];
+    for (from, to, needles) in cases {
+        assert_eq!(GOOD.matches(from).count(), 1, "{from}");
+        let stderr = reject(&GOOD.replace(from, to));
+        assert_says(&stderr, needles);
+    }
+    // Counts stay as large as the type that holds them: 4,294,967,295 open-workload clients.
+    let dir = tempfile::tempdir().unwrap();
+    let many = GOOD.replace("\"count\": 2", "\"count\": 4294967295");
+    std::fs::write(dir.path().join("s.json"), many).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
