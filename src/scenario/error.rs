@@ -32,6 +32,12 @@ pub(crate) fn short(v: &Value) -> String {
     cut(&String::from_utf8_lossy(&head.0))
 }
 
+/// `text` in quotes for messages, cut short if it is long, with control characters escaped
+/// (`"a\nb"`) so that a message stays one line.
+pub(crate) fn quote(text: &str) -> String {
+    format!("{:?}", cut(text))
+}
+
 /// `x` for messages: as written for everyday numbers, in exponent form (`1e308`) for huge and
 /// tiny ones, which would otherwise print hundreds of digits.
 pub(crate) fn num(x: f64) -> String {
@@ -137,6 +143,7 @@ mod tests {
         assert_eq!(short(&json!(text)), format!("\"{}...", "é".repeat(29)));
         assert_eq!(cut(&text), format!("{}...", "é".repeat(30)));
         assert_eq!(cut("short"), "short");
+        assert_eq!(quote("a\nb\t\u{7f}é"), r#""a\nb\t\u{7f}é""#);
         assert_eq!(num(1e308), "1e308");
         assert_eq!(num(-2.5e-9), "-2.5e-9");
         assert_eq!(num(10.0), "10");

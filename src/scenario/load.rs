@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{Problem, ScenarioError, short};
+use super::error::{Problem, ScenarioError, quote, short};
 use super::schema::RawScenario;
 use super::validate::validate;
 use super::{Axis, Experiment, Point, Sweep, Variant};
@@ -120,8 +120,9 @@ pub fn load_str(
                     "must list at least one variant, or be left out for a single \"baseline\"",
                 ));
             }
+            let mut names = std::collections::HashMap::new();
             for (i, v) in list.iter().enumerate() {
-                check_variant(i, &v.name, &v.patch, list, &mut problems);
+                check_variant(i, &v.name, &v.patch, &mut names, &mut problems);
                 if let Some(s) = &sweep {
                     let from_command_line = options.sweep.is_some();
                     check_sweep_against_patch(s, from_command_line, i, v, &mut problems);
@@ -306,7 +307,8 @@ fn check_name(name: &str, problems: &mut Vec<Problem>) {
         problems.push(Problem::new(
             "name",
             format!(
-                "must be a plain folder name of letters, digits, '.', '_' and '-', not starting with '.' (got {name:?}); it names the output folder"
+                "must be a plain folder name of at most 100 letters, digits, '.', '_' and '-', not starting with '.' (got {}); it names the output folder",
+                quote(name)
             ),
         ));
     }
@@ -369,6 +371,7 @@ fn check_label(at: &str, label: &str, problems: &mut Vec<Problem>) {
             "must not be empty; leave it out for a name made from the path",
         ));
     }
+    check_printable(at, label, problems);
 }
 
 /// A variant whose patch sets a swept setting (or a key on its way, or one inside it) would
@@ -451,21 +454,41 @@ fn check_axis(at: &str, path: &str, values: &[Value], problems: &mut Vec<Problem
     }
 }
 
-fn check_variant(
+/// A name or label that is written into tables, figures and CSV files may not hold control
+/// characters (a newline, a tab, ...): they would break the lines it is written on.
+fn check_printable(at: &str, text: &str, problems: &mut Vec<Problem>) {
+    if text.chars().any(char::is_control) {
+        problems.push(Problem::new(
+            at,
+            format!(
+                "must not contain control characters such as a newline or a tab (got {}); it is written into tables, figures and CSV files",
+                quote(text)
+            ),
+        ));
+    }
+}
+
+/// Checks variant `i`; `earlier` holds the names of the variants before it, with their index.
+fn check_variant<'a>(
     i: usize,
-    name: &str,
+    name: &'a str,
     patch: &Value,
-    all: &[super::schema::RawVariant],
+    earlier: &mut std::collections::HashMap<&'a str, usize>,
     problems: &mut Vec<Problem>,
 ) {
     let path = format!("variants[{i}]");
     if name.trim().is_empty() {
         problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
     }
-    if all[..i].iter().any(|v| v.name == name) {
+    check_printable(&format!("{path}.name"), name, problems);
+    if let Some(j) = earlier.insert(name, i) {
+        earlier.insert(name, j);
         problems.push(Problem::new(
             format!("{path}.name"),
-            format!("\"{name}\" is used by an earlier variant; names must be unique"),
+            format!(
+                "{} is also the name of variants[{j}]; names must be unique",
+                quote(name)
+            ),
         ));
     }
     match patch {

@@ -579,3 +579,60 @@ fn values_that_would_overflow_are_rejected_with_their_bound() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Names are written into tables, figures, report.md and CSV files: a control character
+/// (a newline, a tab) would break the line it is written on, so it is refused with the name
+/// shown escaped. Characters such as `|`, `=` and `<` are fine in names.
+#[test]
+fn control_characters_in_names_and_labels_are_rejected() {
+    let with_variants = |variants: &str| {
+        GOOD.replace(
+            "\"policy\"",
+            &format!("\"variants\": {variants},\n  \"policy\""),
+        )
+    };
+    let cases: &[(String, &[&str])] = &[
+        (
+            with_variants(r#"[{"name": "two\nlines"}, {"name": "tab\there"}, {"name": "bell\u0007"}]"#),
+            &[
+                "3 problems",
+                r#"variants[0].name: must not contain control characters such as a newline or a tab (got "two\nlines")"#,
+                r#"variants[1].name: must not contain control characters"#,
+                r#"(got "tab\there")"#,
+                r#"variants[2].name: must not contain control characters"#,
+                r#"(got "bell\u{7}")"#,
+            ],
+        ),
+        (
+            GOOD.replace("\"name\": \"bad\"", "\"name\": \"bad\\r\\n\""),
+            &["name: must be a plain folder name", r#"(got "bad\r\n")"#],
+        ),
+        (
+            GOOD.replace(
+                "\"policy\"",
+                "\"sweep\": { \"path\": \"clients.count\", \"label\": \"clients\\nper server\", \"values\": [1, 2] },\n  \"policy\"",
+            ),
+            &["sweep.label: must not contain control characters"],
+        ),
+        (
+            with_variants(r#"[{"name": "a"}, {"name": "b"}, {"name": "a"}]"#),
+            &["1 problem", r#"variants[2].name: "a" is also the name of variants[0]; names must be unique"#],
+        ),
+    ];
+    for (text, needles) in cases {
+        let stderr = reject(text);
+        assert_says(&stderr, needles);
+        // Every problem stays on its own line.
+        let listed = stderr.lines().filter(|l| l.starts_with("  - ")).count();
+        assert_eq!(listed + 1, stderr.lines().count(), "{stderr}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fine = with_variants(r#"[{"name": "a | b = c < d > e, \"f\""}, {"name": "é 🦀"}]"#);
+    std::fs::write(dir.path().join("s.json"), fine).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
