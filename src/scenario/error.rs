@@ -63,6 +63,9 @@ pub struct Problem {
     pub path: String,
     /// The rule, the value seen and, where it helps, the fix.
     pub message: String,
+    /// How many more problems of the same kind (the same rule, at paths that differ only in
+    /// list indices) were found after this one and are not listed.
+    pub more: usize,
 }
 
 impl Problem {
@@ -71,6 +74,7 @@ impl Problem {
         Problem {
             path: path.into(),
             message: message.into(),
+            more: 0,
         }
     }
 }
@@ -110,15 +114,31 @@ pub enum ScenarioError {
         message: String,
     },
     /// The JSON breaks one or more rules of the format.
-    #[error("{file}: {} problem{} in the scenario:\n{}", .problems.len(),
-        if .problems.len() == 1 { "" } else { "s" },
-        .problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", listing(.file, .problems))]
     Invalid {
         /// The file.
         file: String,
-        /// Every problem found.
+        /// Every problem found; of many of one kind, the first few, each kind's last listed
+        /// one counting the rest in [`Problem::more`].
         problems: Vec<Problem>,
     },
+}
+
+/// "FILE: N problems in the scenario:" and one line per problem listed, each kind's last
+/// followed by "and M more like this" when more were found.
+fn listing(file: &str, problems: &[Problem]) -> String {
+    let total: usize = problems.iter().map(|p| 1 + p.more).sum();
+    let mut out = format!(
+        "{file}: {total} problem{} in the scenario:",
+        if total == 1 { "" } else { "s" }
+    );
+    for p in problems {
+        out.push_str(&format!("\n  - {p}"));
+        if p.more > 0 {
+            out.push_str(&format!("\n    and {} more like this", p.more));
+        }
+    }
+    out
 }
 
 impl ScenarioError {

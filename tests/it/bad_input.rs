@@ -93,10 +93,8 @@ fn unknown_key_names_the_nearest_valid_one() {
     assert_says(
         &stderr,
         &[
-            "clients.workload.open",
-            "unknown field `rate_per_sec`",
-            "did you mean `rate_per_s`?",
-            "line 4",
+            "1 problem in the scenario",
+            "clients.workload.open.rate_per_sec: unknown key; did you mean `rate_per_s`? (line 4, column 52)",
         ],
     );
 }
@@ -635,4 +633,189 @@ fn control_characters_in_names_and_labels_are_rejected() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Regression: `check` stopped at the first unknown key or wrong type (one of six here) and
+/// worded it in Rust's terms ("invalid type: string \"two\", expected u64"). Every one is
+/// listed in one pass, inside a variant's patch and a sweep value too, each with its path,
+/// what belongs there in the format's words, and its line and column in the file.
+#[test]
+fn every_unknown_key_and_wrong_type_is_listed_in_one_pass() {
+    let text = r#"{
+  "name": "bad",
+  "duration": "1s",
+  "clients": { "count": "two", "workload": { "open": { "rate_per_sec": 10 } } },
+  "server": { "service_time": { "constant": "1ms" }, "concurency": 2 },
+  "policy": { "retry": { "max_attempts": 3, "backoff": { "base": "1ms", "cap": "1s", "jitter": "ful" } } },
+  "variants": [
+    { "name": "a" },
+    { "name": "b", "patch": { "server": { "queue_limit": 2.5 } } }
+  ],
+  "sweep": { "path": "network.latency", "values": [ { "constant": "1ms" }, { "exponentail": { "mean": "1ms" } } ] }
+}"#;
+    let expected = [
+        "error: scenario.json: 6 problems in the scenario:",
+        "  - clients.count: must be a whole number (got \"two\") (line 4, column 25)",
+        "  - clients.workload.open.rate_per_sec: unknown key; did you mean `rate_per_s`? (line 4, column 56)",
+        "  - server.concurency: unknown key; did you mean `concurrency`? (line 5, column 54)",
+        "  - policy.retry.backoff.jitter: must be one of: none, full, equal, decorrelated (got \"ful\"); did you mean \"full\"? (line 6, column 96)",
+        "  - server.queue_limit: must be a whole number or \"unlimited\" (got 2.5) (in variants[1] \"b\") (line 9, column 58)",
+        "  - network.latency.exponentail: unknown key; did you mean `exponential`? the one key here names the kind: constant, exponential, uniform, normal, lognormal, mixture (with network.latency = {\"exponentail\":{\"mean\":\"1ms\"}}) (line 11, column 76)",
+    ];
+    for command in ["check", "run"] {
+        let stderr = reject_by(command, text);
+        assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+    }
+}
+
+/// What belongs where is said as the format says it, never in serde's internal words.
+#[test]
+fn wrong_types_are_described_in_the_formats_words() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "\"count\": 2",
+            "\"count\": -2",
+            "clients.count: must be a whole number (got -2)",
+        ),
+        (
+            "\"count\": 2",
+            "\"count\": 2.5",
+            "clients.count: must be a whole number (got 2.5)",
+        ),
+        (
+            "\"count\": 2",
+            "\"count\": {}",
+            "clients.count: must be a whole number (got {})",
+        ),
+        (
+            "\"duration\": \"1s\"",
+            "\"duration\": [1]",
+            "duration: must be a duration such as \"10ms\" or \"1.5s\" (got [1])",
+        ),
+        (
+            "\"workload\": { \"open\": { \"rate_per_s\": 10 } }",
+            "\"workload\": \"open\"",
+            "clients.workload: must be an object with one key, one of: open, closed (got \"open\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": true",
+            "policy.retry.max_attempts: must be a whole number or \"unlimited\" (got true)",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"backoff\": \"exponential\"",
+            "policy.retry.backoff: must be \"none\" or an object (got \"exponential\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"retry_on\": \"timeout\"",
+            "policy.retry.retry_on: must be a list (got \"timeout\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"retry_on\": [\"timeouts\"]",
+            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent (got \"timeouts\"); did you mean \"timeout\"?",
+        ),
+        (
+            "\"constant\": \"1ms\"",
+            "\"constant\": \"1ms\", \"uniform\": {}",
+            "server.service_time: has 2 keys (constant, uniform) but must have exactly one, the kind",
+        ),
+        (
+            "\"name\": \"bad\",",
+            "",
+            "name: is required: a string (line 1, column 1)",
+        ),
+    ];
+    for (from, to, needle) in cases {
+        assert_eq!(GOOD.matches(from).count(), 1, "{from}");
+        let stderr = reject(&GOOD.replace(from, to));
+        assert_says(&stderr, &["1 problem in the scenario", needle]);
+        for serde_words in [
+            "invalid type",
+            "expected",
+            "u64",
+            "struct",
+            "map with",
+            "variant `",
+        ] {
+            assert!(!stderr.contains(serde_words), "{serde_words}: {stderr}");
+        }
+    }
+}
+
+/// Regression: a sweep of 100,000 values with a bad one in every scenario printed 16 MB of
+/// near-identical problems. The first five of each kind (the same rule at paths that differ
+/// in list indices only) are listed, then how many more there are; a variant's own mistake is
+/// one problem, not one per sweep value.
+#[test]
+fn many_problems_of_one_kind_are_summarised() {
+    let values: Vec<String> = (2..1002).map(|v| v.to_string()).collect();
+    let variants: Vec<String> = (0..50)
+        .map(|i| format!(r#"{{"name": "v{i}", "patch": {{"server": {{"concurrency": 0}}}}}}"#))
+        .collect();
+    let text = GOOD.replace(
+        "\"policy\"",
+        &format!(
+            "\"sweep\": {{ \"path\": \"server.error_rate\", \"values\": [{}] }},\n  \"variants\": [{}],\n  \"policy\"",
+            values.join(", "),
+            variants.join(", ")
+        ),
+    );
+    let stderr = reject_by("check", &text);
+    assert_says(
+        &stderr,
+        &[
+            "1050 problems in the scenario",
+            "  - server.error_rate: must be a probability between 0 and 1 (got 6); write 5 % as 0.05 (with server.error_rate = 6) (line 6, column 66)",
+            "\n    and 995 more like this\n",
+            "  - server.concurrency: must be at least 1 (got 0) (in variants[4] \"v4\")",
+            "\n    and 45 more like this",
+        ],
+    );
+    assert_eq!(stderr.lines().count(), 1 + 5 + 1 + 5 + 1, "{stderr}");
+    assert!(!stderr.contains("(got 7)"), "{stderr}");
+}
+
+/// Loading takes bounded time and memory whatever the file: it may expand to at most 100,000
+/// scenarios (sweep points times variants) and 100 MB of JSON in all, and a sweep path has at
+/// most 32 keys. Each limit is named where it is passed.
+#[test]
+fn a_file_that_expands_too_far_is_refused_with_its_bound() {
+    let many_values: Vec<String> = (1..=1001).map(|v| v.to_string()).collect();
+    let many_variants: Vec<String> = (0..100).map(|i| format!(r#"{{"name": "v{i}"}}"#)).collect();
+    let deep = vec!["a"; 40].join(".");
+    let big = "x".repeat(20_000);
+    let cases = [
+        (
+            format!(
+                "\"sweep\": {{ \"path\": \"clients.count\", \"values\": [{}] }}, \"variants\": [{}],",
+                many_values.join(", "),
+                many_variants.join(", ")
+            ),
+            "sweep: the file expands to 100100 scenarios (1001 sweep points times 100 variants), more than the 100000 one file may run",
+        ),
+        (
+            format!(
+                "\"description\": \"{big}\", \"sweep\": {{ \"path\": \"clients.count\", \"values\": [{}] }},",
+                (1..=6000)
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "bytes in all, more than the 100000000 one file may check",
+        ),
+        (
+            format!("\"sweep\": {{ \"path\": \"{deep}\", \"values\": [1] }},"),
+            "sweep.path: has 40 keys, more than the 32 a path may have",
+        ),
+    ];
+    for (insert, needle) in &cases {
+        let text = GOOD.replace("\"policy\"", &format!("{insert}\n  \"policy\""));
+        assert_says(
+            &reject_by("check", &text),
+            &["1 problem in the scenario", needle],
+        );
+    }
 }
