@@ -1,12 +1,21 @@
 //! From a file to an [`Experiment`]: JSON syntax, variants as merge patches, sweeps, and the
 //! command-line overrides of seed, replications and sweep.
+//!
+//! [`load_str`] is the one way in for scenario text. It never panics, and its time grows no
+//! faster than the text times a bounded number of scenarios: a file may expand to at most
+//! [`MAX_SCENARIOS`] (sweep point, variant) pairs and [`MAX_EXPANDED_BYTES`] of JSON in all.
 
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::{Problem, ScenarioError};
-use super::schema::RawScenario;
+use super::error::{Problem, ScenarioError, cut, quote, short};
+use super::locate::{Place, locate};
+use super::schema::{RawScenario, RawSweep, RawVariant};
+use super::shape::{self, Step, parse, show};
 use super::validate::validate;
 use super::{Axis, Experiment, Point, Sweep, Variant};
 
@@ -31,37 +40,84 @@ const FILE_KEYS: [&str; 6] = [
     "$schema",
 ];
 
+/// The most scenarios, sweep points times variants, that one file may expand to.
+pub const MAX_SCENARIOS: usize = 100_000;
+/// The most JSON, in bytes over all its scenarios, that one file may expand to.
+pub const MAX_EXPANDED_BYTES: usize = 100_000_000;
+/// The most keys a sweep path may have (the deepest setting has fewer than 20).
+pub const MAX_PATH_KEYS: usize = 32;
+/// Problems of one kind (the same rule, at paths that differ only in list indices) listed
+/// before the rest are only counted.
+const SHOWN_PER_KIND: usize = 5;
+
 /// Reads and validates a scenario file.
 pub fn load_file(path: &Path, options: &LoadOptions) -> Result<Experiment, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    let text = std::fs::read_to_string(path).map_err(|reason| ScenarioError::Read {
         file: file.clone(),
-        source,
+        reason,
     })?;
     load_str(&text, &file, options)
 }
 
+/// A swept setting at one sweep point.
+struct Setting<'a> {
+    /// The key that names it in messages: `sweep.path` or `sweep.second.path`.
+    key: &'static str,
+    /// Its dotted path.
+    path: &'a str,
+    /// The value put there.
+    value: &'a Value,
+    /// Where the value is written in the file (`None` for a command-line sweep).
+    place: Option<Place>,
+}
+
 /// Validates scenario text; `file` names it in messages.
+///
+/// Every problem is reported at once: first the shape of the file as written (every unknown
+/// key and every value of the wrong type, with line and column), then the file-level rules,
+/// then each (sweep point, variant) scenario's shape and rules. A problem that the base
+/// scenario has is reported once, without a variant's name; a variant is blamed only for what
+/// its patch adds, a sweep value only for what it brings.
 pub fn load_str(
     text: &str,
     file: &str,
     options: &LoadOptions,
 ) -> Result<Experiment, ScenarioError> {
+    // A UTF-8 byte-order mark is not JSON, but some editors start every file with one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::Syntax {
         file: file.to_string(),
         line: e.line(),
         column: e.column(),
         message: strip_position(&e.to_string()),
     })?;
-    let invalid = |problems: Vec<Problem>| ScenarioError::Invalid {
+    let mut found = Found::default();
+    let invalid = |found: Found| ScenarioError::Invalid {
         file: file.to_string(),
-        problems,
+        problems: found.finish(text),
     };
-    // Shape of the file as written: paths and, from the text, line and column.
-    let mut de = serde_json::Deserializer::from_str(text);
-    let raw: RawScenario = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| invalid(vec![shape_problem(e, true)]))?;
 
+    // The file as written.
+    let written = shape::check(&doc);
+    for p in &written {
+        let place = (p.at.clone(), p.at_key);
+        found.add(Problem::new(show(&p.path), &p.message), "", Some(place));
+    }
+    if written.is_empty()
+        && let Err(e) = serde_path_to_error::deserialize::<_, RawScenario>(&doc)
+    {
+        found.add(unreadable(&e), "", None);
+    }
+    if !doc.is_object() {
+        return Err(invalid(found));
+    }
+    let written: HashSet<(String, String)> = written
+        .into_iter()
+        .map(|p| (show(&p.path), p.message))
+        .collect();
+
+    // File-level settings, each read where its shape is right (else its problem is listed).
     let mut problems = Vec::new();
     if let Some(seed) = options.seed {
         doc["seed"] = seed.into();
@@ -69,19 +125,30 @@ pub fn load_str(
     if let Some(r) = options.replications {
         doc["replications"] = r.into();
     }
-    let name = raw.name.clone();
-    check_name(&name, &mut problems);
-    let seed = options.seed.or(raw.seed).unwrap_or(1);
-    let replications = options.replications.or(raw.replications).unwrap_or(1);
+    let name = doc
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if doc.get("name").is_some_and(Value::is_string) {
+        check_name(&name, &mut problems);
+    }
+    let description = doc
+        .get("description")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let seed = doc.get("seed").and_then(Value::as_u64).unwrap_or(1);
+    let replications = doc.get("replications").and_then(Value::as_u64).unwrap_or(1);
     if replications == 0 || replications > 1_000_000 {
         problems.push(Problem::new(
             "replications",
             format!("must be between 1 and 1000000 (got {replications})"),
         ));
     }
+    let raw_sweep = doc.get("sweep").and_then(|s| RawSweep::deserialize(s).ok());
     let mut sweep = match &options.sweep {
         Some(s) => Some(s.clone()),
-        None => raw.sweep.as_ref().map(|s| {
+        None => raw_sweep.map(|s| {
             let mut sweep = Sweep::new(s.path.clone(), s.values.clone());
             if let Some(label) = &s.label {
                 check_label("sweep.label", label, &mut problems);
@@ -100,46 +167,47 @@ pub fn load_str(
             }
         }),
     };
+    let mut expand = true;
     if let Some(s) = &mut sweep {
         s.base_value = get_path(&doc, &s.path).cloned();
         if let Some(second) = &mut s.second {
             second.base_value = get_path(&doc, &second.path).cloned();
         }
+        expand &= check_sweep(s, &mut problems);
     }
-    if let Some(s) = &sweep {
-        check_sweep(s, &mut problems);
-    }
-    let variants: Vec<(String, Value)> = match &raw.variants {
-        None => vec![("baseline".to_string(), Value::Object(Default::default()))],
-        Some(list) => {
+    // The variants to build: (index in the file, name, patch). One whose entry or patch
+    // has the wrong shape is left out; its problem is listed.
+    let variants: Vec<(usize, String, Value)> = match doc.get("variants") {
+        None | Some(Value::Null) => vec![(0, "baseline".into(), Value::Object(Default::default()))],
+        Some(Value::Array(list)) => {
             if list.is_empty() {
                 problems.push(Problem::new(
                     "variants",
                     "must list at least one variant, or be left out for a single \"baseline\"",
                 ));
             }
-            for (i, v) in list.iter().enumerate() {
-                check_variant(i, &v.name, &v.patch, list, &mut problems);
+            let mut names = HashMap::new();
+            let mut usable = Vec::new();
+            for (i, entry) in list.iter().enumerate() {
+                let Ok(v) = RawVariant::deserialize(entry) else {
+                    continue;
+                };
+                check_variant(i, &v.name, &v.patch, &mut names, &mut problems);
                 if let Some(s) = &sweep {
                     let from_command_line = options.sweep.is_some();
-                    check_sweep_against_patch(s, from_command_line, i, v, &mut problems);
+                    check_sweep_against_patch(s, from_command_line, i, &v, &mut problems);
+                }
+                match v.patch {
+                    // A variant without a patch (or with `null`) is the base scenario itself.
+                    Value::Null => usable.push((i, v.name, Value::Object(Default::default()))),
+                    patch @ Value::Object(_) => usable.push((i, v.name, patch)),
+                    _ => {}
                 }
             }
-            // A variant without a patch (or with `null`) is the base scenario itself.
-            list.iter()
-                .map(|v| {
-                    let patch = match &v.patch {
-                        Value::Null => Value::Object(Default::default()),
-                        p => p.clone(),
-                    };
-                    (v.name.clone(), patch)
-                })
-                .collect()
+            usable
         }
+        Some(_) => Vec::new(),
     };
-    if !problems.is_empty() {
-        return Err(invalid(problems));
-    }
 
     // The base document without the file-level keys, as variants and sweeps patch it.
     if let Value::Object(map) = &mut doc {
@@ -147,30 +215,56 @@ pub fn load_str(
             map.remove(key);
         }
     }
+    if expand {
+        expand = check_expansion(sweep.as_ref(), &doc, &variants, &mut problems);
+    }
+    for p in problems {
+        // A command-line sweep is not in the file: its problems have no line.
+        let place = (options.sweep.is_none() || !p.path.starts_with("sweep"))
+            .then(|| (parse(&p.path), false));
+        found.add(p, "", place);
+    }
+    if !expand {
+        return Err(invalid(found));
+    }
+
     let values = sweep.as_ref().map_or(vec![(None, None)], sweep_points);
     let mut points = Vec::with_capacity(values.len());
-    // A problem the base document has is reported once, without a variant's name (unless
-    // every variant's patch fixes it); a variant is blamed only for what its patch adds.
-    let mut reported = std::collections::HashSet::new();
-    for (value, second_value) in values {
+    for (k, (value, second_value)) in values.iter().enumerate() {
         let mut base = doc.clone();
-        // Each swept setting with its value and the key that names it in messages.
+        // Each swept setting with its value, the key that names it and where it is written.
         let mut settings = Vec::new();
-        if let (Some(v), Some(s)) = (&value, &sweep) {
-            settings.push(("sweep.path", s.path.as_str(), v));
+        if let (Some(v), Some(s)) = (value, &sweep) {
+            let i = k / s.second.as_ref().map_or(1, |a| a.values.len().max(1));
+            settings.push(Setting {
+                key: "sweep.path",
+                path: &s.path,
+                value: v,
+                place: options
+                    .sweep
+                    .is_none()
+                    .then(|| (parse(&format!("sweep.values[{i}]")), false)),
+            });
         }
-        if let (Some(v), Some(second)) = (
-            &second_value,
-            sweep.as_ref().and_then(|s| s.second.as_ref()),
-        ) {
-            settings.push(("sweep.second.path", second.path.as_str(), v));
+        if let (Some(v), Some(second)) =
+            (second_value, sweep.as_ref().and_then(|s| s.second.as_ref()))
+        {
+            let j = k % second.values.len().max(1);
+            settings.push(Setting {
+                key: "sweep.second.path",
+                path: &second.path,
+                value: v,
+                place: options
+                    .sweep
+                    .is_none()
+                    .then(|| (parse(&format!("sweep.second.values[{j}]")), false)),
+            });
         }
         let mut placed = true;
-        for (key, path, v) in &settings {
-            if let Err(message) = set_path(&mut base, path, (*v).clone()) {
-                if reported.insert((key.to_string(), message.clone())) {
-                    problems.push(Problem::new(*key, message));
-                }
+        for s in &settings {
+            if let Err(message) = set_path(&mut base, s.path, s.value.clone()) {
+                let place = options.sweep.is_none().then(|| (parse(s.key), false));
+                found.add(Problem::new(s.key, message), "", place);
                 placed = false;
             }
         }
@@ -182,53 +276,100 @@ pub fn load_str(
         } else {
             let pairs: Vec<String> = settings
                 .iter()
-                .map(|(_, path, v)| format!("{path} = {v}"))
+                .map(|s| format!("{} = {}", cut(s.path), short(s.value)))
                 .collect();
             format!("with {}", pairs.join(", "))
         };
-        let base_problems = check(&base).err().unwrap_or_default();
+        // The base's own problems at this point, checked once a variant has one.
+        let mut at_point: Option<BaseProblems> = None;
         let mut point_variants = Vec::with_capacity(variants.len());
-        for (i, (vname, patch)) in variants.iter().enumerate() {
-            let mut merged = base.clone();
-            json_patch::merge(&mut merged, patch);
+        for (i, vname, patch) in &variants {
+            let merged = if patch.as_object().is_some_and(|p| p.is_empty()) {
+                std::borrow::Cow::Borrowed(&base)
+            } else {
+                let mut merged = base.clone();
+                json_patch::merge(&mut merged, patch);
+                std::borrow::Cow::Owned(merged)
+            };
+            // A variant's problem names the sweep values only where a swept setting holds
+            // it: the same mistake in a patch is one problem, not one per sweep point.
+            let variant = format!("in variants[{i}] {}", quote(vname));
+            let blame = |path: &str| {
+                if settings.iter().any(|s| covers(s.path, path)) {
+                    format!("{variant} {context}")
+                } else {
+                    variant.clone()
+                }
+            };
+            // Where the patch writes `at`, if it does.
+            let in_patch = |at: &[Step], key: bool| {
+                get_steps(patch, at).map(|_| {
+                    let mut place = vec![
+                        Step::Key("variants".into()),
+                        Step::Index(*i),
+                        Step::Key("patch".into()),
+                    ];
+                    place.extend_from_slice(at);
+                    (place, key)
+                })
+            };
+            let merged_shape = shape::check(&merged);
+            if !merged_shape.is_empty() {
+                let at_point = at_point.get_or_insert_with(|| {
+                    BaseProblems::find(&base, &written, &settings, &context, &mut found)
+                });
+                for p in merged_shape {
+                    let key = (show(&p.path), p.message);
+                    if !written.contains(&key) && !at_point.shape.contains(&key) {
+                        let place = in_patch(&p.at, p.at_key);
+                        let blame = blame(&key.0);
+                        found.add(Problem::new(key.0, key.1), &blame, place);
+                    }
+                }
+                continue;
+            }
             match check(&merged) {
                 Ok(scenario) => point_variants.push(Variant {
                     name: vname.clone(),
                     scenario,
                 }),
-                Err(found) => {
-                    let place = format!("variants[{i}] \"{vname}\" {context}");
-                    for mut p in found {
-                        if base_problems.contains(&p) {
-                            // The base's own problem (a variant may also fix it, so only
-                            // the variants that keep it count).
-                            let from_sweep =
-                                settings.iter().any(|(_, path, _)| p.path.starts_with(path));
-                            if from_sweep {
-                                p.message = format!("{} ({context})", p.message);
+                Err(problems) => {
+                    let at_point = at_point.get_or_insert_with(|| {
+                        BaseProblems::find(&base, &written, &settings, &context, &mut found)
+                    });
+                    for p in problems {
+                        if at_point.rules.contains(&p) {
+                            match settings.iter().find(|s| covers(s.path, &p.path)) {
+                                Some(s) => {
+                                    let place = s.place.clone();
+                                    found.add(p, &context, place);
+                                }
+                                None => {
+                                    let place = Some((parse(&p.path), false));
+                                    found.add(p, "", place);
+                                }
                             }
                         } else {
-                            p.message = format!("{} (in {})", p.message, place.trim());
-                        }
-                        if reported.insert((p.path.clone(), p.message.clone())) {
-                            problems.push(p);
+                            let place = in_patch(&parse(&p.path), false);
+                            let blame = blame(&p.path);
+                            found.add(p, &blame, place);
                         }
                     }
                 }
             }
         }
         points.push(Point {
-            value,
-            second_value,
+            value: value.clone(),
+            second_value: second_value.clone(),
             variants: point_variants,
         });
     }
-    if !problems.is_empty() {
-        return Err(invalid(problems));
+    if !found.is_empty() {
+        return Err(invalid(found));
     }
     Ok(Experiment {
         name,
-        description: raw.description.clone(),
+        description,
         seed,
         replications: replications as u32,
         sweep,
@@ -236,68 +377,312 @@ pub fn load_str(
     })
 }
 
+/// The problems of the base scenario at one sweep point. A problem a variant shares with
+/// the base is the base's: it is reported once, without the variant's name.
+struct BaseProblems {
+    /// Shape problems, as (path, message).
+    shape: HashSet<(String, String)>,
+    /// Rule problems (none are checked while the shape is wrong).
+    rules: Vec<Problem>,
+}
+
+impl BaseProblems {
+    /// Checks `base` at a sweep point. Its shape problems that the file as written does not
+    /// have come from the sweep values: they are reported here, blamed on the value whose
+    /// setting holds them. Its rule problems are reported through the variants that keep
+    /// them (a variant may fix one).
+    fn find(
+        base: &Value,
+        written: &HashSet<(String, String)>,
+        settings: &[Setting],
+        context: &str,
+        found: &mut Found,
+    ) -> BaseProblems {
+        let problems = shape::check(base);
+        for p in &problems {
+            let path = show(&p.path);
+            if !written.contains(&(path.clone(), p.message.clone())) {
+                let place = settings
+                    .iter()
+                    .find(|s| covers(s.path, &path))
+                    .and_then(|s| s.place.clone());
+                found.add(Problem::new(path, &p.message), context, place);
+            }
+        }
+        let rules = if problems.is_empty() {
+            check(base).err().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        BaseProblems {
+            shape: problems
+                .into_iter()
+                .map(|p| (show(&p.path), p.message))
+                .collect(),
+            rules,
+        }
+    }
+}
+
+/// Problems as they are found: each reported once, and of many of one kind only the first
+/// [`SHOWN_PER_KIND`], the last of them counting the rest.
+#[derive(Default)]
+struct Found {
+    /// The problems listed, each with where it is written in the file, if known.
+    listed: Vec<(Problem, Option<Place>)>,
+    /// Fingerprints of every problem reported, listed or counted.
+    seen: HashSet<u64>,
+    /// Per kind: how many are listed, and the index of the last listed.
+    kinds: HashMap<u64, (usize, usize)>,
+}
+
+impl Found {
+    /// Adds `problem`, with `context` (which variant, which sweep value) in parentheses after
+    /// its message, unless the same was reported before.
+    fn add(&mut self, mut problem: Problem, context: &str, place: Option<Place>) {
+        let kind = fingerprint(&[&kind_of(&problem.path), &kind_of(&problem.message)]);
+        if !context.is_empty() {
+            problem.message = format!("{} ({context})", problem.message);
+        }
+        if !self
+            .seen
+            .insert(fingerprint(&[&problem.path, &problem.message]))
+        {
+            return;
+        }
+        let (shown, last) = self.kinds.entry(kind).or_insert((0, 0));
+        if *shown < SHOWN_PER_KIND {
+            *shown += 1;
+            *last = self.listed.len();
+            self.listed.push((problem, place));
+        } else if let Some((p, _)) = self.listed.get_mut(*last) {
+            p.more += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+
+    /// The problems listed, each with the line and column in `text` of what it is about,
+    /// where that is written there.
+    fn finish(self, text: &str) -> Vec<Problem> {
+        let places: Vec<Place> = self.listed.iter().filter_map(|(_, p)| p.clone()).collect();
+        let mut positions = locate(text, &places).into_iter();
+        self.listed
+            .into_iter()
+            .map(|(mut p, place)| {
+                if place.is_some()
+                    && let Some((line, column)) = positions.next().flatten()
+                {
+                    p.message = format!("{} (line {line}, column {column})", p.message);
+                }
+                p
+            })
+            .collect()
+    }
+}
+
+/// A 64-bit fingerprint of some strings (the same in every run).
+fn fingerprint(parts: &[&str]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// A path or message with its particulars blurred, so that problems of one kind compare
+/// equal: every run of digits reads `#` and every quoted text `""`.
+fn kind_of(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quoted = false;
+    for c in text.chars() {
+        if c == '"' {
+            quoted = !quoted;
+            out.push(c);
+        } else if quoted {
+        } else if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether the setting at dotted sweep `path` holds the problem at `problem` (a path as
+/// messages write it, list indices in brackets).
+fn covers(path: &str, problem: &str) -> bool {
+    let shown = show(
+        &path
+            .split('.')
+            .map(|k| match k.parse() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Key(k.to_string()),
+            })
+            .collect::<Vec<_>>(),
+    );
+    problem
+        .strip_prefix(&shown)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// The value at `path` in `doc`, if there is one.
+fn get_steps<'a>(doc: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    path.iter().try_fold(doc, |v, step| match step {
+        Step::Key(k) => v.get(k.as_str()),
+        Step::Index(i) => v.get(*i),
+    })
+}
+
+/// Checks that the file expands to a bounded number of scenarios and of bytes, so that loading
+/// it takes bounded time and memory; `doc` is the base without the file-level keys. Reports a
+/// problem and says `false` when it does not.
+fn check_expansion(
+    sweep: Option<&Sweep>,
+    doc: &Value,
+    variants: &[(usize, String, Value)],
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let (first, second) = sweep.map_or((1, 1), |s| {
+        (
+            s.values.len(),
+            s.second.as_ref().map_or(1, |a| a.values.len()),
+        )
+    });
+    let points = first.saturating_mul(second);
+    let scenarios = points.saturating_mul(variants.len());
+    let at = if sweep.is_some() { "sweep" } else { "variants" };
+    if scenarios > MAX_SCENARIOS {
+        problems.push(Problem::new(
+            at,
+            format!(
+                "the file expands to {scenarios} scenarios ({points} sweep points times {} variants), more than the 100000 one file may run; sweep fewer values or split the file",
+                variants.len()
+            ),
+        ));
+        return false;
+    }
+    let largest =
+        |values: &mut dyn Iterator<Item = &Value>| values.map(json_len).max().unwrap_or(0);
+    let one = json_len(doc)
+        + largest(&mut variants.iter().map(|(_, _, p)| p))
+        + sweep.map_or(0, |s| {
+            largest(&mut s.values.iter())
+                + s.second
+                    .as_ref()
+                    .map_or(0, |a| largest(&mut a.values.iter()))
+        });
+    let bytes = one.saturating_mul(scenarios);
+    if bytes > MAX_EXPANDED_BYTES {
+        problems.push(Problem::new(
+            at,
+            format!(
+                "the file expands to {scenarios} scenarios of up to {one} bytes of JSON each, {bytes} bytes in all, more than the 100000000 one file may check; sweep fewer values or split the file"
+            ),
+        ));
+        return false;
+    }
+    true
+}
+
+/// The length of `v` written as compact JSON, counted without writing it down.
+fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
 /// Deserializes and validates one merged document.
 fn check(doc: &Value) -> Result<super::Scenario, Vec<Problem>> {
     match serde_path_to_error::deserialize::<_, RawScenario>(doc) {
-        Err(e) => Err(vec![shape_problem(e, false)]),
+        Err(e) => Err(vec![unreadable(&e)]),
         Ok(raw) => validate(&raw),
     }
+}
+
+/// A document that the shape walk passed and serde still refused. The two agree (a test keeps
+/// them so), so this is never reached; if it were, it still names the place.
+fn unreadable(e: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
+    let path = e.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    Problem::new(
+        path,
+        "is not what the format allows here; `retrystorm schema` prints the format",
+    )
 }
 
 /// Puts `value` at dotted `path` in `doc`, creating objects on the way. A key that is a
 /// number indexes an array (`server.faults.0.to`).
 pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
     let keys: Vec<&str> = path.split('.').collect();
-    if keys.iter().any(|k| k.is_empty()) {
+    let Some((last, on_the_way)) = keys
+        .split_last()
+        .filter(|_| keys.iter().all(|k| !k.is_empty()))
+    else {
         return Err(format!(
-            "\"{path}\" is not a dotted path like \"clients.count\""
+            "{} is not a dotted path like \"clients.count\"",
+            quote(path)
         ));
-    }
+    };
+    // The path up to key `depth`, for messages.
+    let so_far = |depth: usize| quote(&keys[..=depth].join("."));
     let mut here = doc;
-    for (depth, key) in keys.iter().enumerate() {
-        let last = depth + 1 == keys.len();
-        let so_far = keys[..=depth].join(".");
+    for (depth, key) in on_the_way.iter().enumerate() {
         here = match here {
-            Value::Object(map) => {
-                if last {
-                    map.insert(key.to_string(), value);
-                    return Ok(());
-                }
-                map.entry(key.to_string())
-                    .or_insert_with(|| Value::Object(Default::default()))
-            }
-            Value::Array(items) => {
-                let i: usize = key.parse().map_err(|_| {
-                    format!("\"{so_far}\": \"{key}\" must be an index into the list")
-                })?;
-                let len = items.len();
-                let item = items.get_mut(i).ok_or_else(|| {
-                    format!("\"{so_far}\": index {i} is past the end of a list of {len}")
-                })?;
-                if last {
-                    *item = value;
-                    return Ok(());
-                }
-                item
-            }
-            other => {
-                return Err(format!(
-                    "\"{path}\" goes through {}, which is neither an object nor a list",
-                    short(other)
-                ));
-            }
+            Value::Object(map) => map
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Object(Default::default())),
+            Value::Array(items) => list_item(items, key, || so_far(depth))?,
+            other => return Err(goes_through(path, other)),
         };
     }
-    unreachable!("the loop returns at the last key")
+    match here {
+        Value::Object(map) => {
+            map.insert(last.to_string(), value);
+        }
+        Value::Array(items) => *list_item(items, last, || so_far(keys.len() - 1))? = value,
+        other => return Err(goes_through(path, other)),
+    }
+    Ok(())
 }
 
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 30 {
-        format!("{}...", &s[..30])
-    } else {
-        s
-    }
+/// The item of `items` that `key` indexes; `so_far` names the path up to it in messages.
+fn list_item<'a>(
+    items: &'a mut [Value],
+    key: &str,
+    so_far: impl Fn() -> String,
+) -> Result<&'a mut Value, String> {
+    let i: usize = key.parse().map_err(|_| {
+        format!(
+            "{}: {} must be an index into the list",
+            so_far(),
+            quote(key)
+        )
+    })?;
+    let len = items.len();
+    items
+        .get_mut(i)
+        .ok_or_else(|| format!("{}: index {i} is past the end of a list of {len}", so_far()))
+}
+
+fn goes_through(path: &str, other: &Value) -> String {
+    format!(
+        "{} goes through {}, which is neither an object nor a list",
+        quote(path),
+        short(other)
+    )
 }
 
 fn check_name(name: &str, problems: &mut Vec<Problem>) {
@@ -313,7 +698,8 @@ fn check_name(name: &str, problems: &mut Vec<Problem>) {
         problems.push(Problem::new(
             "name",
             format!(
-                "must be a plain folder name of letters, digits, '.', '_' and '-', not starting with '.' (got {name:?}); it names the output folder"
+                "must be a plain folder name of at most 100 letters, digits, '.', '_' and '-', not starting with '.' (got {}); it names the output folder",
+                quote(name)
             ),
         ));
     }
@@ -343,7 +729,9 @@ fn sweep_points(s: &Sweep) -> Vec<(Option<Value>, Option<Value>)> {
         .collect()
 }
 
-fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) {
+/// Checks a sweep; says whether it can be expanded into its points.
+fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) -> bool {
+    let before = problems.len();
     check_axis("sweep", &s.path, &s.values, problems);
     if let Some(second) = &s.second {
         check_axis("sweep.second", &second.path, &second.values, problems);
@@ -353,20 +741,22 @@ fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) {
             problems.push(Problem::new(
                 "sweep.second.path",
                 format!(
-                    "\"{}\" is also sweep.path; the two axes of a sweep must be different settings",
-                    second.path
+                    "{} is also sweep.path; the two axes of a sweep must be different settings",
+                    quote(&second.path)
                 ),
             ));
         } else if a.starts_with(&b) || b.starts_with(&a) {
             problems.push(Problem::new(
                 "sweep.second.path",
                 format!(
-                    "\"{}\" overlaps sweep.path \"{}\" (one lies inside the other); the two axes of a sweep must be separate settings",
-                    second.path, s.path
+                    "{} overlaps sweep.path {} (one lies inside the other); the two axes of a sweep must be separate settings",
+                    quote(&second.path),
+                    quote(&s.path)
                 ),
             ));
         }
     }
+    problems.len() == before
 }
 
 fn check_label(at: &str, label: &str, problems: &mut Vec<Problem>) {
@@ -376,6 +766,7 @@ fn check_label(at: &str, label: &str, problems: &mut Vec<Problem>) {
             "must not be empty; leave it out for a name made from the path",
         ));
     }
+    check_printable(at, label, problems);
 }
 
 /// A variant whose patch sets a swept setting (or a key on its way, or one inside it) would
@@ -397,9 +788,9 @@ fn check_sweep_against_patch(
             continue;
         };
         let sweep = if from_command_line {
-            format!("--sweep {path}")
+            format!("--sweep {}", cut(path))
         } else {
-            format!("{at} \"{path}\"")
+            format!("{at} {}", quote(path))
         };
         let overlap = if key == path {
             "the setting"
@@ -408,11 +799,11 @@ fn check_sweep_against_patch(
         } else {
             "a key inside the setting"
         };
+        let (name, key_shown) = (quote(&variant.name), quote(&key));
         problems.push(Problem::new(
-            format!("variants[{i}].patch.{key}"),
+            format!("variants[{i}].patch.{}", cut(&key)),
             format!(
-                "variant \"{}\" sets \"{key}\", {overlap} that {sweep} sweeps: its patch is applied after the sweep value and would overwrite it, so the sweep would do nothing for this variant; remove \"{key}\" from the variant's patch, or sweep another path",
-                variant.name
+                "variant {name} sets {key_shown}, {overlap} that {sweep} sweeps: its patch is applied after the sweep value and would overwrite it, so the sweep would do nothing for this variant; remove {key_shown} from the variant's patch, or sweep another path"
             ),
         ));
     }
@@ -456,23 +847,50 @@ fn check_axis(at: &str, path: &str, values: &[Value], problems: &mut Vec<Problem
             format!("cannot sweep \"{first}\"; it belongs to the whole file"),
         ));
     }
+    let keys = path.split('.').count();
+    if keys > MAX_PATH_KEYS {
+        problems.push(Problem::new(
+            format!("{at}.path"),
+            format!("has {keys} keys, more than the 32 a path may have; no setting lies that deep"),
+        ));
+    }
 }
 
+/// A name or label that is written into tables, figures and CSV files may not hold control
+/// characters (a newline, a tab, ...): they would break the lines it is written on.
+fn check_printable(at: &str, text: &str, problems: &mut Vec<Problem>) {
+    if text.chars().any(char::is_control) {
+        problems.push(Problem::new(
+            at,
+            format!(
+                "must not contain control characters such as a newline or a tab (got {}); it is written into tables, figures and CSV files",
+                quote(text)
+            ),
+        ));
+    }
+}
+
+/// Checks variant `i`; `earlier` holds the names of the variants before it, with their index.
 fn check_variant(
     i: usize,
     name: &str,
     patch: &Value,
-    all: &[super::schema::RawVariant],
+    earlier: &mut HashMap<String, usize>,
     problems: &mut Vec<Problem>,
 ) {
     let path = format!("variants[{i}]");
     if name.trim().is_empty() {
         problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
     }
-    if all[..i].iter().any(|v| v.name == name) {
+    check_printable(&format!("{path}.name"), name, problems);
+    if let Some(j) = earlier.insert(name.to_string(), i) {
+        earlier.insert(name.to_string(), j);
         problems.push(Problem::new(
             format!("{path}.name"),
-            format!("\"{name}\" is used by an earlier variant; names must be unique"),
+            format!(
+                "{} is also the name of variants[{j}]; names must be unique",
+                quote(name)
+            ),
         ));
     }
     match patch {
@@ -497,42 +915,6 @@ fn check_variant(
             ),
         )),
     }
-}
-
-/// Turns a serde shape error into a problem with its path, a nearest-key hint for unknown
-/// keys, and the line and column when the text is at hand.
-fn shape_problem(e: serde_path_to_error::Error<serde_json::Error>, with_position: bool) -> Problem {
-    let path = e.path().to_string();
-    let inner = e.inner();
-    let mut message = strip_position(&inner.to_string());
-    if let Some(hint) = nearest_key_hint(&message) {
-        message.push_str(&hint);
-    } else if message.contains("expected map with a single key") {
-        message.push_str(
-            "; it must have exactly one key (one kind of distribution or workload): when a variant patch changes the kind, remove the old one with null, e.g. {\"exponential\": null, \"constant\": \"10ms\"}",
-        );
-    }
-    if with_position && inner.line() > 0 {
-        message = format!(
-            "{message} (line {}, column {})",
-            inner.line(),
-            inner.column()
-        );
-    }
-    let path = if path == "." { String::new() } else { path };
-    Problem::new(path, message)
-}
-
-/// For serde's "unknown field `x`, expected one of `a`, `b`" message: the closest valid key.
-fn nearest_key_hint(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let (unknown, expected) = rest.split_once('`')?;
-    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    let best = candidates
-        .iter()
-        .map(|c| (strsim::damerau_levenshtein(unknown, c), *c))
-        .min()?;
-    (best.0 <= unknown.len().max(3) / 2 + 1).then(|| format!("; did you mean `{}`?", best.1))
 }
 
 /// serde_json appends " at line L column C" to its messages; positions are reported apart.
@@ -846,14 +1228,51 @@ mod tests {
         }
     }
 
+    /// `load_str` is the one way in for text, and fuzzed: whatever it is given, it returns
+    /// problems (never panics), and the limits keep its work small.
     #[test]
-    fn nearest_key_is_suggested() {
-        let hint =
-            nearest_key_hint("unknown field `rate_per_sec`, expected `rate_per_s` or `profile`");
-        assert_eq!(hint.as_deref(), Some("; did you mean `rate_per_s`?"));
-        assert_eq!(
-            nearest_key_hint("unknown field `zzzzzzzz`, expected `a` or `b`"),
-            None
-        );
+    fn hostile_input_gives_problems_not_panics() {
+        let key_path = |keys: usize| vec!["a"; keys].join(".");
+        let many: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+        let many = many.join(", ");
+        let long_key = "k".repeat(1_000_000);
+        let nested = format!("{}1{}", "{\"a\": ".repeat(120), "}".repeat(120));
+        let texts = vec![
+            String::new(),
+            "null".to_string(),
+            "[]".to_string(),
+            "\"x\"".to_string(),
+            "{}".to_string(),
+            "\u{feff}".to_string(),
+            "{\"name\": 5}".to_string(),
+            with_sweep(&format!(
+                r#"{{"path": "{}", "values": [1]}}"#,
+                key_path(1_000_000)
+            )),
+            with_sweep(&format!(r#"{{"path": "{}", "values": [1]}}"#, key_path(32))),
+            with_sweep(r#"{"path": "server.faults.99999999999999999999.to", "values": [1]}"#),
+            with_sweep(r#"{"path": "clients.count..x", "values": [1]}"#),
+            with_sweep(&format!(
+                r#"{{"path": "clients.count", "values": [{many}], "second": {{"path": "server.concurrency", "values": [{many}]}}}}"#
+            )),
+            with_sweep(&format!(r#"{{"path": "{long_key}", "values": [1]}}"#)),
+            with_sweep_and_patches("null", &[&nested, &format!(r#"{{"{long_key}": 1}}"#)]),
+            with_sweep_and_patches("null", &[&format!("\"{}\"", "é".repeat(31))]),
+            with_sweep(
+                r#"{"path": "network.latency", "values": [{"mixture": [{"weight": 1e308, "dist": {"constant": "1ms"}}, {"weight": 1e308, "dist": {"constant": "1ms"}}]}]}"#,
+            ),
+        ];
+        for text in &texts {
+            match load_str(text, "fuzz", &LoadOptions::default()) {
+                Err(ScenarioError::Invalid { problems, .. }) => {
+                    assert!(!problems.is_empty());
+                    for p in &problems {
+                        assert!(p.to_string().len() < 1000, "{p}");
+                    }
+                }
+                Err(ScenarioError::Syntax { .. }) => {}
+                other => panic!("{:.200}: {other:?}", text),
+            }
+        }
     }
 }

@@ -1,14 +1,19 @@
 //! Scenario files: the raw JSON mirror, validation, variants and sweeps.
 //!
 //! Loading goes text -> `serde_json::Value` (syntax errors with line and column) -> one merged
-//! document per (sweep value, variant) -> [`schema::RawScenario`] (shape errors with their JSON
-//! path) -> [`Scenario`] (every rule checked, every problem reported at once). A [`Scenario`]
-//! cannot be wrong: the simulation takes it as is and never checks a range again.
+//! document per (sweep value, variant), each walked against the JSON Schema of
+//! [`schema::RawScenario`] (`shape`: every unknown key and wrong type, with its path) ->
+//! [`schema::RawScenario`] -> [`Scenario`] (every rule checked). Every problem is reported at
+//! once, with its line and column where the file writes it (`locate`); many of one kind are
+//! summarised. A [`Scenario`] cannot be wrong: the simulation takes it as is and never checks
+//! a range again.
 
 pub mod error;
 mod load;
+mod locate;
 mod resolve;
 pub mod schema;
+mod shape;
 mod units;
 mod validate;
 

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::error::{cut, short};
 use crate::engine::SimDuration;
 
 /// The units a duration may carry, with their length in nanoseconds.
@@ -17,6 +18,12 @@ const UNITS: [(&str, f64); 7] = [
     ("h", 3600e9),
 ];
 
+/// The longest duration a scenario may write: 10^6 s, about 11.6 days. Simulated time is
+/// a u64 of nanoseconds (about 584 years); with every duration this short, a run's duration
+/// plus a request's worst case of 1000 attempts (`policy.retry.max_attempts`), each with a
+/// timeout and a backoff of this length, stays under 64 years.
+pub const MAX_DURATION: SimDuration = SimDuration::from_secs(1_000_000);
+
 /// Parses a duration. The error says what was wrong and how to write it.
 pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
     let text = match value {
@@ -28,30 +35,48 @@ pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
         }
         other => {
             return Err(format!(
-                "must be a duration such as \"10ms\" or \"1.5s\" (got {other})"
+                "must be a duration such as \"10ms\" or \"1.5s\" (got {})",
+                short(other)
             ));
         }
     };
+    // Quoted in messages, cut short if it is long.
+    let shown = cut(text);
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .unwrap_or(text.len());
     let (number, unit) = (text[..split].trim(), text[split..].trim());
     let Some(&(_, nanos_per_unit)) = UNITS.iter().find(|(u, _)| *u == unit) else {
-        return Err(if unit.is_empty() {
-            format!("a duration needs a unit (got \"{text}\"); write \"{text}s\" or \"{text}ms\"")
+        let exponent = unit.starts_with(['e', 'E'])
+            && unit[1..]
+                .trim_start_matches(['+', '-'])
+                .starts_with(|c: char| c.is_ascii_digit());
+        return Err(if exponent && !number.is_empty() {
+            format!(
+                "\"{shown}\" has an exponent; write the number in plain digits, e.g. \"1500ms\" rather than \"1.5e3ms\""
+            )
+        } else if unit.is_empty() {
+            format!(
+                "a duration needs a unit (got \"{shown}\"); write \"{shown}s\" or \"{shown}ms\""
+            )
         } else {
-            format!("unknown unit \"{unit}\" in \"{text}\"; use ns, us, ms, s, m or h")
+            format!(
+                "unknown unit \"{}\" in \"{shown}\"; use ns, us, ms, s, m or h",
+                cut(unit)
+            )
         });
     };
     let x: f64 = number
         .parse()
-        .map_err(|_| format!("\"{text}\" is not a number followed by a unit, like \"10ms\""))?;
+        .map_err(|_| format!("\"{shown}\" is not a number followed by a unit, like \"10ms\""))?;
     if x < 0.0 {
-        return Err(format!("must not be negative (got \"{text}\")"));
+        return Err(format!("must not be negative (got \"{shown}\")"));
     }
     let nanos = (x * nanos_per_unit).round();
-    if !nanos.is_finite() || nanos > 1e18 {
-        return Err(format!("\"{text}\" is too long (at most about 30 years)"));
+    if !(0.0..=MAX_DURATION.as_nanos() as f64).contains(&nanos) {
+        return Err(format!(
+            "must be at most 1000000s, about 11.6 days (got \"{shown}\"); simulated time is counted in nanoseconds and must not run out"
+        ));
     }
     Ok(SimDuration::from_nanos(nanos as u64))
 }
@@ -72,6 +97,8 @@ mod tests {
         assert_eq!(ok("0.1s"), 100_000_000);
         assert_eq!(ok("7ns"), 7);
         assert_eq!(ok("0s"), 0);
+        assert_eq!(ok("1000000s"), MAX_DURATION.as_nanos());
+        assert_eq!(ok("16666m"), 16_666 * 60_000_000_000);
     }
 
     #[test]
@@ -82,5 +109,17 @@ mod tests {
         assert!(err(json!("5 parsecs")).contains("unknown unit"));
         assert!(err(json!("-1s")).contains("negative"));
         assert!(err(json!(true)).contains("such as"));
+        assert!(err(json!("1e18ns")).contains("has an exponent"));
+        assert!(err(json!("2E-3s")).contains("has an exponent"));
+        assert!(err(json!("1e")).contains("unknown unit"));
+        for long in [
+            "1000000.1s",
+            "16667m",
+            "278h",
+            "1000000000000000001ns",
+            "99999999999999999999999h",
+        ] {
+            assert!(err(json!(long)).contains("at most 1000000s"), "{long}");
+        }
     }
 }

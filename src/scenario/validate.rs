@@ -11,7 +11,7 @@ use crate::model::{
     RateProfile, RateStep, Scope,
 };
 
-use super::error::Problem;
+use super::error::{Problem, num, short};
 use super::schema::*;
 use super::units::parse_duration;
 use super::{
@@ -23,6 +23,23 @@ use super::{
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
 pub const DEFAULT_BUCKETS: u64 = 200;
+
+// Bounds that keep every number a run computes finite and simulated time far from its end
+// (a u64 of nanoseconds, about 584 years). Durations are bounded in `units`.
+
+/// The largest finite `policy.retry.max_attempts`.
+pub const MAX_ATTEMPTS: u64 = 1000;
+/// The largest rate per second: one event per nanosecond, the resolution of simulated time.
+pub const MAX_RATE: f64 = 1e9;
+/// The largest token count, quota or cost of a budget or rate limit.
+pub const MAX_AMOUNT: f64 = 1e9;
+/// The largest service-time factor of a fault window.
+pub const MAX_SERVICE_TIME_FACTOR: f64 = 1000.0;
+/// The largest `server.slowdown_per_inflight` (it is added once per attempt in service).
+pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
+/// How far a log-normal draw may reach eight standard deviations up, median * e^(8 sigma):
+/// 10^9 s, about 32 years. A draw beyond it comes less than once in 10^15.
+pub const MAX_LOGNORMAL_REACH_SECS: f64 = 1e9;
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -61,19 +78,32 @@ impl Checker {
         self.problems.push(Problem::new(path, message));
     }
 
-    fn duration(&mut self, path: &str, d: &DurationText) -> SimDuration {
-        parse_duration(&d.0).unwrap_or_else(|e| {
-            self.err(path, e);
-            SimDuration::ZERO
+    /// Whether a problem was reported at `path` or inside it. A rule that reads a value which
+    /// already failed is skipped: its message would only repeat the first in other words.
+    fn failed(&self, path: &str) -> bool {
+        self.problems.iter().any(|p| {
+            p.path
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
         })
     }
 
-    fn positive_duration(&mut self, path: &str, d: &DurationText) -> SimDuration {
-        let value = self.duration(path, d);
-        if value == SimDuration::ZERO && parse_duration(&d.0).is_ok() {
-            self.err(path, format!("must be longer than zero (got {})", d.0));
+    /// The duration, or `None` (with a problem) when it cannot be read.
+    fn duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+        parse_duration(&d.0).map_err(|e| self.err(path, e)).ok()
+    }
+
+    /// The duration, or `None` (with a problem) when it cannot be read or is zero.
+    fn positive_duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+        let value = self.duration(path, d)?;
+        if value == SimDuration::ZERO {
+            self.err(
+                path,
+                format!("must be longer than zero (got {})", short(&d.0)),
+            );
+            return None;
         }
-        value
+        Some(value)
     }
 
     fn probability(&mut self, path: &str, p: Option<f64>) -> f64 {
@@ -81,7 +111,10 @@ impl Checker {
         if !(0.0..=1.0).contains(&p) {
             self.err(
                 path,
-                format!("must be a probability between 0 and 1 (got {p}); write 5 % as 0.05"),
+                format!(
+                    "must be a probability between 0 and 1 (got {}); write 5 % as 0.05",
+                    num(p)
+                ),
             );
             return 0.0;
         }
@@ -89,22 +122,34 @@ impl Checker {
     }
 
     fn rate(&mut self, path: &str, r: f64) -> f64 {
-        if !r.is_finite() || r < 0.0 {
-            self.err(path, format!("must be a rate per second >= 0 (got {r})"));
+        if !(0.0..=MAX_RATE).contains(&r) {
+            self.err(
+                path,
+                format!(
+                    "must be a rate per second >= 0 and at most 1e9, one per nanosecond of simulated time (got {})",
+                    num(r)
+                ),
+            );
             return 0.0;
         }
         r
     }
 
     fn positive_number(&mut self, path: &str, x: f64) {
-        if !x.is_finite() || x <= 0.0 {
-            self.err(path, format!("must be a number > 0 (got {x})"));
+        if !(x > 0.0 && x <= MAX_AMOUNT) {
+            self.err(
+                path,
+                format!("must be a number > 0 and at most 1e9 (got {})", num(x)),
+            );
         }
     }
 
     fn non_negative(&mut self, path: &str, x: f64) {
-        if !x.is_finite() || x < 0.0 {
-            self.err(path, format!("must be a number >= 0 (got {x})"));
+        if !(0.0..=MAX_AMOUNT).contains(&x) {
+            self.err(
+                path,
+                format!("must be a number >= 0 and at most 1e9 (got {})", num(x)),
+            );
         }
     }
 
@@ -121,17 +166,22 @@ impl Checker {
 
     fn dist(&mut self, path: &str, d: &RawDist) -> Dist {
         match d {
-            RawDist::Constant(v) => Dist::Constant(self.duration(&format!("{path}.constant"), v)),
+            RawDist::Constant(v) => Dist::Constant(
+                self.duration(&format!("{path}.constant"), v)
+                    .unwrap_or_default(),
+            ),
             RawDist::Exponential { mean } => {
-                let mean = self.positive_duration(&format!("{path}.exponential.mean"), mean);
-                if mean == SimDuration::ZERO {
-                    return Dist::ZERO;
+                match self.positive_duration(&format!("{path}.exponential.mean"), mean) {
+                    Some(mean) => Dist::exponential(mean),
+                    None => Dist::ZERO,
                 }
-                Dist::exponential(mean)
             }
             RawDist::Uniform { min, max } => {
                 let lo = self.duration(&format!("{path}.uniform.min"), min);
                 let hi = self.duration(&format!("{path}.uniform.max"), max);
+                let (Some(lo), Some(hi)) = (lo, hi) else {
+                    return Dist::ZERO;
+                };
                 if lo > hi {
                     self.err(
                         &format!("{path}.uniform"),
@@ -144,18 +194,30 @@ impl Checker {
             RawDist::Normal { mean, sd } => {
                 let mean = self.duration(&format!("{path}.normal.mean"), mean);
                 let sd = self.duration(&format!("{path}.normal.sd"), sd);
-                Dist::normal(mean, sd)
+                Dist::normal(mean.unwrap_or_default(), sd.unwrap_or_default())
             }
             RawDist::Lognormal { median, sigma } => {
                 let median = self.positive_duration(&format!("{path}.lognormal.median"), median);
                 if !sigma.is_finite() || *sigma < 0.0 {
                     self.err(
                         &format!("{path}.lognormal.sigma"),
-                        format!("must be a number >= 0 (got {sigma})"),
+                        format!("must be a number >= 0 (got {})", num(*sigma)),
                     );
                     return Dist::ZERO;
                 }
-                if median == SimDuration::ZERO {
+                let Some(median) = median else {
+                    return Dist::ZERO;
+                };
+                let reach = median.as_secs_f64() * (8.0 * sigma).exp();
+                if !(0.0..=MAX_LOGNORMAL_REACH_SECS).contains(&reach) {
+                    self.err(
+                        &format!("{path}.lognormal.sigma"),
+                        format!(
+                            "is too large for median {median} (got {}): eight standard deviations up, median * e^(8 sigma) is {}s, and must be at most 1e9s (about 32 years) so that no draw comes near the end of simulated time; lower sigma or the median",
+                            num(*sigma),
+                            num(reach)
+                        ),
+                    );
                     return Dist::ZERO;
                 }
                 Dist::lognormal(median, *sigma)
@@ -172,16 +234,26 @@ impl Checker {
                     .enumerate()
                     .map(|(i, part)| {
                         let p = format!("{path}[{i}]");
-                        if !part.weight.is_finite() || part.weight <= 0.0 {
+                        if !(part.weight.is_finite() && part.weight > 0.0) {
                             self.err(
                                 &format!("{p}.weight"),
-                                format!("must be a positive number (got {})", part.weight),
+                                format!("must be a positive number (got {})", num(part.weight)),
                             );
                         }
                         (part.weight, self.dist(&format!("{p}.dist"), &part.dist))
                     })
                     .collect();
                 if self.problems.len() > before {
+                    return Dist::ZERO;
+                }
+                // Component i is drawn with probability w_i / sum: a sum that overflows would
+                // leave every probability 0 but the last.
+                let total: f64 = parts.iter().map(|(w, _)| w).sum();
+                if !total.is_finite() {
+                    self.err(
+                        &path,
+                        "the weights must have a finite sum (these add up to more than 1.8e308); weights are relative, so divide them all by the same number",
+                    );
                     return Dist::ZERO;
                 }
                 Dist::mixture(parts)
@@ -193,22 +265,28 @@ impl Checker {
 /// Validates one merged scenario document (base, sweep value and variant patch applied).
 pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     let mut c = Checker::default();
+    // Values that cannot be read are `None` here, and the rules that compare them with
+    // others are skipped: one mistake, one message.
     let duration = c.positive_duration("duration", &raw.duration);
-    let max_time = raw.max_time.as_ref().map(|d| {
-        let t = c.positive_duration("max_time", d);
-        if t < duration {
+    let max_time = raw.max_time.as_ref().and_then(|d| {
+        let t = c.positive_duration("max_time", d)?;
+        if let Some(duration) = duration
+            && t < duration
+        {
             c.err(
                 "max_time",
                 format!("must not be shorter than duration (got {t}, duration {duration})"),
             );
         }
-        t
+        Some(t)
     });
     let bucket = match raw.metrics.as_ref().and_then(|m| m.bucket.as_ref()) {
         Some(b) => c.positive_duration("metrics.bucket", b),
-        None => SimDuration::from_nanos((duration.as_nanos() / DEFAULT_BUCKETS).max(1)),
+        None => duration.map(|d| SimDuration::from_nanos((d.as_nanos() / DEFAULT_BUCKETS).max(1))),
     };
-    if bucket > SimDuration::ZERO && duration.as_nanos() / bucket.as_nanos().max(1) > 1_000_000 {
+    if let (Some(duration), Some(bucket)) = (duration, bucket)
+        && duration.as_nanos() / bucket.as_nanos() > 1_000_000
+    {
         c.err(
             "metrics.bucket",
             format!(
@@ -251,6 +329,8 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
         c.err("limits.max_in_flight", "must be at least 1 (got 0)");
     }
     if matches!(clients.workload, Workload::Closed(_))
+        && !c.failed("clients.count")
+        && !c.failed("limits.max_in_flight")
         && u64::from(clients.count) > limits.max_in_flight
     {
         c.err(
@@ -261,9 +341,15 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    if policy.timeout.is_none() && policy.deadline.is_none() {
-        for (i, f) in server.faults.windows().iter().enumerate() {
-            if f.effect == FaultEffect::Outage(Outage::Drop) {
+    // Written, even if it failed: a timeout with a mistake in it is still meant as a timeout.
+    let gives_up = raw
+        .policy
+        .as_ref()
+        .is_some_and(|p| p.timeout.is_some() || p.deadline.is_some());
+    if !gives_up {
+        let faults = raw.server.as_ref().and_then(|s| s.faults.as_deref());
+        for (i, f) in faults.unwrap_or_default().iter().enumerate() {
+            if f.outage == Some(RawOutage::Drop) {
                 c.err(
                     &format!("server.faults[{i}].outage"),
                     "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers",
@@ -274,6 +360,7 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     if let Workload::Closed(closed) = &clients.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
+        && !c.failed("clients.workload.closed.think_time")
         && policy
             .breaker
             .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
@@ -285,9 +372,10 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     }
     if c.problems.is_empty() {
         Ok(Scenario {
-            duration,
+            // Without a problem, every value was read.
+            duration: duration.unwrap_or_default(),
             max_time,
-            bucket,
+            bucket: bucket.unwrap_or_default(),
             clients,
             network,
             server,
@@ -309,7 +397,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
             for (i, step) in open.profile.iter().flatten().enumerate() {
                 let p = format!("clients.workload.open.profile[{i}]");
                 let at = c.duration(&format!("{p}.at"), &step.at);
-                if let Some(prev) = last_at
+                if let (Some(prev), Some(at)) = (last_at, at)
                     && at <= prev
                 {
                     c.err(
@@ -317,10 +405,11 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
                         format!("must be later than the previous point (got {at} after {prev})"),
                     );
                 }
-                last_at = Some(at);
+                // A point that cannot be read is compared with nothing, before or after.
+                last_at = at;
                 let rate_per_s = c.rate(&format!("{p}.rate_per_s"), step.rate_per_s);
                 steps.push(RateStep {
-                    at,
+                    at: at.unwrap_or_default(),
                     rate_per_s,
                     ramp: step.ramp.unwrap_or(false),
                 });
@@ -351,7 +440,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
     Clients { count, workload }
 }
 
-fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
+fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Server {
     let permanent_error_rate =
         c.probability("server.permanent_error_rate", raw.permanent_error_rate);
     if raw.kind == Some(RawServerKind::Occ) {
@@ -401,9 +490,16 @@ fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
     let slowdown_per_inflight = raw
         .slowdown_per_inflight
         .as_ref()
-        .map_or(SimDuration::ZERO, |d| {
-            c.duration("server.slowdown_per_inflight", d)
-        });
+        .and_then(|d| c.duration("server.slowdown_per_inflight", d))
+        .unwrap_or_default();
+    if slowdown_per_inflight > MAX_SLOWDOWN {
+        c.err(
+            "server.slowdown_per_inflight",
+            format!(
+                "must be at most 10s (got {slowdown_per_inflight}): it is added once for every attempt in service, so a longer one would run simulated time out"
+            ),
+        );
+    }
     Server {
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
@@ -423,19 +519,23 @@ fn server(c: &mut Checker, raw: &RawServer, duration: SimDuration) -> Server {
     }
 }
 
-fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
+fn faults(c: &mut Checker, raw: &[RawFault], duration: Option<SimDuration>) -> Faults {
     let mut windows = Vec::new();
     for (i, f) in raw.iter().enumerate() {
         let p = format!("server.faults[{i}]");
         let from = c.duration(&format!("{p}.from"), &f.from);
         let to = c.duration(&format!("{p}.to"), &f.to);
-        if to <= from {
+        if let (Some(from), Some(to)) = (from, to)
+            && to <= from
+        {
             c.err(
                 &format!("{p}.to"),
                 format!("must be later than from (got from {from}, to {to})"),
             );
         }
-        if from >= duration {
+        if let (Some(from), Some(duration)) = (from, duration)
+            && from >= duration
+        {
             c.err(
                 &format!("{p}.from"),
                 format!(
@@ -455,10 +555,13 @@ fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
             effects.push(FaultEffect::ErrorRate(rate));
         }
         if let Some(x) = f.service_time_factor {
-            if !x.is_finite() || x <= 0.0 {
+            if !(x > 0.0 && x <= MAX_SERVICE_TIME_FACTOR) {
                 c.err(
                     &format!("{p}.service_time_factor"),
-                    format!("must be a number > 0 (got {x}); 3 makes service three times slower"),
+                    format!(
+                        "must be a number > 0 and at most 1000 (got {}); 3 makes service three times slower",
+                        num(x)
+                    ),
                 );
             }
             effects.push(FaultEffect::ServiceTimeFactor(x));
@@ -472,8 +575,8 @@ fn faults(c: &mut Checker, raw: &[RawFault], duration: SimDuration) -> Faults {
         }
         match effects.as_slice() {
             [effect] => windows.push(Fault {
-                from: SimTime::ZERO + from,
-                to: SimTime::ZERO + to,
+                from: SimTime::ZERO + from.unwrap_or_default(),
+                to: SimTime::ZERO + to.unwrap_or_default(),
                 effect: *effect,
             }),
             [] => c.err(
@@ -496,11 +599,11 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
     let timeout = raw
         .timeout
         .as_ref()
-        .map(|d| c.positive_duration("policy.timeout", d));
+        .and_then(|d| c.positive_duration("policy.timeout", d));
     let deadline = raw
         .deadline
         .as_ref()
-        .map(|d| c.positive_duration("policy.deadline", d));
+        .and_then(|d| c.positive_duration("policy.deadline", d));
     let default_retry = RawRetry::default();
     let retry = raw.retry.as_ref().unwrap_or(&default_retry);
     let max_attempts = match retry.max_attempts {
@@ -512,6 +615,15 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 "must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
             );
             Some(1)
+        }
+        Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
+            c.err(
+                "policy.retry.max_attempts",
+                format!(
+                    "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
+                ),
+            );
+            None
         }
         Some(Count::Finite(n)) => Some(c.count_u32("policy.retry.max_attempts", n, 1)),
     };
@@ -542,10 +654,15 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
             if !multiplier.is_finite() || multiplier < 1.0 {
                 c.err(
                     &format!("{p}.multiplier"),
-                    format!("must be a number >= 1 (got {multiplier}); backoff never shrinks"),
+                    format!(
+                        "must be a number >= 1 (got {}); backoff never shrinks",
+                        num(multiplier)
+                    ),
                 );
             }
-            if cap < base {
+            if let (Some(base), Some(cap)) = (base, cap)
+                && cap < base
+            {
                 c.err(
                     &format!("{p}.cap"),
                     format!("must not be shorter than base (got cap {cap}, base {base})"),
@@ -557,16 +674,16 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 RawJitter::Equal => Jitter::Equal,
                 RawJitter::Decorrelated => Jitter::Decorrelated,
             };
-            if jitter == Jitter::Decorrelated && base == SimDuration::ZERO {
+            if jitter == Jitter::Decorrelated && base == Some(SimDuration::ZERO) {
                 c.err(
                     &format!("{p}.base"),
                     "must be longer than zero for decorrelated jitter, which grows from base",
                 );
             }
             Backoff::Exponential {
-                base,
+                base: base.unwrap_or_default(),
                 multiplier,
-                cap,
+                cap: cap.unwrap_or_default(),
                 jitter,
             }
         }
@@ -642,7 +759,7 @@ fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
                 &format!("{q}.percent"),
                 format!(
                     "must be a fraction between 0 and 1 (got {}); write 10 % as 0.1",
-                    r.percent
+                    num(r.percent)
                 ),
             );
         }
@@ -650,6 +767,7 @@ fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
         c.non_negative(&format!("{q}.min_per_s"), min_per_s);
         let window = r.window.as_ref().map_or(SimDuration::from_secs(10), |w| {
             c.positive_duration(&format!("{q}.window"), w)
+                .unwrap_or_default()
         });
         BudgetKind::Ratio {
             percent: r.percent,
@@ -676,9 +794,10 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             (Some(n), None) => {
                 BreakerWindow::Count(c.count_u32(&format!("{p}.window.count"), n, 1))
             }
-            (None, Some(d)) => {
-                BreakerWindow::Time(c.positive_duration(&format!("{p}.window.time"), d))
-            }
+            (None, Some(d)) => BreakerWindow::Time(
+                c.positive_duration(&format!("{p}.window.time"), d)
+                    .unwrap_or_default(),
+            ),
             _ => {
                 c.err(
                     &format!("{p}.window"),
@@ -693,7 +812,10 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
         if !(v > 0.0 && v <= 1.0) {
             c.err(
                 &format!("{p}.{key}"),
-                format!("must be a rate above 0 and at most 1 (got {v}); write 50 % as 0.5"),
+                format!(
+                    "must be a rate above 0 and at most 1 (got {}); write 50 % as 0.5",
+                    num(v)
+                ),
             );
         }
         v
@@ -706,6 +828,7 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             .as_ref()
             .map_or(SimDuration::from_secs(60), |d| {
                 c.positive_duration(&format!("{p}.slow_call_duration"), d)
+                    .unwrap_or_default()
             });
         let rate = threshold(
             c,
@@ -737,6 +860,7 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             .as_ref()
             .map_or(SimDuration::from_secs(60), |d| {
                 c.positive_duration(&format!("{p}.open_duration"), d)
+                    .unwrap_or_default()
             }),
         half_open_calls: c.count_u32(
             &format!("{p}.half_open_calls"),
@@ -755,12 +879,12 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
 fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
     let p = "server.rate_limit";
     let rate_per_s = c.rate(&format!("{p}.rate_per_s"), raw.rate_per_s);
-    if !raw.burst.is_finite() || raw.burst < 1.0 {
+    if !(1.0..=MAX_AMOUNT).contains(&raw.burst) {
         c.err(
             &format!("{p}.burst"),
             format!(
-                "must be at least 1 (got {}); it is how many attempts pass at once",
-                raw.burst
+                "must be at least 1 and at most 1e9 (got {}); it is how many attempts pass at once",
+                num(raw.burst)
             ),
         );
     }
@@ -770,7 +894,7 @@ fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
         retry_after: raw
             .retry_after
             .as_ref()
-            .map(|d| c.duration(&format!("{p}.retry_after"), d)),
+            .and_then(|d| c.duration(&format!("{p}.retry_after"), d)),
     }
 }
 

@@ -15,10 +15,15 @@ const GOOD: &str = r#"{
 
 /// Runs `retrystorm run` on `text`; asserts exit code 2 and no output; returns stderr.
 fn reject(text: &str) -> String {
+    reject_by("run", text)
+}
+
+/// Runs `retrystorm <command>` on `text`; asserts exit code 2 and no output; returns stderr.
+fn reject_by(command: &str, text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scenario.json");
     std::fs::write(&file, text).unwrap();
-    let out = retrystorm(dir.path(), &["run", "scenario.json"]);
+    let out = retrystorm(dir.path(), &[command, "scenario.json"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(
         out.status.code(),
@@ -57,6 +62,24 @@ fn the_good_scenario_runs() {
     );
 }
 
+/// Regression: a file saved with a UTF-8 byte-order mark was "not valid JSON" at 1:1.
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.json"), format!("\u{feff}{GOOD}")).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("s.json: ok"), "{stdout}");
+    // Only at the start: anywhere else it is still not JSON.
+    let inside = GOOD.replace("\"duration\"", "\u{feff}\"duration\"");
+    assert_says(&reject(&inside), &["scenario.json:3:", "not valid JSON"]);
+}
+
 #[test]
 fn malformed_json_gives_line_and_column() {
     let broken = GOOD.replace("\"duration\": \"1s\",", "\"duration\": \"1s\"");
@@ -70,10 +93,8 @@ fn unknown_key_names_the_nearest_valid_one() {
     assert_says(
         &stderr,
         &[
-            "clients.workload.open",
-            "unknown field `rate_per_sec`",
-            "did you mean `rate_per_s`?",
-            "line 4",
+            "1 problem in the scenario",
+            "clients.workload.open.rate_per_sec: unknown key; did you mean `rate_per_s`? (line 4, column 52)",
         ],
     );
 }
@@ -164,6 +185,24 @@ fn missing_file_is_a_usage_error() {
     let out = retrystorm(dir.path(), &["run", "nope.json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.json"));
+}
+
+/// Regression: the operating system's reason why a file cannot be read printed twice, in the
+/// message and again as its cause.
+#[test]
+fn why_a_file_cannot_be_read_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("folder.json")).unwrap();
+    for file in ["nope.json", "folder.json"] {
+        for command in ["check", "run"] {
+            let out = retrystorm(dir.path(), &[command, file]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert_says(&stderr, &[file, "cannot read the scenario: "]);
+            // One line: the file, and the reason once, with no "caused by" repeating it.
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        }
+    }
 }
 
 #[test]
@@ -282,6 +321,15 @@ fn budgets_breakers_throttling_and_faults_are_checked() {
         ),
         (
             r#""service_time": { "constant": "1ms" }"#,
+            r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "0.1s", "to": "0.2s" }, { "from": "0.5s", "to": "0.8s", "outage": "drop" } ]"#,
+            &[
+                "server.faults[0]: needs one effect",
+                "server.faults[1].outage",
+                "wait for ever",
+            ],
+        ),
+        (
+            r#""service_time": { "constant": "1ms" }"#,
             r#""service_time": { "constant": "1ms" }, "faults": [ { "from": "5s", "to": "8s", "outage": "reject" } ]"#,
             &[
                 "server.faults[0].from",
@@ -314,4 +362,460 @@ fn a_breaker_over_serial_clients_that_never_wait_is_refused() {
             "think time",
         ],
     );
+}
+
+/// Regression: a non-ASCII string of about 30 characters where an object belongs (a variant's
+/// patch, or a value that a sweep path goes through) was cut inside a character for the
+/// message, and retrystorm panicked (exit code 101).
+#[test]
+fn long_non_ascii_text_where_an_object_belongs_is_a_problem_not_a_panic() {
+    let text = "é".repeat(31);
+    let patch = GOOD.replace(
+        "\"policy\"",
+        &format!("\"variants\": [{{\"name\": \"x\", \"patch\": \"{text}\"}}],\n  \"policy\""),
+    );
+    let through = GOOD.replace(
+        "\"policy\"",
+        &format!(
+            "\"description\": \"{text}\", \"sweep\": {{\"path\": \"description.x\", \"values\": [1]}},\n  \"policy\""
+        ),
+    );
+    let cases = [
+        (patch, ["variants[0].patch", "must be an object"]),
+        (through, ["sweep.path", "neither an object nor a list"]),
+    ];
+    for (text, needles) in &cases {
+        for command in ["check", "run"] {
+            let stderr = reject_by(command, text);
+            assert_says(&stderr, needles);
+            assert_says(&stderr, &["éééé..."]);
+        }
+    }
+}
+
+/// Regression: a duration that cannot be read ("1e18ns") was taken as 0 by the rules that
+/// compare it with other settings, which then reported a second, false problem (a fault
+/// "after" a duration of 0s, a cap shorter than its base, a drop outage "without" the
+/// timeout that was written). A value that failed is compared with nothing.
+#[test]
+fn a_duration_that_cannot_be_read_gives_one_problem_not_two() {
+    let drop = r#", "faults": [ { "from": "0.5s", "to": "0.8s", "outage": "drop" } ]"#;
+    let service = "\"service_time\": { \"constant\": \"1ms\" }";
+    let with_drop = format!("{service}{drop}");
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[
+                ("\"1s\"", "\"1e18ns\", \"max_time\": \"2s\""),
+                (service, &with_drop),
+                ("\"policy\": {", "\"policy\": { \"timeout\": \"1s\","),
+            ],
+            "duration",
+        ),
+        (
+            &[(
+                "\"max_attempts\": 3",
+                r#""max_attempts": 3, "backoff": { "base": "1e18ns", "cap": "1s", "jitter": "decorrelated" }"#,
+            )],
+            "policy.retry.backoff.base",
+        ),
+        (
+            &[(
+                "\"max_attempts\": 3",
+                r#""max_attempts": 3, "backoff": { "base": "1s", "cap": "1e18ns", "jitter": "full" }"#,
+            )],
+            "policy.retry.backoff.cap",
+        ),
+        (
+            &[
+                ("\"policy\": {", "\"policy\": { \"timeout\": \"1e18ns\","),
+                (service, &with_drop),
+            ],
+            "policy.timeout",
+        ),
+        (
+            &[(
+                service,
+                r#""service_time": { "uniform": { "min": "2ms", "max": "1e18ns" } }"#,
+            )],
+            "server.service_time.uniform.max",
+        ),
+        (
+            &[(
+                "\"rate_per_s\": 10 }",
+                r#""rate_per_s": 10, "profile": [ { "at": "0.2s", "rate_per_s": 5 }, { "at": "1e18ns", "rate_per_s": 5 }, { "at": "0.1s", "rate_per_s": 5 } ] }"#,
+            )],
+            "clients.workload.open.profile[1].at",
+        ),
+    ];
+    for (edits, path) in cases {
+        let mut text = GOOD.to_string();
+        for (from, to) in *edits {
+            assert_eq!(text.matches(from).count(), 1, "{from}");
+            text = text.replace(from, to);
+        }
+        let stderr = reject(&text);
+        assert_says(
+            &stderr,
+            &[
+                "1 problem in the scenario",
+                &format!("{path}: "),
+                "\"1e18ns\" has an exponent",
+            ],
+        );
+    }
+}
+
+/// Regression: values whose arithmetic overflows were accepted and reached results. Backoffs
+/// of 10^18 ns ran simulated time (a u64 of nanoseconds, about 584 years) out, so requests
+/// ended `deadline_exceeded` with no deadline set; mixture weights of 1e308 summed to infinity
+/// and only the last component was ever drawn. Each bound is named in its message.
+#[test]
+fn values_that_would_overflow_are_rejected_with_their_bound() {
+    let retry = "\"max_attempts\": 3";
+    let service = "\"service_time\": { \"constant\": \"1ms\" }";
+    let rate = "\"rate_per_s\": 10 }";
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            retry,
+            r#""max_attempts": 3, "backoff": { "base": "1000000000s", "cap": "1000000000s", "jitter": "none" }"#,
+            &[
+                "policy.retry.backoff.base: must be at most 1000000s",
+                "policy.retry.backoff.cap: must be at most 1000000s",
+                "got \"1000000000s\"",
+            ],
+        ),
+        (
+            "\"duration\": \"1s\"",
+            "\"duration\": \"2000000s\"",
+            &["duration: must be at most 1000000s, about 11.6 days"],
+        ),
+        (
+            "\"policy\": {",
+            "\"policy\": { \"timeout\": \"300h\", \"deadline\": \"16667m\",",
+            &[
+                "policy.timeout: must be at most 1000000s",
+                "policy.deadline: must be at most 1000000s",
+            ],
+        ),
+        (
+            retry,
+            "\"max_attempts\": 5000",
+            &[
+                "policy.retry.max_attempts: must be at most 1000 (got 5000)",
+                "\"unlimited\"",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "mixture": [ { "weight": 1e308, "dist": { "constant": "1ms" } }, { "weight": 1e308, "dist": { "constant": "9ms" } } ] }"#,
+            &["server.service_time.mixture: the weights must have a finite sum"],
+        ),
+        (
+            service,
+            r#""service_time": { "lognormal": { "median": "10ms", "sigma": 6 } }"#,
+            &[
+                "server.service_time.lognormal.sigma",
+                "got 6",
+                "at most 1e9s",
+            ],
+        ),
+        (
+            rate,
+            "\"rate_per_s\": 1e10 }",
+            &[
+                "clients.workload.open.rate_per_s: must be a rate per second >= 0 and at most 1e9",
+                "got 10000000000",
+            ],
+        ),
+        (
+            rate,
+            r#""rate_per_s": 10, "profile": [ { "at": "0.5s", "rate_per_s": 1e300 } ] }"#,
+            &[
+                "clients.workload.open.profile[0].rate_per_s",
+                "at most 1e9",
+                "got 1e300",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "constant": "1ms" }, "rate_limit": { "rate_per_s": 1e12, "burst": 1e300 }"#,
+            &[
+                "server.rate_limit.rate_per_s",
+                "server.rate_limit.burst: must be at least 1 and at most 1e9 (got 1e300)",
+            ],
+        ),
+        (
+            service,
+            r#""service_time": { "constant": "1ms" }, "slowdown_per_inflight": "1m", "faults": [ { "from": "0s", "to": "0.5s", "service_time_factor": 1e300 } ]"#,
+            &[
+                "server.slowdown_per_inflight: must be at most 10s (got 1m)",
+                "server.faults[0].service_time_factor: must be a number > 0 and at most 1000 (got 1e300)",
+            ],
+        ),
+        (
+            "\"policy\": {",
+            r#""policy": { "budget": { "token_bucket": { "max_tokens": 1e300, "token_ratio": 1e20 } },"#,
+            &[
+                "policy.budget.token_bucket.max_tokens: must be a number > 0 and at most 1e9",
+                "policy.budget.token_bucket.token_ratio: must be a number >= 0 and at most 1e9",
+            ],
+        ),
+    ];
+    for (from, to, needles) in cases {
+        assert_eq!(GOOD.matches(from).count(), 1, "{from}");
+        let stderr = reject(&GOOD.replace(from, to));
+        assert_says(&stderr, needles);
+    }
+    // Counts stay as large as the type that holds them: 4,294,967,295 open-workload clients.
+    let dir = tempfile::tempdir().unwrap();
+    let many = GOOD.replace("\"count\": 2", "\"count\": 4294967295");
+    std::fs::write(dir.path().join("s.json"), many).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Names are written into tables, figures, report.md and CSV files: a control character
+/// (a newline, a tab) would break the line it is written on, so it is refused with the name
+/// shown escaped. Characters such as `|`, `=` and `<` are fine in names.
+#[test]
+fn control_characters_in_names_and_labels_are_rejected() {
+    let with_variants = |variants: &str| {
+        GOOD.replace(
+            "\"policy\"",
+            &format!("\"variants\": {variants},\n  \"policy\""),
+        )
+    };
+    let cases: &[(String, &[&str])] = &[
+        (
+            with_variants(r#"[{"name": "two\nlines"}, {"name": "tab\there"}, {"name": "bell\u0007"}]"#),
+            &[
+                "3 problems",
+                r#"variants[0].name: must not contain control characters such as a newline or a tab (got "two\nlines")"#,
+                r#"variants[1].name: must not contain control characters"#,
+                r#"(got "tab\there")"#,
+                r#"variants[2].name: must not contain control characters"#,
+                r#"(got "bell\u{7}")"#,
+            ],
+        ),
+        (
+            GOOD.replace("\"name\": \"bad\"", "\"name\": \"bad\\r\\n\""),
+            &["name: must be a plain folder name", r#"(got "bad\r\n")"#],
+        ),
+        (
+            GOOD.replace(
+                "\"policy\"",
+                "\"sweep\": { \"path\": \"clients.count\", \"label\": \"clients\\nper server\", \"values\": [1, 2] },\n  \"policy\"",
+            ),
+            &["sweep.label: must not contain control characters"],
+        ),
+        (
+            with_variants(r#"[{"name": "a"}, {"name": "b"}, {"name": "a"}]"#),
+            &["1 problem", r#"variants[2].name: "a" is also the name of variants[0]; names must be unique"#],
+        ),
+    ];
+    for (text, needles) in cases {
+        let stderr = reject(text);
+        assert_says(&stderr, needles);
+        // Every problem stays on its own line.
+        let listed = stderr.lines().filter(|l| l.starts_with("  - ")).count();
+        assert_eq!(listed + 1, stderr.lines().count(), "{stderr}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fine = with_variants(r#"[{"name": "a | b = c < d > e, \"f\""}, {"name": "é 🦀"}]"#);
+    std::fs::write(dir.path().join("s.json"), fine).unwrap();
+    let out = retrystorm(dir.path(), &["check", "s.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Regression: `check` stopped at the first unknown key or wrong type (one of six here) and
+/// worded it in Rust's terms ("invalid type: string \"two\", expected u64"). Every one is
+/// listed in one pass, inside a variant's patch and a sweep value too, each with its path,
+/// what belongs there in the format's words, and its line and column in the file.
+#[test]
+fn every_unknown_key_and_wrong_type_is_listed_in_one_pass() {
+    let text = r#"{
+  "name": "bad",
+  "duration": "1s",
+  "clients": { "count": "two", "workload": { "open": { "rate_per_sec": 10 } } },
+  "server": { "service_time": { "constant": "1ms" }, "concurency": 2 },
+  "policy": { "retry": { "max_attempts": 3, "backoff": { "base": "1ms", "cap": "1s", "jitter": "ful" } } },
+  "variants": [
+    { "name": "a" },
+    { "name": "b", "patch": { "server": { "queue_limit": 2.5 } } }
+  ],
+  "sweep": { "path": "network.latency", "values": [ { "constant": "1ms" }, { "exponentail": { "mean": "1ms" } } ] }
+}"#;
+    let expected = [
+        "error: scenario.json: 6 problems in the scenario:",
+        "  - clients.count: must be a whole number (got \"two\") (line 4, column 25)",
+        "  - clients.workload.open.rate_per_sec: unknown key; did you mean `rate_per_s`? (line 4, column 56)",
+        "  - server.concurency: unknown key; did you mean `concurrency`? (line 5, column 54)",
+        "  - policy.retry.backoff.jitter: must be one of: none, full, equal, decorrelated (got \"ful\"); did you mean \"full\"? (line 6, column 96)",
+        "  - server.queue_limit: must be a whole number or \"unlimited\" (got 2.5) (in variants[1] \"b\") (line 9, column 58)",
+        "  - network.latency.exponentail: unknown key; did you mean `exponential`? the one key here names the kind: constant, exponential, uniform, normal, lognormal, mixture (with network.latency = {\"exponentail\":{\"mean\":\"1ms\"}}) (line 11, column 76)",
+    ];
+    for command in ["check", "run"] {
+        let stderr = reject_by(command, text);
+        assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+    }
+}
+
+/// What belongs where is said as the format says it, never in serde's internal words.
+#[test]
+fn wrong_types_are_described_in_the_formats_words() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "\"count\": 2",
+            "\"count\": -2",
+            "clients.count: must be a whole number (got -2)",
+        ),
+        (
+            "\"count\": 2",
+            "\"count\": 2.5",
+            "clients.count: must be a whole number (got 2.5)",
+        ),
+        (
+            "\"count\": 2",
+            "\"count\": {}",
+            "clients.count: must be a whole number (got {})",
+        ),
+        (
+            "\"duration\": \"1s\"",
+            "\"duration\": [1]",
+            "duration: must be a duration such as \"10ms\" or \"1.5s\" (got [1])",
+        ),
+        (
+            "\"workload\": { \"open\": { \"rate_per_s\": 10 } }",
+            "\"workload\": \"open\"",
+            "clients.workload: must be an object with one key, one of: open, closed (got \"open\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": true",
+            "policy.retry.max_attempts: must be a whole number or \"unlimited\" (got true)",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"backoff\": \"exponential\"",
+            "policy.retry.backoff: must be \"none\" or an object (got \"exponential\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"retry_on\": \"timeout\"",
+            "policy.retry.retry_on: must be a list (got \"timeout\")",
+        ),
+        (
+            "\"max_attempts\": 3",
+            "\"max_attempts\": 3, \"retry_on\": [\"timeouts\"]",
+            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent (got \"timeouts\"); did you mean \"timeout\"?",
+        ),
+        (
+            "\"constant\": \"1ms\"",
+            "\"constant\": \"1ms\", \"uniform\": {}",
+            "server.service_time: has 2 keys (constant, uniform) but must have exactly one, the kind",
+        ),
+        (
+            "\"name\": \"bad\",",
+            "",
+            "name: is required: a string (line 1, column 1)",
+        ),
+    ];
+    for (from, to, needle) in cases {
+        assert_eq!(GOOD.matches(from).count(), 1, "{from}");
+        let stderr = reject(&GOOD.replace(from, to));
+        assert_says(&stderr, &["1 problem in the scenario", needle]);
+        for serde_words in [
+            "invalid type",
+            "expected",
+            "u64",
+            "struct",
+            "map with",
+            "variant `",
+        ] {
+            assert!(!stderr.contains(serde_words), "{serde_words}: {stderr}");
+        }
+    }
+}
+
+/// Regression: a sweep of 100,000 values with a bad one in every scenario printed 16 MB of
+/// near-identical problems. The first five of each kind (the same rule at paths that differ
+/// in list indices only) are listed, then how many more there are; a variant's own mistake is
+/// one problem, not one per sweep value.
+#[test]
+fn many_problems_of_one_kind_are_summarised() {
+    let values: Vec<String> = (2..1002).map(|v| v.to_string()).collect();
+    let variants: Vec<String> = (0..50)
+        .map(|i| format!(r#"{{"name": "v{i}", "patch": {{"server": {{"concurrency": 0}}}}}}"#))
+        .collect();
+    let text = GOOD.replace(
+        "\"policy\"",
+        &format!(
+            "\"sweep\": {{ \"path\": \"server.error_rate\", \"values\": [{}] }},\n  \"variants\": [{}],\n  \"policy\"",
+            values.join(", "),
+            variants.join(", ")
+        ),
+    );
+    let stderr = reject_by("check", &text);
+    assert_says(
+        &stderr,
+        &[
+            "1050 problems in the scenario",
+            "  - server.error_rate: must be a probability between 0 and 1 (got 6); write 5 % as 0.05 (with server.error_rate = 6) (line 6, column 66)",
+            "\n    and 995 more like this\n",
+            "  - server.concurrency: must be at least 1 (got 0) (in variants[4] \"v4\")",
+            "\n    and 45 more like this",
+        ],
+    );
+    assert_eq!(stderr.lines().count(), 1 + 5 + 1 + 5 + 1, "{stderr}");
+    assert!(!stderr.contains("(got 7)"), "{stderr}");
+}
+
+/// Loading takes bounded time and memory whatever the file: it may expand to at most 100,000
+/// scenarios (sweep points times variants) and 100 MB of JSON in all, and a sweep path has at
+/// most 32 keys. Each limit is named where it is passed.
+#[test]
+fn a_file_that_expands_too_far_is_refused_with_its_bound() {
+    let many_values: Vec<String> = (1..=1001).map(|v| v.to_string()).collect();
+    let many_variants: Vec<String> = (0..100).map(|i| format!(r#"{{"name": "v{i}"}}"#)).collect();
+    let deep = vec!["a"; 40].join(".");
+    let big = "x".repeat(20_000);
+    let cases = [
+        (
+            format!(
+                "\"sweep\": {{ \"path\": \"clients.count\", \"values\": [{}] }}, \"variants\": [{}],",
+                many_values.join(", "),
+                many_variants.join(", ")
+            ),
+            "sweep: the file expands to 100100 scenarios (1001 sweep points times 100 variants), more than the 100000 one file may run",
+        ),
+        (
+            format!(
+                "\"description\": \"{big}\", \"sweep\": {{ \"path\": \"clients.count\", \"values\": [{}] }},",
+                (1..=6000)
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "bytes in all, more than the 100000000 one file may check",
+        ),
+        (
+            format!("\"sweep\": {{ \"path\": \"{deep}\", \"values\": [1] }},"),
+            "sweep.path: has 40 keys, more than the 32 a path may have",
+        ),
+    ];
+    for (insert, needle) in &cases {
+        let text = GOOD.replace("\"policy\"", &format!("{insert}\n  \"policy\""));
+        assert_says(
+            &reject_by("check", &text),
+            &["1 problem in the scenario", needle],
+        );
+    }
 }

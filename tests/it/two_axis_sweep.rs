@@ -191,7 +191,7 @@ fn a_bad_second_sweep_path_exits_2_and_names_it() {
         ),
         (
             r#""path": "server.concurrency", "values": [1], "step": 2"#,
-            "unknown field",
+            "unknown key",
         ),
     ] {
         let text = SCENARIO.replace(r#""path": "server.concurrency", "values": [1, 2]"#, second);
