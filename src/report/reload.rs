@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use super::csv_untext;
 use crate::engine::SimDuration;
 use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, Metrics, series::COLUMNS};
 use crate::runner::{ExampleRun, ExperimentResult, PointResult, VariantResult};
@@ -269,12 +270,12 @@ fn read_series(dir: &Path) -> anyhow::Result<Series> {
                 .parse()
                 .context("timeseries.csv: a value is not a number")?;
         }
-        let second = if two_axes { &record[1] } else { "" };
+        let second = if two_axes { csv_untext(&record[1]) } else { "" };
         let entry = out
             .entry((
-                record[0].to_string(),
+                csv_untext(&record[0]).to_string(),
                 second.to_string(),
-                record[keys - 1].to_string(),
+                csv_untext(&record[keys - 1]).to_string(),
             ))
             .or_insert_with(|| (SimDuration::from_secs_f64(bucket_s), Vec::new()));
         entry.1.push(row);
@@ -315,11 +316,11 @@ fn read_examples(
         for (k, slot) in row.iter_mut().enumerate() {
             *slot = number(5 + k)?;
         }
-        let runs = out.entry(record[0].to_string()).or_default();
+        let runs = out.entry(csv_untext(&record[0]).to_string()).or_default();
         if runs.last().is_none_or(|r| r.replication != replication) {
             runs.push(ExampleRun {
                 replication,
-                label: record[2].to_string(),
+                label: csv_untext(&record[2]).to_string(),
                 bucket: SimDuration::from_secs_f64(number(4)?),
                 series: Vec::new(),
             });
@@ -343,7 +344,7 @@ fn read_latency(dir: &Path) -> anyhow::Result<std::collections::BTreeMap<String,
         // The bin whose upper edge this is: edge = 1e-3 ms * 10^((i + 1) / bins per decade).
         let i = ((edge_ms / 1e-3).log10() * LATENCY_BINS_PER_DECADE as f64).round() as usize;
         let bins = out
-            .entry(record[0].to_string())
+            .entry(csv_untext(&record[0]).to_string())
             .or_insert_with(|| vec![0.0; LATENCY_BINS]);
         if let Some(slot) = i.checked_sub(1).and_then(|i| bins.get_mut(i)) {
             *slot = requests;
