@@ -1,12 +1,13 @@
 //! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
 //! scenario.resolved.json, the figures (each with its CSV), report.md and the terminal table.
 //!
-//! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
-//! writes files. Everything is rendered before anything is written, so a run that fails
-//! leaves no partial output behind.
+//! Renderers turn results into bytes; [`publish`] is the only module in retrystorm that
+//! writes files, and it writes a run's folder as a whole (see its documentation). Everything is
+//! rendered before anything is written, so a run that fails leaves no partial output behind.
 
 pub mod charts;
 mod markdown;
+pub mod publish;
 mod reload;
 mod summary;
 mod sweep;
@@ -16,7 +17,8 @@ mod timeseries;
 
 pub use charts::ImageFormat;
 pub use markdown::{findings, report_md, truncation_notes};
-pub use reload::reload;
+pub use publish::{Destination, prepare};
+pub use reload::{RunFolder, reload, reload_files};
 pub use summary::summary_json;
 pub use sweep::sweep_csv;
 pub use table::table;
@@ -158,17 +160,11 @@ pub fn render_report(
     Ok(files)
 }
 
-/// Writes `files` into `dir`, creating it. The one place that writes.
+/// Writes `files` as the run folder `dir`, replacing an earlier run there as a whole
+/// ([`publish::prepare`], then [`publish::publish`]).
 pub fn write_files(dir: &Path, files: &[OutputFile]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
-    for f in files {
-        let path = dir.join(&f.name);
-        std::fs::write(&path, &f.bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+    let dest = publish::prepare(dir)?;
+    publish::publish(&dest, files, &publish::Options::default())
 }
 
 #[cfg(test)]
