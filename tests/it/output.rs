@@ -896,7 +896,7 @@ fn the_reader_survives_any_damage_to_any_file() {
         "latency.csv",
     ];
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 200,
+        cases: 120,
         failure_persistence: None,
         ..ProptestConfig::default()
     });
