@@ -1,16 +1,25 @@
 //! The command line: the only module that knows flags.
 //!
-//! `run` loads and validates every file before simulating any, so bad input writes nothing;
-//! `check` lists every problem; `schema` prints the JSON Schema of the scenario format.
+//! `run` loads and validates every file and checks every output folder before simulating
+//! any, so bad input writes nothing and a run does not fail at its end for want of a place to
+//! write; `check` lists every problem; `schema` prints the JSON Schema of the scenario format.
+//!
+//! SIGINT and SIGTERM never leave a half-written folder: `run` and `report` note the signal,
+//! stop simulating at once or abandon the write (the folder stays as it was), or, when the new
+//! folder is already being put in place, finish that first; then they exit with 130 or 143.
+//! A second signal ends the process at once.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use crate::report::{self, ImageFormat};
+use crate::report::publish::{self, Cancelled, Refused};
+use crate::report::{self, Destination, ImageFormat, OutputFile, RunFolder};
 use crate::runner;
 use crate::scenario::{
     Axis, Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
@@ -47,7 +56,7 @@ pub enum Command {
         files: Vec<PathBuf>,
     },
     /// Re-render report.md and the figures of a finished run from its output folder,
-    /// without simulating again.
+    /// without simulating again; the folder is checked first and replaced as a whole.
     Report {
         /// The output folder of a run (holding summary.json).
         dir: PathBuf,
@@ -113,19 +122,9 @@ fn parse_sweep(text: &str) -> Result<Sweep, String> {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Run(args) => run_files(&args),
+        Command::Run(args) => run_files(&args, &Signals::install()?),
         Command::Check { files } => check_files(&files),
-        Command::Report { dir, format } => {
-            let (experiment, result) = report::reload(&dir)?;
-            let files = report::render_report(&experiment, &result, format)?;
-            report::write_files(&dir, &files)?;
-            println!(
-                "report.md and {} figure files re-rendered in {}",
-                files.len() - 1,
-                dir.display()
-            );
-            Ok(())
-        }
+        Command::Report { dir, format } => report_dir(&dir, format, &Signals::install()?),
         Command::Schema => {
             let schema = schemars::schema_for!(RawScenario);
             let mut out = std::io::stdout().lock();
@@ -136,13 +135,161 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The exit code for an error returned by [`run`].
+/// The exit code for an error returned by [`run`]: 2 for bad input or usage, including an
+/// output folder that `run` refuses to replace (the command names the wrong folder); 128 plus
+/// the signal's number after SIGINT (130) or SIGTERM (143); 1 for anything else.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    if err.downcast_ref::<ScenarioError>().is_some() || err.downcast_ref::<BadInput>().is_some() {
+    if let Some(i) = err.downcast_ref::<Interrupted>() {
+        128u8.saturating_add(i.signal as u8)
+    } else if err.downcast_ref::<ScenarioError>().is_some()
+        || err.downcast_ref::<BadInput>().is_some()
+        || err.downcast_ref::<Refused>().is_some()
+    {
         EXIT_BAD_INPUT
     } else {
         EXIT_FAILURE
     }
+}
+
+/// The run stopped at SIGINT or SIGTERM.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by {}: {what}", signal_name(*.signal))]
+pub struct Interrupted {
+    /// The signal's number.
+    pub signal: i32,
+    /// What was left.
+    pub what: String,
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGINT => "SIGINT",
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// SIGINT and SIGTERM, noted rather than obeyed at once, so that a folder is never left half
+/// written; a second one ends the process at once.
+struct Signals {
+    got: Arc<AtomicUsize>,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let got = Arc::new(AtomicUsize::new(0));
+        let again = Arc::new(AtomicBool::new(false));
+        for signal in [SIGINT, SIGTERM] {
+            // In this order: the first signal finds `again` false and sets it; the second
+            // finds it true and exits.
+            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, again.clone())?;
+            signal_hook::flag::register(signal, again.clone())?;
+            signal_hook::flag::register_usize(signal, got.clone(), signal as usize)?;
+        }
+        Ok(Signals { got })
+    }
+
+    /// The signal received, if any.
+    fn pending(&self) -> Option<i32> {
+        match self.got.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(signal as i32),
+        }
+    }
+
+    fn interrupted(&self, what: String) -> anyhow::Error {
+        Interrupted {
+            signal: self.pending().unwrap_or(signal_hook::consts::SIGINT),
+            what,
+        }
+        .into()
+    }
+
+    /// Runs `work` on another thread and waits for it, unless a signal comes first.
+    fn wait_for<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Option<i32>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("retrystorm-run".into())
+            .spawn(move || {
+                let _ = tx.send(work());
+            })
+            .map_err(|_| None)?;
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(value) => return Ok(value),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(signal) = self.pending() {
+                        return Err(Some(signal));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => match worker.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(()) => return Err(None),
+                },
+            }
+        }
+    }
+
+    /// Publishes `files` as `dest`: abandoned on a signal until the folder is put in place,
+    /// which is then finished first.
+    fn publish(&self, dest: &Destination, files: &[OutputFile]) -> anyhow::Result<()> {
+        let cancelled = || self.pending().is_some();
+        let options = publish::Options {
+            cancelled: &cancelled,
+            ..Default::default()
+        };
+        match publish::publish(dest, files, &options) {
+            Err(e) if e.is::<Cancelled>() => Err(self.interrupted(format!(
+                "nothing was written; {} is as it was",
+                dest.shown().display()
+            ))),
+            Err(e) => Err(e),
+            Ok(()) => {
+                if std::env::current_dir().is_err() {
+                    eprintln!(
+                        "note: the current folder was {}, which is now replaced: `cd` into it again to see the new files",
+                        dest.shown().display()
+                    );
+                }
+                match self.pending() {
+                    Some(_) => Err(self.interrupted(format!(
+                        "{} had been written in full",
+                        dest.shown().display()
+                    ))),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// `retrystorm report DIR`: checks the run in DIR, renders report.md and the figures again
+/// and replaces the folder with the run's data and the new renders. Every problem is a
+/// failure (exit 1): DIR's contents are the input here.
+fn report_dir(dir: &Path, format: ImageFormat, signals: &Signals) -> anyhow::Result<()> {
+    let as_failure = |e: anyhow::Error| match e.downcast::<Refused>() {
+        Ok(refused) => anyhow::anyhow!("{refused}"),
+        Err(e) => e,
+    };
+    let folder = RunFolder::read(dir)?;
+    let (experiment, result) =
+        report::reload_files(&folder).map_err(|e| anyhow::anyhow!("{}: {e:#}", dir.display()))?;
+    let rendered = report::render_report(&experiment, &result, format)?;
+    let figures = rendered.len() - 1;
+    let mut files = folder.kept_files();
+    files.extend(rendered);
+    let dest = report::prepare(dir).map_err(as_failure)?;
+    signals.publish(&dest, &files).map_err(as_failure)?;
+    println!(
+        "report.md and {figures} figure files re-rendered in {}",
+        dir.display()
+    );
+    Ok(())
 }
 
 /// Several files had problems; each was already described.
@@ -191,25 +338,66 @@ fn sweep_option(sweeps: &[Sweep]) -> anyhow::Result<Option<Sweep>> {
     }
 }
 
-fn run_files(args: &RunArgs) -> anyhow::Result<()> {
+fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     let options = LoadOptions {
         seed: args.seed,
         replications: args.replications,
         sweep: sweep_option(&args.sweep)?,
     };
     let experiments = load_all(&args.files, &options)?;
+    // Every output folder is checked before anything is simulated.
     let several = experiments.len() > 1;
-    for experiment in &experiments {
-        let dir = output_dir(args.out.as_deref(), &experiment.name, several);
-        let progress = Progress::new(experiment, args.quiet);
-        let result = runner::run(experiment, args.jobs, &|| progress.job_done());
-        progress.finish();
-        let files = report::render(experiment, &result, args.format)?;
-        report::write_files(&dir, &files)?;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for (file, experiment) in args.files.iter().zip(&experiments) {
+        let dir = output_dir(args.out.as_deref(), &experiment.name, several)
+            .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
+        let same = publish::identity(&dir);
+        if let Some(i) = dirs.iter().position(|d| publish::identity(d) == same) {
+            return Err(BadInput(format!(
+                "{} and {} would both write to {}: one folder holds one run. Give the scenarios different names, or run them one at a time with --out",
+                args.files[i].display(),
+                file.display(),
+                dir.display()
+            ))
+            .into());
+        }
+        dirs.push(dir);
+    }
+    let dests = dirs
+        .iter()
+        .map(|d| report::prepare(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for (experiment, dest) in experiments.into_iter().zip(&dests) {
+        let experiment = Arc::new(experiment);
+        let progress = Arc::new(Progress::new(&experiment, args.quiet));
+        let work = {
+            let (experiment, progress) = (experiment.clone(), progress.clone());
+            let (jobs, format) = (args.jobs, args.format);
+            move || -> anyhow::Result<_> {
+                let result = runner::run(&experiment, jobs, &|| progress.job_done());
+                progress.finish();
+                let files = report::render(&experiment, &result, format)?;
+                Ok((result, files))
+            }
+        };
+        let (result, files) = match signals.wait_for(work) {
+            Ok(done) => done?,
+            Err(signal) => {
+                progress.finish();
+                return Err(match signal {
+                    Some(_) => signals.interrupted(format!(
+                        "nothing was written; {} is as it was",
+                        dest.shown().display()
+                    )),
+                    None => anyhow::anyhow!("the simulation stopped without a result"),
+                });
+            }
+        };
+        signals.publish(dest, &files)?;
         if !args.quiet {
             let mut out = std::io::stdout().lock();
-            write!(out, "{}", report::table(experiment, &result))?;
-            writeln!(out, "results in {}\n", dir.display())?;
+            write!(out, "{}", report::table(&experiment, &result))?;
+            writeln!(out, "results in {}\n", dest.shown().display())?;
         }
     }
     Ok(())
@@ -269,11 +457,23 @@ impl Progress {
     }
 }
 
-fn output_dir(out: Option<&Path>, name: &str, several: bool) -> PathBuf {
+/// The output folder of a scenario: `--out` itself, or the scenario's name under
+/// `--out` (several files) or `output/`. A name that is not one folder name (`..`, `a/b`) is
+/// refused rather than let out of that folder.
+fn output_dir(out: Option<&Path>, name: &str, several: bool) -> Result<PathBuf, String> {
+    let named = |parent: &Path| {
+        if publish::is_plain_name(name) {
+            Ok(parent.join(name))
+        } else {
+            Err(format!(
+                "the scenario's name {name:?} cannot name its output folder: it must be one folder name, without / or \\; rename the scenario or give --out DIR"
+            ))
+        }
+    };
     match out {
-        Some(dir) if several => dir.join(name),
-        Some(dir) => dir.to_path_buf(),
-        None => Path::new("output").join(name),
+        Some(dir) if several => named(dir),
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => named(Path::new("output")),
     }
 }
 

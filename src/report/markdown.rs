@@ -4,8 +4,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use super::value_text;
 use crate::engine::{SimDuration, SimTime};
 use crate::metrics::Metric;
@@ -33,7 +31,7 @@ pub fn report_md(
     let mut out = String::new();
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     let point = &result.points[focus];
-    let _ = writeln!(out, "# {}\n", experiment.name);
+    let _ = writeln!(out, "# {}\n", escape(&experiment.name));
     if let Some(d) = &experiment.description {
         let _ = writeln!(out, "{d}\n");
     }
@@ -56,30 +54,38 @@ pub fn report_md(
         experiment.seed
     );
     if let Some(s) = &experiment.sweep {
-        let values: Vec<String> = s.values.iter().map(Value::to_string).collect();
-        let value = point.value.as_ref().map_or(String::new(), Value::to_string);
+        let values: Vec<String> = s.values.iter().map(|v| escape(&v.to_string())).collect();
+        let value = point
+            .value
+            .as_ref()
+            .map_or(String::new(), |v| escape(&v.to_string()));
         match (&s.second, &experiment.points[focus].second_value) {
             (Some(second), Some(y)) => {
-                let seconds: Vec<String> = second.values.iter().map(Value::to_string).collect();
+                let seconds: Vec<String> = second
+                    .values
+                    .iter()
+                    .map(|v| escape(&v.to_string()))
+                    .collect();
+                let y = escape(&y.to_string());
                 let _ = writeln!(
                     out,
-                    "- Every variant runs at every pair of a value of `{}` ({}) and a value of `{}` ({}): {} points. Results below are at `{}` = {value}, `{}` = {y}.",
-                    s.path,
+                    "- Every variant runs at every pair of a value of {} ({}) and a value of {} ({}): {} points. Results below are at {} = {value}, {} = {y}.",
+                    code(&s.path),
                     values.join(", "),
-                    second.path,
+                    code(&second.path),
                     seconds.join(", "),
                     experiment.points.len(),
-                    s.path,
-                    second.path,
+                    code(&s.path),
+                    code(&second.path),
                 );
             }
             _ => {
                 let _ = writeln!(
                     out,
-                    "- Every variant runs at every value of `{}`: {}. Results below are at `{}` = {value}.",
-                    s.path,
+                    "- Every variant runs at every value of {}: {}. Results below are at {} = {value}.",
+                    code(&s.path),
                     values.join(", "),
-                    s.path,
+                    code(&s.path),
                 );
             }
         }
@@ -91,18 +97,27 @@ pub fn report_md(
             .filter(|l| !base.contains(l))
             .collect();
         if differs.is_empty() {
-            let _ = writeln!(out, "- **{}**: as above.", v.name);
+            let _ = writeln!(out, "- **{}**: as above.", escape(&v.name));
         } else {
-            let _ = writeln!(out, "- **{}**: {}", v.name, differs.join(" "));
+            let _ = writeln!(out, "- **{}**: {}", escape(&v.name), differs.join(" "));
         }
     }
 
     // With a sweep, the table and the findings are at one point of it: say which.
     let at_point = match (&experiment.sweep, &point.value) {
         (Some(s), Some(x)) => {
-            let mut at = format!(" at {} = {}", s.label, value_text(Some(x)));
+            let mut at = format!(
+                " at {} = {}",
+                escape(&s.label),
+                escape(&value_text(Some(x)))
+            );
             if let (Some(second), Some(y)) = (&s.second, &experiment.points[focus].second_value) {
-                let _ = write!(at, ", {} = {}", second.label, value_text(Some(y)));
+                let _ = write!(
+                    at,
+                    ", {} = {}",
+                    escape(&second.label),
+                    escape(&value_text(Some(y)))
+                );
             }
             at
         }
@@ -158,7 +173,8 @@ pub fn report_md(
     if !figures.is_empty() {
         let _ = writeln!(out, "\n## Figures\n");
         for f in figures {
-            let _ = writeln!(out, "![{}]({})\n\n*{}*\n", f.caption, f.file, f.caption);
+            let caption = escape(&f.caption);
+            let _ = writeln!(out, "![{caption}]({})\n\n*{caption}*\n", f.file);
         }
     }
     let _ = writeln!(
@@ -230,20 +246,32 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
     }
 }
 
-/// A name as Markdown text: characters that would start markup or break a table are escaped.
+/// A name (or a sweep value, a label) as Markdown text: every character that could start
+/// markup, an HTML tag or an entity, or break a table is backslash-escaped, and line breaks and
+/// other control characters become spaces, so the text reads as itself on one line.
 fn escape(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {
-            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' => {
+            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' | '&' | '~' | '!' | '$' => {
                 out.push('\\');
                 out.push(c);
             }
-            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push(' '),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A setting's path as inline code; one holding a backtick or a line break (which would end
+/// the code span) is written as escaped text instead.
+fn code(text: &str) -> String {
+    if text.contains('`') || text.chars().any(char::is_control) {
+        escape(text)
+    } else {
+        format!("`{text}`")
+    }
 }
 
 /// How far apart two estimates must be for a finding: the 95 % intervals must not overlap,
@@ -589,13 +617,17 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
     if line.len() < 2 {
         return out;
     }
-    let path = &sweep.label;
-    let value = |k: usize| value_text(result.points[k].value.as_ref());
+    let path = &escape(&sweep.label);
+    let value = |k: usize| escape(&value_text(result.points[k].value.as_ref()));
     let at_second = match (
         &sweep.second,
         experiment.points[line[0]].second_value.as_ref(),
     ) {
-        (Some(second), Some(y)) => format!(" (at {} = {})", second.label, value_text(Some(y))),
+        (Some(second), Some(y)) => format!(
+            " (at {} = {})",
+            escape(&second.label),
+            escape(&value_text(Some(y)))
+        ),
         _ => String::new(),
     };
     let variants = result.points[0].variants.len();
@@ -907,24 +939,24 @@ fn every_pair(out: &mut String, experiment: &Experiment, result: &ExperimentResu
     }
     let _ = writeln!(
         out,
-        "{} (`{}`, in %) for each value of `{}` (columns) and of `{}` (rows, its last value on top, as in the phase diagram).",
+        "{} (`{}`, in %) for each value of {} (columns) and of {} (rows, its last value on top, as in the phase diagram).",
         capitalized(m.words),
         m.metric.key,
-        s.path,
-        second.path
+        code(&s.path),
+        code(&second.path)
     );
     let header: Vec<String> = s
         .values
         .iter()
-        .map(|v| super::value_text(Some(v)))
+        .map(|v| escape(&super::value_text(Some(v))))
         .collect();
     for (k, v) in result.points[0].variants.iter().enumerate() {
-        let _ = writeln!(out, "\n**{}**\n", v.name);
+        let _ = writeln!(out, "\n**{}**\n", escape(&v.name));
         let _ = writeln!(
             out,
             "| {} \\ {} | {} |",
-            second.path,
-            s.path,
+            escape(&second.path),
+            escape(&s.path),
             header.join(" | ")
         );
         let _ = writeln!(out, "|---|{}", "---:|".repeat(header.len()));
@@ -938,7 +970,7 @@ fn every_pair(out: &mut String, experiment: &Experiment, result: &ExperimentResu
             let _ = writeln!(
                 out,
                 "| {} | {} |",
-                super::value_text(Some(y)),
+                escape(&super::value_text(Some(y))),
                 cells.join(" | ")
             );
         }

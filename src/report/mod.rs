@@ -1,12 +1,13 @@
 //! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
 //! scenario.resolved.json, the figures (each with its CSV), report.md and the terminal table.
 //!
-//! Renderers turn results into bytes; [`write_files`] is the only function in retrystorm that
-//! writes files. Everything is rendered before anything is written, so a run that fails
-//! leaves no partial output behind.
+//! Renderers turn results into bytes; [`publish`] is the only module in retrystorm that
+//! writes files, and it writes a run's folder as a whole (see its documentation). Everything is
+//! rendered before anything is written, so a run that fails leaves no partial output behind.
 
 pub mod charts;
 mod markdown;
+pub mod publish;
 mod reload;
 mod summary;
 mod sweep;
@@ -16,12 +17,14 @@ mod timeseries;
 
 pub use charts::ImageFormat;
 pub use markdown::{findings, report_md, truncation_notes};
-pub use reload::reload;
+pub use publish::{Destination, prepare};
+pub use reload::{RunFolder, reload, reload_files};
 pub use summary::summary_json;
 pub use sweep::sweep_csv;
 pub use table::table;
 pub use timeseries::{example_runs_csv, timeseries_csv};
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::runner::ExperimentResult;
@@ -35,6 +38,43 @@ pub fn value_text(v: Option<&serde_json::Value>) -> String {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
     }
+}
+
+/// A text cell as retrystorm writes it into a CSV file. A cell that a spreadsheet would take
+/// for a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading
+/// `'`, as OWASP advises, unless it is a finite number; so does a cell that starts with `'`,
+/// so that [`csv_untext`] gives back the text exactly. The csv crate quotes commas, quotes and
+/// line breaks.
+pub fn csv_text(text: &str) -> Cow<'_, str> {
+    let risky = text.starts_with(['=', '+', '-', '@', '\t', '\r', '\''])
+        && !text.parse::<f64>().is_ok_and(f64::is_finite);
+    if risky {
+        Cow::Owned(format!("'{text}"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// The text of a cell written by [`csv_text`].
+pub fn csv_untext(cell: &str) -> &str {
+    cell.strip_prefix('\'').unwrap_or(cell)
+}
+
+/// Every cell of a CSV document through [`csv_text`]: for the figures' CSVs, whose text cells
+/// (variant names, sweep values, labels) are written in many places.
+fn defuse_csv(bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(bytes);
+    let mut writer = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    for record in reader.records() {
+        let record = record?;
+        writer.write_record(record.iter().map(|cell| csv_text(cell).into_owned()))?;
+    }
+    writer.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// A rendered output file: its name inside the output folder and its bytes.
@@ -114,21 +154,51 @@ pub fn render_report(
         });
         files.push(OutputFile {
             name: format!("{}.csv", figure.stem),
-            bytes: figure.csv,
+            bytes: defuse_csv(&figure.csv)?,
         });
     }
     Ok(files)
 }
 
-/// Writes `files` into `dir`, creating it. The one place that writes.
+/// Writes `files` as the run folder `dir`, replacing an earlier run there as a whole
+/// ([`publish::prepare`], then [`publish::publish`]).
 pub fn write_files(dir: &Path, files: &[OutputFile]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
-    for f in files {
-        let path = dir.join(&f.name);
-        std::fs::write(&path, &f.bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+    let dest = publish::prepare(dir)?;
+    publish::publish(&dest, files, &publish::Options::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_that_start_a_formula_are_defused_and_read_back() {
+        for (text, written) in [
+            ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
+            ("+1+2", "'+1+2"),
+            ("-x", "'-x"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\tx", "'\tx"),
+            ("\rx", "'\rx"),
+            ("'quoted", "''quoted"),
+            ("-inf", "'-inf"),
+            ("-1.5", "-1.5"),
+            ("+3", "+3"),
+            ("full jitter", "full jitter"),
+            ("", ""),
+        ] {
+            assert_eq!(csv_text(text), written, "{text:?}");
+            assert_eq!(csv_untext(&csv_text(text)), text, "{text:?}");
+        }
     }
-    Ok(())
+
+    #[test]
+    fn defusing_a_csv_changes_only_risky_cells() {
+        let csv = b"variant,x\n=cmd,-1\n\"a,b\",2\nplain,3\n";
+        let out = defuse_csv(csv).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "variant,x\n'=cmd,-1\n\"a,b\",2\nplain,3\n"
+        );
+    }
 }

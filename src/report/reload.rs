@@ -2,130 +2,447 @@
 //! re-render report.md and the figures without simulating again.
 //!
 //! The scenario comes from scenario.resolved.json (validated again, so the report describes
-//! what ran), the numbers from summary.json, the time series from timeseries.csv and the
-//! latency distribution from latency.csv.
+//! what ran), the numbers from summary.json, the time series from timeseries.csv, the latency
+//! distribution from latency.csv and the typical runs from example-runs.csv.
+//!
+//! Everything is checked before anything renders: the files are of one run (with a
+//! manifest.json, each file's SHA-256 and the run id; without one, as written by versions
+//! before it, name, seed, replications and version agree), summary.json, the resolved
+//! scenario and the CSV files name the same sweep points and variants, every CSV has the
+//! header this version writes and a full row, and every number is finite and in its range
+//! (shares in [0, 1], counts, times and widths not negative). Any other folder is an error
+//! that names the file and the problem. [`reload_files`] works on the files' bytes alone, so
+//! any bytes can be thrown at it: it never panics and never loops.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
+use super::publish::{self, MANIFEST, Manifest};
+use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
-use crate::metrics::{Column, LATENCY_BINS, LATENCY_BINS_PER_DECADE, Metrics, series::COLUMNS};
+use crate::metrics::{
+    Column, LATENCY_BINS, Metric, Metrics, Unit, latency_bin_upper_ms, leaves, series::COLUMNS,
+};
 use crate::runner::{ExampleRun, ExperimentResult, PointResult, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Sweep, load_str, set_path};
 
-fn read_json(dir: &Path, name: &str) -> anyhow::Result<Value> {
-    let path = dir.join(name);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {}; is this a retrystorm output folder?",
-            path.display()
-        )
-    })?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+const SUMMARY: &str = "summary.json";
+const RESOLVED: &str = "scenario.resolved.json";
+const TIMESERIES: &str = "timeseries.csv";
+const LATENCY: &str = "latency.csv";
+const EXAMPLES: &str = "example-runs.csv";
+const SWEEP: &str = "sweep.csv";
+
+/// The files that hold a run's data: checked against the manifest, read back (all but
+/// sweep.csv) and, but for latency.csv (which the latency figure writes again), kept as they
+/// are when `report DIR` re-renders.
+const DATA: [&str; 6] = [SUMMARY, RESOLVED, TIMESERIES, LATENCY, EXAMPLES, SWEEP];
+
+/// Shares may exceed 1 by rounding this much.
+const SHARE_SLACK: f64 = 1e-9;
+
+/// The files of a run folder by name: what [`reload_files`] reads. Plain bytes, so that a
+/// test or a fuzzer can make one from anything.
+#[derive(Debug, Clone, Default)]
+pub struct RunFolder {
+    files: BTreeMap<String, Vec<u8>>,
 }
 
-/// Reads the run in `dir`.
-pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
-    let resolved = read_json(dir, "scenario.resolved.json")?;
-    let summary = read_json(dir, "summary.json")?;
-
-    let experiment = rebuild_experiment(&resolved)?;
-    let series = read_series(dir)?;
-    let latency = read_latency(dir)?;
-    let mut examples = read_examples(dir)?;
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let summary_points: Vec<(Option<Value>, Option<Value>, &Value)> =
-        match summary["sweep"]["points"].as_array() {
-            Some(points) => points
-                .iter()
-                .map(|p| {
-                    (
-                        Some(p["value"].clone()),
-                        p.get("second_value").cloned(),
-                        &p["variants"],
-                    )
-                })
-                .collect(),
-            None => vec![(None, None, &summary["variants"])],
-        };
-    let agree = summary_points.len() == experiment.points.len()
-        && summary_points
-            .iter()
-            .zip(&experiment.points)
-            .all(|((_, y, _), at)| *y == at.second_value);
-    if !agree {
-        bail!("summary.json and scenario.resolved.json disagree on the sweep; rerun the scenario");
+impl RunFolder {
+    /// A folder of these files.
+    pub fn from_files(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> RunFolder {
+        RunFolder {
+            files: files.into_iter().collect(),
+        }
     }
-    let mut points = Vec::new();
-    for (i, (value, second_value, variants)) in summary_points.into_iter().enumerate() {
-        let key = (
-            super::value_text(value.as_ref()),
-            super::value_text(second_value.as_ref()),
-        );
-        let variants = variants
-            .as_array()
-            .context("summary.json: variants is not a list")?
-            .iter()
-            .map(|v| {
-                let name = v["name"].as_str().unwrap_or_default().to_string();
-                let (bucket, rows) = series
-                    .get(&(key.0.clone(), key.1.clone(), name.clone()))
-                    .cloned()
-                    .unwrap_or((SimDuration::from_nanos(1), Vec::new()));
-                let latency_bins = if i == focus {
-                    latency
-                        .get(&name)
-                        .cloned()
-                        .unwrap_or_else(|| vec![0.0; LATENCY_BINS])
-                } else {
-                    vec![0.0; LATENCY_BINS]
-                };
-                let typed = |key: &str| -> anyhow::Result<Metrics> {
-                    serde_json::from_value(v[key].clone()).with_context(|| {
-                        format!("summary.json: variant {name:?}: `{key}` is not a metrics object")
-                    })
-                };
-                let runs = if i == focus {
-                    examples.remove(&name).unwrap_or_default()
-                } else {
-                    Vec::new()
-                };
-                Ok(VariantResult {
-                    metrics: typed("metrics")?,
-                    ci95: typed("ci95")?,
-                    name,
-                    series: rows,
-                    success_latency_bins: latency_bins,
-                    bucket,
-                    truncations: Vec::new(),
-                    examples: runs,
+
+    /// Reads the run folder `dir`: every file retrystorm writes or the manifest lists,
+    /// without following symbolic links. A link, a sub-folder or a file retrystorm did not
+    /// write is an error. `dir` itself may be a link (it is followed, as for `run --out`).
+    pub fn read(dir: &Path) -> anyhow::Result<RunFolder> {
+        let meta = std::fs::metadata(dir).with_context(|| {
+            format!(
+                "cannot read {}; is it a retrystorm output folder?",
+                dir.display()
+            )
+        })?;
+        if !meta.is_dir() {
+            bail!("{} is not a folder", dir.display());
+        }
+        let manifest_bytes = match publish::read_regular_file(&dir.join(MANIFEST)) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot read {}", dir.join(MANIFEST).display()));
+            }
+        };
+        let manifest = manifest_bytes
+            .as_deref()
+            .map(|b| {
+                Manifest::parse(b).map_err(|e| anyhow!("{}: {e}", dir.join(MANIFEST).display()))
+            })
+            .transpose()?;
+        let mut files = BTreeMap::new();
+        let entries =
+            std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+            let path = entry.path();
+            let name = entry
+                .file_name()
+                .into_string()
+                .map_err(|n| anyhow!("{}: {n:?} is not a file retrystorm writes", dir.display()))?;
+            let kind = entry
+                .file_type()
+                .with_context(|| format!("cannot inspect {}", path.display()))?;
+            if !kind.is_file() {
+                bail!(
+                    "{} is {}; a retrystorm run folder holds only the files retrystorm wrote",
+                    path.display(),
+                    if kind.is_symlink() {
+                        "a symbolic link"
+                    } else {
+                        "not a plain file"
+                    }
+                );
+            }
+            let listed = manifest.as_ref().is_some_and(|m| m.entry(&name).is_some());
+            if !listed && !publish::is_output_name(&name) {
+                bail!(
+                    "{} is not a file retrystorm writes{}; report DIR re-renders only a retrystorm run folder",
+                    path.display(),
+                    if manifest.is_some() {
+                        " nor one manifest.json lists"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            let bytes = publish::read_regular_file(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            files.insert(name, bytes);
+        }
+        Ok(RunFolder { files })
+    }
+
+    /// The contents of `name`, if the folder has it.
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.files.get(name).map(Vec::as_slice)
+    }
+
+    /// The names of its files, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    /// The data files that `report DIR` keeps as they are (all but latency.csv, which the
+    /// latency figure writes again).
+    pub fn kept_files(&self) -> Vec<OutputFile> {
+        DATA.iter()
+            .filter(|name| **name != LATENCY)
+            .filter_map(|name| {
+                Some(OutputFile {
+                    name: name.to_string(),
+                    bytes: self.files.get(*name)?.clone(),
                 })
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        points.push(PointResult { value, variants });
+            .collect()
     }
-    let events = summary["events"].as_u64().unwrap_or(0);
-    Ok((
-        experiment,
-        ExperimentResult {
-            points,
-            events,
-            requests: 0,
-        },
-    ))
+
+    fn require(&self, name: &str) -> anyhow::Result<&[u8]> {
+        self.get(name)
+            .with_context(|| format!("{name} is missing; is this a retrystorm output folder?"))
+    }
+
+    fn json(&self, name: &str) -> anyhow::Result<Value> {
+        serde_json::from_slice(self.require(name)?)
+            .map_err(|e| anyhow!("{name} is not valid JSON: {e}"))
+    }
 }
 
+/// Reads the run in `dir`: [`RunFolder::read`], then [`reload_files`].
+pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
+    reload_files(&RunFolder::read(dir)?)
+}
+
+/// Checks a run folder's files and reads the run back: the experiment from
+/// scenario.resolved.json and the results from the rest. Every problem is an error naming
+/// the file; no input makes it panic or loop.
+pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, ExperimentResult)> {
+    check_manifest(folder)?;
+    let resolved = folder.json(RESOLVED)?;
+    let summary = folder.json(SUMMARY)?;
+    check_one_run(&resolved, &summary)?;
+    let summary_points = summary_points(&summary)?;
+    let experiment = rebuild_experiment(&resolved, summary_points.len())
+        .map_err(|e| anyhow!("{RESOLVED}: {e:#}"))?;
+    let sweep_path = summary.get("sweep").map(|s| s.get("path"));
+    if let Some(path) = sweep_path {
+        let expected = experiment.sweep.as_ref().map(|s| json!(s.path));
+        if path != expected.as_ref() {
+            bail!("{SUMMARY}: its sweep is of another setting than {RESOLVED}'s");
+        }
+    }
+    if sweep_path.is_some() != experiment.sweep.is_some() {
+        bail!(
+            "{SUMMARY} and {RESOLVED} disagree on whether the run has a sweep; they are not of one run"
+        );
+    }
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+
+    // Points and variants, as the resolved scenario has them.
+    let mut points = Vec::new();
+    for (i, ((value, second, variants), at)) in
+        summary_points.iter().zip(&experiment.points).enumerate()
+    {
+        let where_ = point_words(value.as_ref(), second.as_ref());
+        if *value != at.value || *second != at.second_value {
+            bail!(
+                "{SUMMARY}: sweep point {} is {} but {RESOLVED} has {}; they are not of one run",
+                i + 1,
+                point_words(value.as_ref(), second.as_ref()).trim_start(),
+                point_words(at.value.as_ref(), at.second_value.as_ref()).trim_start(),
+            );
+        }
+        let names: Vec<&str> = at.variants.iter().map(|v| v.name.as_str()).collect();
+        let listed: Vec<&str> = variants
+            .iter()
+            .map(|v| v.get("name").and_then(Value::as_str).unwrap_or("?"))
+            .collect();
+        if listed != names {
+            bail!(
+                "{SUMMARY}: the variants{where_} are {listed:?} but {RESOLVED} has {names:?}; they are not of one run"
+            );
+        }
+        let mut out = Vec::new();
+        for (v, name) in variants.iter().zip(names) {
+            let typed = |key: &str| -> anyhow::Result<Metrics> {
+                let m: Metrics = serde_json::from_value(v.get(key).cloned().unwrap_or(Value::Null))
+                    .map_err(|e| anyhow!("{SUMMARY}: variant {name:?}{where_}: `{key}`: {e}"))?;
+                check_metrics(&m, key == "ci95")
+                    .map_err(|e| anyhow!("{SUMMARY}: variant {name:?}{where_}: `{key}.{e}"))?;
+                Ok(m)
+            };
+            let metrics = typed("metrics")?;
+            let ci95 = typed("ci95")?;
+            out.push(VariantResult {
+                name: name.to_string(),
+                metrics,
+                ci95,
+                series: Vec::new(),
+                success_latency_bins: vec![0.0; LATENCY_BINS],
+                bucket: SimDuration::from_nanos(1),
+                truncations: Vec::new(),
+                examples: Vec::new(),
+            });
+        }
+        points.push(PointResult {
+            value: value.clone(),
+            variants: out,
+        });
+    }
+    let events = match summary.get("events") {
+        None => 0,
+        Some(e) => e
+            .as_u64()
+            .with_context(|| format!("{SUMMARY}: `events` is {e}, not a count"))?,
+    };
+    let mut result = ExperimentResult {
+        points,
+        events,
+        requests: 0,
+    };
+    read_series(folder.require(TIMESERIES)?, &experiment, &mut result)
+        .map_err(|e| anyhow!("{TIMESERIES}: {e:#}"))?;
+    read_latency(folder.require(LATENCY)?, &mut result.points[focus])
+        .map_err(|e| anyhow!("{LATENCY}: {e:#}"))?;
+    if let Some(bytes) = folder.get(EXAMPLES) {
+        read_examples(bytes, experiment.replications, &mut result.points[focus])
+            .map_err(|e| anyhow!("{EXAMPLES}: {e:#}"))?;
+    }
+    match (folder.get(SWEEP), &experiment.sweep) {
+        (Some(_), None) => {
+            bail!("{SWEEP}: this run has no sweep; the file is left from another run (remove it)")
+        }
+        (Some(bytes), Some(sweep)) => {
+            check_sweep_csv(bytes, sweep).map_err(|e| anyhow!("{SWEEP}: {e:#}"))?
+        }
+        (None, _) => {}
+    }
+    Ok((experiment, result))
+}
+
+/// " at x = 1, y = 2" for a sweep point, empty without a sweep.
+fn point_words(value: Option<&Value>, second: Option<&Value>) -> String {
+    match (value, second) {
+        (Some(x), Some(y)) => format!(" at sweep values {x}, {y}"),
+        (Some(x), None) => format!(" at sweep value {x}"),
+        _ => String::new(),
+    }
+}
+
+/// With a manifest: every data file is listed, present and has the listed size and SHA-256,
+/// and the run id is the one of summary.json and scenario.resolved.json. Without one (a
+/// folder from before manifests) there is nothing to check here.
+fn check_manifest(folder: &RunFolder) -> anyhow::Result<()> {
+    let Some(bytes) = folder.get(MANIFEST) else {
+        return Ok(());
+    };
+    let manifest = Manifest::parse(bytes).map_err(|e| anyhow!("{MANIFEST}: {e}"))?;
+    for name in folder.names() {
+        if name != MANIFEST && manifest.entry(name).is_none() && !publish::is_output_name(name) {
+            bail!("{name} is not a file retrystorm writes nor one {MANIFEST} lists");
+        }
+    }
+    for name in DATA {
+        match (manifest.entry(name), folder.get(name)) {
+            (None, None) => {}
+            (None, Some(_)) => bail!(
+                "{name} is not listed in {MANIFEST}: it is not part of this run (left from another one?)"
+            ),
+            (Some(_), None) => bail!("{name} is listed in {MANIFEST} but missing"),
+            (Some(entry), Some(bytes)) => {
+                if entry.bytes != bytes.len() as u64 || entry.sha256 != publish::sha256_hex(bytes) {
+                    bail!(
+                        "{name} is not the file {MANIFEST} lists (changed after the run, or from another run)"
+                    );
+                }
+            }
+        }
+    }
+    let digest = |name: &str| {
+        manifest
+            .entry(name)
+            .map(|e| e.sha256.clone())
+            .with_context(|| format!("{MANIFEST} does not list {name}"))
+    };
+    if manifest.run_id != publish::run_id(&digest(RESOLVED)?, &digest(SUMMARY)?) {
+        bail!("{MANIFEST}: its run id is not the one of {SUMMARY} and {RESOLVED}");
+    }
+    Ok(())
+}
+
+/// summary.json and scenario.resolved.json name the same scenario, seed, replications and
+/// version: without a manifest, the check that they are of one run.
+fn check_one_run(resolved: &Value, summary: &Value) -> anyhow::Result<()> {
+    if !summary.is_object() {
+        bail!("{SUMMARY} is not a JSON object");
+    }
+    if !resolved.is_object() {
+        bail!("{RESOLVED} is not a JSON object");
+    }
+    for key in ["name", "seed", "replications", "version"] {
+        let (a, b) = (summary.get(key), resolved.get(key));
+        if a.is_none() && key != "version" {
+            bail!("{SUMMARY} has no `{key}`");
+        }
+        if a != b {
+            bail!(
+                "{SUMMARY} and {RESOLVED} disagree on `{key}` ({} and {}); they are not of one run",
+                a.map_or("nothing".to_string(), Value::to_string),
+                b.map_or("nothing".to_string(), Value::to_string),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A point of summary.json: sweep value, second value and variants.
+type SummaryPoint<'a> = (Option<Value>, Option<Value>, &'a [Value]);
+
+fn list<'a>(v: Option<&'a Value>, what: &str) -> anyhow::Result<&'a [Value]> {
+    v.and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .with_context(|| format!("{SUMMARY}: {what} is not a list"))
+}
+
+fn summary_points(summary: &Value) -> anyhow::Result<Vec<SummaryPoint<'_>>> {
+    match summary.get("sweep") {
+        None => {
+            let variants = list(summary.get("variants"), "`variants`")?;
+            if variants.is_empty() {
+                bail!("{SUMMARY}: `variants` is empty");
+            }
+            Ok(vec![(None, None, variants)])
+        }
+        Some(sweep) => {
+            let points = list(sweep.get("points"), "`sweep.points`")?;
+            if points.is_empty() {
+                bail!("{SUMMARY}: `sweep.points` is empty");
+            }
+            points
+                .iter()
+                .map(|p| {
+                    let value = p
+                        .get("value")
+                        .cloned()
+                        .with_context(|| format!("{SUMMARY}: a sweep point has no `value`"))?;
+                    Ok((
+                        Some(value),
+                        p.get("second_value").cloned(),
+                        list(p.get("variants"), "a sweep point's `variants`")?,
+                    ))
+                })
+                .collect()
+        }
+    }
+}
+
+/// Every number finite and not negative; means of shares in [0, 1] and no more recovered
+/// replications than judged ones. The error starts with the offending key.
+fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
+    for (key, x) in leaves(m) {
+        if !x.is_finite() || x < 0.0 {
+            bail!("{key}` is {x:?}, not a finite number >= 0");
+        }
+    }
+    let mut shares: Vec<(&str, f64)> = Metric::PER_REPLICATION
+        .iter()
+        .filter(|k| k.unit == Unit::Percent)
+        .map(|k| (k.key, k.value(m)))
+        .collect();
+    if let Some(r) = &m.recovery {
+        shares.extend([
+            ("recovery.recovered_fraction", r.recovered_fraction),
+            (
+                "recovery.recovered_fraction_lower",
+                r.recovered_fraction_lower,
+            ),
+            (
+                "recovery.recovered_fraction_upper",
+                r.recovered_fraction_upper,
+            ),
+            ("recovery.wasted_fraction", r.wasted_fraction),
+        ]);
+        if !half_widths && r.recovered > r.replications {
+            bail!(
+                "recovery.recovered` is {}, more than the {} replications judged",
+                r.recovered,
+                r.replications
+            );
+        }
+    }
+    // A half-width of a share can exceed 1 (a Student-t interval over few replications).
+    for (key, x) in shares.into_iter().filter(|_| !half_widths) {
+        if x > 1.0 + SHARE_SLACK {
+            bail!("{key}` is {x:?}, but a share lies in [0, 1]");
+        }
+    }
+    Ok(())
+}
 /// Rebuilds the experiment from `scenario.resolved.json`: every variant restated in full, at
 /// every sweep point, each validated again. The resolved variants show the first sweep value;
 /// each point sets its own values into every variant's document (list indices included), so
 /// nothing a variant changed is lost and nothing restated undoes the sweep.
-fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
+fn rebuild_experiment(resolved: &Value, expected_points: usize) -> anyhow::Result<Experiment> {
     let variants = resolved["variants"]
         .as_array()
         .filter(|v| !v.is_empty())
-        .context("scenario.resolved.json lists no variants")?;
+        .context("it lists no variants")?;
     // A run written before axes had labels gets the label made from its path.
     let axis = |doc: &Value| -> Option<Axis> {
         let mut axis = Axis::new(
@@ -151,6 +468,15 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
         Some(axis) => axis.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
+    // summary.json has a result per point: as many points, or the files are not of one run
+    // (and a sweep of millions of points is not loaded).
+    if xs.len().checked_mul(ys.len()) != Some(expected_points) {
+        bail!(
+            "its sweep has {} x {} points but summary.json has {expected_points}; they are not of one run",
+            xs.len(),
+            ys.len()
+        );
+    }
     let mut points = Vec::new();
     let mut loaded: Option<Experiment> = None;
     for x in &xs {
@@ -161,7 +487,7 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
                 for (axis, value) in [(&first, x), (&second, y)] {
                     if let (Some(axis), Some(value)) = (axis, value) {
                         set_path(&mut doc, &axis.path, value.clone())
-                            .map_err(|e| anyhow::anyhow!("scenario.resolved.json: sweep {e}"))?;
+                            .map_err(|e| anyhow!("sweep {e}"))?;
                     }
                 }
                 patches.push((v["name"].clone(), doc));
@@ -176,7 +502,7 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             let mut doc = base
                 .as_object()
                 .cloned()
-                .context("scenario.resolved.json: a variant has no scenario")?;
+                .context("a variant has no scenario")?;
             for key in ["name", "description", "seed", "replications"] {
                 if let Some(v) = resolved.get(key) {
                     doc.insert(key.to_string(), v.clone());
@@ -185,7 +511,7 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             doc.insert("variants".into(), Value::Array(patches));
             let text = serde_json::to_string(&Value::Object(doc))?;
             let mut experiment = load_str(&text, "scenario.resolved.json", &LoadOptions::default())
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                .map_err(|e| anyhow!("{e}"))?;
             let point = experiment
                 .points
                 .pop()
@@ -198,7 +524,7 @@ fn rebuild_experiment(resolved: &Value) -> anyhow::Result<Experiment> {
             loaded.get_or_insert(experiment);
         }
     }
-    let mut experiment = loaded.context("scenario.resolved.json describes no run")?;
+    let mut experiment = loaded.context("it describes no run")?;
     experiment.sweep = first.map(|a| Sweep {
         path: a.path,
         label: a.label,
@@ -237,116 +563,313 @@ fn merge_diff(from: &Value, to: &Value) -> Value {
     }
 }
 
-/// Time series by (sweep value, second value, variant): bucket width and rows.
-type Series =
-    std::collections::BTreeMap<(String, String, String), (SimDuration, Vec<[f64; COLUMNS]>)>;
-
-fn read_series(dir: &Path) -> anyhow::Result<Series> {
-    let path = dir.join("timeseries.csv");
-    let mut reader =
-        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let header = reader.headers()?.clone();
-    // A two-axis sweep has a second_value column after sweep_value.
-    let two_axes = header.get(1) == Some("second_value");
-    let keys = if two_axes { 3 } else { 2 };
-    let expected: Vec<&str> = Column::ALL.iter().map(|c| c.name()).collect();
-    if header.iter().skip(keys + 2).collect::<Vec<_>>() != expected {
+/// A CSV reader over `bytes` whose header must be exactly `expected`; every record must have
+/// as many fields (the csv crate refuses a record of another length).
+fn csv_reader<'a>(bytes: &'a [u8], expected: &[&str]) -> anyhow::Result<csv::Reader<&'a [u8]>> {
+    let mut reader = csv::Reader::from_reader(bytes);
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| anyhow!("{e}"))?
+        .iter()
+        .map(String::from)
+        .collect();
+    if header != expected {
         bail!(
-            "{} has other columns than this version writes; rerun the scenario",
-            path.display()
+            "its header is not the one this version writes ({} columns: {}); rerun the scenario",
+            expected.len(),
+            expected.join(",")
         );
     }
-    let mut out = Series::new();
-    for record in reader.records() {
-        let record = record?;
-        let bucket_s: f64 = record[keys + 1]
-            .parse()
-            .context("timeseries.csv: bucket_s")?;
-        let mut row = [0.0; COLUMNS];
-        for (cell, slot) in record.iter().skip(keys + 2).zip(row.iter_mut()) {
-            *slot = cell
-                .parse()
-                .context("timeseries.csv: a value is not a number")?;
+    Ok(reader)
+}
+
+/// A number in a CSV cell: finite and not negative.
+fn cell_number(record: &csv::StringRecord, i: usize, what: &str) -> anyhow::Result<f64> {
+    let line = record.position().map_or(0, |p| p.line());
+    let cell = record.get(i).unwrap_or("");
+    let x: f64 = cell
+        .parse()
+        .map_err(|_| anyhow!("line {line}: {what} {cell:?} is not a number"))?;
+    if !x.is_finite() || x < 0.0 {
+        bail!("line {line}: {what} is {cell}, not a finite number >= 0");
+    }
+    Ok(x)
+}
+
+/// A text cell, as written by [`super::csv_text`].
+fn cell_text(record: &csv::StringRecord, i: usize) -> &str {
+    csv_untext(record.get(i).unwrap_or(""))
+}
+
+/// Stored bucket widths lie between a nanosecond and about 30 years.
+fn check_bucket(line: u64, bucket_s: f64) -> anyhow::Result<()> {
+    if !(1e-9..=1e9).contains(&bucket_s) {
+        bail!("line {line}: bucket_s is {bucket_s}, not a bucket width (1 ns to 1e9 s)");
+    }
+    Ok(())
+}
+
+/// A series' rows: the columns of [`Column::ALL`] from `first` on, counts not negative and the
+/// budget level a share. `bucket_start_s` must be the row's index times the width, so rows
+/// are whole and in order.
+struct SeriesReader {
+    width: f64,
+    rows: Vec<[f64; COLUMNS]>,
+}
+
+impl SeriesReader {
+    fn push(
+        &mut self,
+        record: &csv::StringRecord,
+        start_at: usize,
+        first: usize,
+    ) -> anyhow::Result<()> {
+        let line = record.position().map_or(0, |p| p.line());
+        let start = cell_number(record, start_at, "bucket_start_s")?;
+        let bucket = cell_number(record, start_at + 1, "bucket_s")?;
+        check_bucket(line, bucket)?;
+        if self.rows.is_empty() {
+            self.width = bucket;
+        } else if bucket != self.width {
+            bail!(
+                "line {line}: bucket_s is {bucket}, but earlier rows of this series have {}",
+                self.width
+            );
         }
-        let second = if two_axes { &record[1] } else { "" };
-        let entry = out
+        let expected = self.rows.len() as f64 * self.width;
+        if (start - expected).abs() > 1e-6 * self.width {
+            bail!(
+                "line {line}: bucket_start_s is {start}, but this series' next bucket starts at {expected}: rows are missing or out of order"
+            );
+        }
+        let mut row = [0.0; COLUMNS];
+        for (k, (slot, column)) in row.iter_mut().zip(Column::ALL).enumerate() {
+            *slot = cell_number(record, first + k, column.name())?;
+        }
+        let level = row[Column::BudgetLevel as usize];
+        if level > 1.0 + SHARE_SLACK {
+            bail!("line {line}: budget_level is {level}, but it lies in [0, 1]");
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+}
+
+/// Fills every variant's time series from timeseries.csv: a row's sweep values and variant
+/// must be a point and variant of the run, and every variant at every point has its series.
+fn read_series(
+    bytes: &[u8],
+    experiment: &Experiment,
+    result: &mut ExperimentResult,
+) -> anyhow::Result<()> {
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
+    let mut header = vec!["sweep_value"];
+    if two_axes {
+        header.push("second_value");
+    }
+    header.extend(["variant", "bucket_start_s", "bucket_s"]);
+    let keys = header.len() - 2;
+    header.extend(Column::ALL.iter().map(|c| c.name()));
+    let mut reader = csv_reader(bytes, &header)?;
+    // Points by their values as the file writes them (the first of equal ones).
+    let mut point_at: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, p) in experiment.points.iter().enumerate() {
+        point_at
             .entry((
-                record[0].to_string(),
-                second.to_string(),
-                record[keys - 1].to_string(),
+                value_text(p.value.as_ref()),
+                value_text(p.second_value.as_ref()),
             ))
-            .or_insert_with(|| (SimDuration::from_secs_f64(bucket_s), Vec::new()));
-        entry.1.push(row);
+            .or_insert(i);
     }
-    Ok(out)
+    let mut series: BTreeMap<(usize, usize), SeriesReader> = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| anyhow!("{e}"))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let x = cell_text(&record, 0).to_string();
+        let y = if two_axes {
+            cell_text(&record, 1).to_string()
+        } else {
+            String::new()
+        };
+        let Some(&p) = point_at.get(&(x.clone(), y.clone())) else {
+            bail!(
+                "line {line}: sweep value {x:?}{} is not a point of this run",
+                if two_axes {
+                    format!(", {y:?}")
+                } else {
+                    String::new()
+                }
+            );
+        };
+        let name = cell_text(&record, keys - 1);
+        let Some(v) = result.points[p]
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+        else {
+            bail!("line {line}: {name:?} is not a variant of this run");
+        };
+        series
+            .entry((p, v))
+            .or_insert(SeriesReader {
+                width: 0.0,
+                rows: Vec::new(),
+            })
+            .push(&record, keys, keys + 2)?;
+    }
+    for (p, point) in result.points.iter_mut().enumerate() {
+        for (v, variant) in point.variants.iter_mut().enumerate() {
+            let Some(s) = series.remove(&(p, v)) else {
+                bail!(
+                    "no rows for variant {:?}{}",
+                    variant.name,
+                    point_words(
+                        point.value.as_ref(),
+                        experiment.points[p].second_value.as_ref()
+                    )
+                );
+            };
+            variant.bucket = SimDuration::from_secs_f64(s.width);
+            variant.series = s.rows;
+        }
+    }
+    Ok(())
 }
 
-/// The typical runs of split variants from `example-runs.csv` (absent when none split), by
-/// variant, in file order.
-fn read_examples(
-    dir: &Path,
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<ExampleRun>>> {
-    let mut out: std::collections::BTreeMap<String, Vec<ExampleRun>> = Default::default();
-    let path = dir.join("example-runs.csv");
-    if !path.exists() {
-        return Ok(out);
+/// The latency distribution of successful requests at the focus point, from latency.csv: a
+/// row per non-empty bin, its upper edge one of the bins' edges.
+fn read_latency(bytes: &[u8], point: &mut PointResult) -> anyhow::Result<()> {
+    let mut reader = csv_reader(
+        bytes,
+        &[
+            "variant",
+            "latency_ms_at_most",
+            "requests",
+            "cumulative_fraction",
+        ],
+    )?;
+    let mut seen = BTreeSet::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| anyhow!("{e}"))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let name = cell_text(&record, 0);
+        let Some(v) = point.variants.iter_mut().find(|v| v.name == name) else {
+            bail!("line {line}: {name:?} is not a variant of this run");
+        };
+        let edge_ms = cell_number(&record, 1, "latency_ms_at_most")?;
+        let requests = cell_number(&record, 2, "requests")?;
+        let cumulative = cell_number(&record, 3, "cumulative_fraction")?;
+        if cumulative > 1.0 + SHARE_SLACK {
+            bail!("line {line}: cumulative_fraction is {cumulative}, but it lies in [0, 1]");
+        }
+        // The bin whose upper edge this is: edge = 1e-3 ms * 10^((i + 1) / bins per decade).
+        let bin = (0..LATENCY_BINS)
+            .find(|&i| (latency_bin_upper_ms(i) - edge_ms).abs() <= 1e-9 * edge_ms)
+            .ok_or_else(|| anyhow!("line {line}: {edge_ms} ms is not the edge of a latency bin"))?;
+        if !seen.insert((v.name.clone(), bin)) {
+            bail!("line {line}: variant {name:?} has the bin up to {edge_ms} ms twice");
+        }
+        v.success_latency_bins[bin] = requests;
     }
-    let mut reader =
-        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let expected: Vec<&str> = Column::ALL.iter().map(|c| c.name()).collect();
-    if reader.headers()?.iter().skip(5).collect::<Vec<_>>() != expected {
+    Ok(())
+}
+
+/// The typical runs of split variants at the focus point, from example-runs.csv: at most two
+/// per variant, each a whole series of a replication that exists.
+fn read_examples(bytes: &[u8], replications: u32, point: &mut PointResult) -> anyhow::Result<()> {
+    let mut header = vec![
+        "variant",
+        "replication",
+        "run",
+        "bucket_start_s",
+        "bucket_s",
+    ];
+    header.extend(Column::ALL.iter().map(|c| c.name()));
+    let mut reader = csv_reader(bytes, &header)?;
+    let mut runs: Vec<(usize, ExampleRun, SeriesReader)> = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| anyhow!("{e}"))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let name = cell_text(&record, 0);
+        let Some(v) = point.variants.iter().position(|v| v.name == name) else {
+            bail!("line {line}: {name:?} is not a variant of this run");
+        };
+        let replication: u32 = record
+            .get(1)
+            .and_then(|r| r.parse().ok())
+            .filter(|r| *r < replications)
+            .ok_or_else(|| {
+                anyhow!(
+                    "line {line}: replication {:?} is not one of the run's {replications}",
+                    record.get(1).unwrap_or("")
+                )
+            })?;
+        let same = runs
+            .last()
+            .is_some_and(|(w, r, _)| *w == v && r.replication == replication);
+        if !same {
+            if runs
+                .iter()
+                .any(|(w, r, _)| *w == v && r.replication == replication)
+            {
+                bail!(
+                    "line {line}: the rows of replication {replication} of {name:?} are not together"
+                );
+            }
+            if runs.iter().filter(|(w, ..)| *w == v).count() == 2 {
+                bail!("line {line}: {name:?} has more than two typical runs");
+            }
+            runs.push((
+                v,
+                ExampleRun {
+                    replication,
+                    label: cell_text(&record, 2).to_string(),
+                    bucket: SimDuration::from_nanos(1),
+                    series: Vec::new(),
+                },
+                SeriesReader {
+                    width: 0.0,
+                    rows: Vec::new(),
+                },
+            ));
+        }
+        let (_, _, reader) = runs.last_mut().expect("pushed above");
+        reader.push(&record, 3, 5)?;
+    }
+    for (v, mut run, rows) in runs {
+        run.bucket = SimDuration::from_secs_f64(rows.width);
+        run.series = rows.rows;
+        point.variants[v].examples.push(run);
+    }
+    Ok(())
+}
+
+/// sweep.csv is not read back (summary.json has its numbers), but it must be of this sweep:
+/// the swept settings' columns first, then `variant`, and whole rows.
+fn check_sweep_csv(bytes: &[u8], sweep: &Sweep) -> anyhow::Result<()> {
+    let mut reader = csv::Reader::from_reader(bytes);
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| anyhow!("{e}"))?
+        .iter()
+        .map(|c| csv_untext(c).to_string())
+        .collect();
+    let mut expected = vec![sweep.path.clone()];
+    if let Some(second) = &sweep.second {
+        expected.push(second.path.clone());
+    }
+    expected.push("variant".into());
+    if header.len() < expected.len() || header[..expected.len()] != expected[..] {
         bail!(
-            "{} has other columns than this version writes; rerun the scenario",
-            path.display()
+            "its first columns are not {}: it is of another sweep",
+            expected.join(",")
         );
     }
     for record in reader.records() {
-        let record = record?;
-        let number = |i: usize| -> anyhow::Result<f64> {
-            record[i]
-                .parse()
-                .with_context(|| format!("{}: {:?} is not a number", path.display(), &record[i]))
-        };
-        let replication: u32 = record[1]
-            .parse()
-            .with_context(|| format!("{}: bad replication {:?}", path.display(), &record[1]))?;
-        let mut row = [0.0; COLUMNS];
-        for (k, slot) in row.iter_mut().enumerate() {
-            *slot = number(5 + k)?;
-        }
-        let runs = out.entry(record[0].to_string()).or_default();
-        if runs.last().is_none_or(|r| r.replication != replication) {
-            runs.push(ExampleRun {
-                replication,
-                label: record[2].to_string(),
-                bucket: SimDuration::from_secs_f64(number(4)?),
-                series: Vec::new(),
-            });
-        }
-        runs.last_mut().expect("just pushed").series.push(row);
+        record.map_err(|e| anyhow!("{e}"))?;
     }
-    Ok(out)
-}
-
-fn read_latency(dir: &Path) -> anyhow::Result<std::collections::BTreeMap<String, Vec<f64>>> {
-    let mut out = std::collections::BTreeMap::new();
-    let path = dir.join("latency.csv");
-    if !path.exists() {
-        return Ok(out);
-    }
-    let mut reader = csv::Reader::from_path(&path)?;
-    for record in reader.records() {
-        let record = record?;
-        let edge_ms: f64 = record[1].parse()?;
-        let requests: f64 = record[2].parse()?;
-        // The bin whose upper edge this is: edge = 1e-3 ms * 10^((i + 1) / bins per decade).
-        let i = ((edge_ms / 1e-3).log10() * LATENCY_BINS_PER_DECADE as f64).round() as usize;
-        let bins = out
-            .entry(record[0].to_string())
-            .or_insert_with(|| vec![0.0; LATENCY_BINS]);
-        if let Some(slot) = i.checked_sub(1).and_then(|i| bins.get_mut(i)) {
-            *slot = requests;
-        }
-    }
-    Ok(out)
+    Ok(())
 }

@@ -1,8 +1,10 @@
 //! `sweep.csv`: a row per (sweep value, variant) with every metric's mean and 95 %
 //! half-width, columns named by dotted paths into summary.json's `metrics` (the metric
-//! registry's keys). A two-axis sweep has a column per swept setting, first axis first.
+//! registry's keys). A two-axis sweep has a column per swept setting, first axis first. Names
+//! and sweep values go through [`csv_text`].
 
 use super::timeseries::format_number;
+use super::{csv_text, value_text};
 use crate::metrics::leaves;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -26,9 +28,9 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
             }
         }
     }
-    let mut header = vec![sweep.map_or(String::new(), |s| s.path.clone())];
+    let mut header = vec![sweep.map_or(String::new(), |s| csv_text(&s.path).into_owned())];
     if let Some(second) = sweep.and_then(|s| s.second.as_ref()) {
-        header.push(second.path.clone());
+        header.push(csv_text(&second.path).into_owned());
     }
     header.push("variant".to_string());
     for n in &names {
@@ -37,13 +39,14 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
     }
     w.write_record(&header)?;
     for (point, at) in result.points.iter().zip(&experiment.points) {
-        let mut values = vec![super::value_text(point.value.as_ref())];
+        let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
+        let mut values = vec![text(point.value.as_ref())];
         if at.second_value.is_some() {
-            values.push(super::value_text(at.second_value.as_ref()));
+            values.push(text(at.second_value.as_ref()));
         }
         for v in &point.variants {
             let mut record = values.clone();
-            record.push(v.name.clone());
+            record.push(csv_text(&v.name).into_owned());
             let means: std::collections::HashMap<String, f64> =
                 leaves(&v.metrics).into_iter().collect();
             let halves: std::collections::HashMap<String, f64> =

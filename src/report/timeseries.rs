@@ -1,8 +1,10 @@
 //! `timeseries.csv`: one row per time bucket per variant (and sweep value), means over
 //! replications. Count columns are per bucket; `queue_len`, `in_service` and `in_flight` are
 //! the state at the end of the bucket. A two-axis sweep adds a `second_value` column after
-//! `sweep_value`.
+//! `sweep_value`. Names and sweep values go through [`csv_text`], so that no cell reads as a
+//! spreadsheet formula.
 
+use super::{csv_text, value_text};
 use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
@@ -25,9 +27,10 @@ pub fn timeseries_csv(
     header.extend(Column::ALL.iter().map(|c| c.name()));
     w.write_record(&header)?;
     for (point, at) in result.points.iter().zip(&experiment.points) {
-        let mut values = vec![crate::report::value_text(point.value.as_ref())];
+        let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
+        let mut values = vec![text(point.value.as_ref())];
         if two_axes {
-            values.push(crate::report::value_text(at.second_value.as_ref()));
+            values.push(text(at.second_value.as_ref()));
         }
         for v in &point.variants {
             let width = v.bucket.as_nanos();
@@ -37,7 +40,7 @@ pub fn timeseries_csv(
                 let start = crate::engine::SimTime(i as u64 * width);
                 let mut record = values.clone();
                 record.extend([
-                    v.name.clone(),
+                    csv_text(&v.name).into_owned(),
                     format_number(start.as_nanos() as f64 / 1e9),
                     format_number(width as f64 / 1e9),
                 ]);
@@ -78,9 +81,9 @@ pub fn example_runs_csv(
             for (i, row) in e.series.iter().enumerate() {
                 let start = crate::engine::SimTime(i as u64 * width);
                 let mut record = vec![
-                    v.name.clone(),
+                    csv_text(&v.name).into_owned(),
                     e.replication.to_string(),
-                    e.label.clone(),
+                    csv_text(&e.label).into_owned(),
                     format_number(start.as_nanos() as f64 / 1e9),
                     format_number(width as f64 / 1e9),
                 ];

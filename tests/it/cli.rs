@@ -349,22 +349,24 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
 }
 
 /// Copies only what a run's data is (summary.json, scenario.resolved.json, timeseries.csv,
-/// latency.csv) from the run in `first` to `dir/again`, runs `retrystorm report` there, and
-/// asserts that report.md and every figure and figure CSV come back byte for byte. Returns how
-/// many files were compared.
+/// latency.csv, and example-runs.csv and sweep.csv where the run has them) from the run in
+/// `first` to `dir/again`, a folder as retrystorm wrote them before manifests, runs
+/// `retrystorm report` there, and asserts that report.md, every figure and figure CSV and the
+/// manifest come back byte for byte. Returns how many files were compared.
 pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
-    // example-runs.csv is there only when some variant's replications split.
-    const DATA: [&str; 5] = [
+    const DATA: [&str; 6] = [
         "summary.json",
         "scenario.resolved.json",
         "timeseries.csv",
         "latency.csv",
         "example-runs.csv",
+        "sweep.csv",
     ];
+    const OPTIONAL: [&str; 2] = ["example-runs.csv", "sweep.csv"];
     let again = dir.join("again");
     std::fs::create_dir(&again).unwrap();
     for name in DATA {
-        if first.join(name).exists() || name != "example-runs.csv" {
+        if first.join(name).exists() || !OPTIONAL.contains(&name) {
             std::fs::copy(first.join(name), again.join(name)).unwrap();
         }
     }
@@ -372,8 +374,7 @@ pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
     let mut compared = 0;
     for entry in std::fs::read_dir(first).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        // sweep.csv is data too: report DIR does not write it.
-        if DATA.contains(&name.as_str()) || name == "sweep.csv" {
+        if DATA.contains(&name.as_str()) {
             continue;
         }
         let a = std::fs::read(first.join(&name)).unwrap();
@@ -381,6 +382,7 @@ pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
         assert!(a == b, "{name} differs after re-rendering");
         compared += 1;
     }
+    assert!(again.join("manifest.json").exists());
     compared
 }
 

@@ -1,5 +1,5 @@
 //! The one integration-test binary: bundled scenarios against theory and published results,
-//! determinism, invariants, the command line and bad input.
+//! determinism, invariants, the command line, the output folder and bad input.
 //!
 //! Statistical checks run seeded, so they never flake, and with enough replications that the
 //! comparison means something. Run them in release mode (`cargo test --release`): some
@@ -15,6 +15,7 @@ mod fuzz;
 mod invariants;
 mod memory;
 mod metastable;
+mod output;
 mod policies;
 mod recovery;
 mod references;

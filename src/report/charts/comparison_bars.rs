@@ -89,7 +89,7 @@ where
             .caption(&title, (FONT, 15))
             .x_label_area_size(8)
             .y_label_area_size(56)
-            .build_cartesian_2d(0.0..n as f64, 0.0..top)
+            .build_cartesian_2d(0.0..n as f64, super::style::span(0.0, top))
             .map_err(err)?;
         chart
             .configure_mesh()

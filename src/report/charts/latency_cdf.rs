@@ -95,7 +95,7 @@ where
         .margin_top(8)
         .x_label_area_size(52)
         .y_label_area_size(72)
-        .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)
+        .build_cartesian_2d(super::style::log_span(lo, hi).log_scale(), 0.0..1.0)
         .map_err(err)?;
     chart
         .configure_mesh()

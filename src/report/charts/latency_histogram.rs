@@ -187,7 +187,10 @@ where
             .x_label_area_size(if last_panel { 38 } else { 20 })
             .y_label_area_size(72)
             .caption(title, (FONT, 16).into_font().color(&color))
-            .build_cartesian_2d((lo..hi).log_scale(), 0.0..top)
+            .build_cartesian_2d(
+                super::style::log_span(lo, hi).log_scale(),
+                super::style::span(0.0, top),
+            )
             .map_err(err)?;
         let percent = |y: &f64| format!("{} %", super::tick(y));
         let mut mesh = chart.configure_mesh();

@@ -16,7 +16,7 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::style::{FONT, TimeUnit, axis_ticks};
+use super::style::{FONT, TimeUnit, axis_ticks, span};
 use crate::metrics::Column;
 use crate::metrics::series::COLUMNS;
 use crate::runner::VariantResult;
@@ -187,9 +187,9 @@ where
             spec.title,
             (FONT, title_size).into_font().color(&spec.color),
         )
-        .build_cartesian_2d(frame.x0..frame.x1, 0.0..spec.top)
+        .build_cartesian_2d(span(frame.x0, frame.x1), span(0.0, spec.top))
         .map_err(err)?
-        .set_secondary_coord(frame.x0..frame.x1, 0.0..right_top);
+        .set_secondary_coord(span(frame.x0, frame.x1), span(0.0, right_top));
     let unit = frame.unit;
     let x_label = move |x: &f64| unit.label(x);
     let numbers = axis_ticks(spec.top);
@@ -348,6 +348,10 @@ where
 
 /// The smallest of 1, 2 and 5 times a power of ten that is at least `x` (>= 1).
 fn round_up(x: f64) -> f64 {
+    if x.is_nan() || x > 1e300 {
+        // Infinite or NaN: no power of ten reaches it.
+        return 1e300;
+    }
     let mut power = 1.0;
     loop {
         for m in [1.0, 2.0, 5.0] {

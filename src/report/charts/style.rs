@@ -39,6 +39,44 @@ pub fn variant_color(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// An axis range the plotting library can draw: `lo..hi` when both are finite, within
+/// +-1e300 and `hi > lo`, else the nearest such range. Its tick search loops forever on an
+/// infinite or NaN end, so every chart builds its axes through this.
+pub fn span(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    const LIMIT: f64 = 1e300;
+    let clamp = |x: f64, fallback: f64| {
+        if x.is_nan() {
+            fallback
+        } else {
+            x.clamp(-LIMIT, LIMIT)
+        }
+    };
+    let lo = clamp(lo, 0.0);
+    let hi = clamp(hi, lo + 1.0);
+    if hi > lo {
+        lo..hi
+    } else if lo.abs() < 1.0 {
+        lo..lo + 1.0
+    } else {
+        lo..lo + lo.abs()
+    }
+}
+
+/// [`span`] for a log axis: both ends positive.
+pub fn log_span(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let lo = if lo.is_finite() && lo > 0.0 {
+        lo.min(1e300)
+    } else {
+        1e-3
+    };
+    let hi = if hi.is_finite() && hi > lo {
+        hi.min(1e300)
+    } else {
+        lo * 10.0
+    };
+    if hi > lo { lo..hi } else { lo / 10.0..lo }
+}
+
 /// A tick label: no trailing zeros, thousands without decimals, and from 100,000 on in
 /// thousands or millions so labels stay narrow (`200`, `0.5`, `12000`, `150k`, `2.5M`).
 pub fn tick(x: &f64) -> String {
@@ -156,5 +194,38 @@ mod tests {
         assert_eq!(axis_ticks(90_000.0)(&80_000.0), "80000");
         assert_eq!(TimeUnit::for_span(1e-4).label(&5e-5), "50");
         assert_eq!(TimeUnit::for_span(0.35).name, "ms");
+    }
+}
+
+#[cfg(test)]
+mod span_tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_finite_and_not_empty_whatever_they_are_given() {
+        let cases = [
+            (0.0, 1.0),
+            (0.0, f64::INFINITY),
+            (f64::NEG_INFINITY, 0.0),
+            (0.0, f64::NAN),
+            (f64::NAN, f64::NAN),
+            (0.0, 0.0),
+            (5.0, 5.0),
+            (-3.0, -3.0),
+            (1e308, 1.7e308),
+            (0.0, 1e308 * 1.12),
+        ];
+        for (lo, hi) in cases {
+            for r in [span(lo, hi), log_span(lo, hi)] {
+                assert!(
+                    r.start.is_finite() && r.end.is_finite(),
+                    "{lo}..{hi}: {r:?}"
+                );
+                assert!(r.end > r.start, "{lo}..{hi}: {r:?}");
+            }
+            assert!(log_span(lo, hi).start > 0.0);
+        }
+        assert_eq!(span(0.0, 2.0), 0.0..2.0, "a good range stays as it is");
+        assert_eq!(log_span(0.01, 10.0), 0.01..10.0);
     }
 }

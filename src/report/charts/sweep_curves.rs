@@ -137,7 +137,10 @@ where
         .margin(margin)
         .x_label_area_size(x_area)
         .y_label_area_size(y_area)
-        .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..top)
+        .build_cartesian_2d(
+            super::style::span(x0 - pad, x1 + pad),
+            super::style::span(0.0, top),
+        )
         .map_err(err)?;
     let values = sweep.values.clone();
     let is_numeric = numeric.is_some();
