@@ -19,6 +19,10 @@ use super::{
     ServerKind, Workload,
 };
 
+/// Most clients of a closed workload: each has its first request scheduled from the start, so
+/// memory grows with the count whatever `limits.max_in_flight` says (about 1.2 GB a replication
+/// in progress at the bound).
+pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
 /// Default number of attempts, including the first.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
@@ -338,6 +342,18 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             format!(
                 "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
                 clients.count, limits.max_in_flight
+            ),
+        );
+    }
+    if matches!(clients.workload, Workload::Closed(_))
+        && !c.failed("clients.count")
+        && clients.count > MAX_CLOSED_CLIENTS
+    {
+        c.err(
+            "clients.count",
+            format!(
+                "a closed workload schedules every client's first request at the start (about 115 bytes per client for each replication in progress), so it takes at most {MAX_CLOSED_CLIENTS} clients (got {}); an open workload has no such bound",
+                clients.count
             ),
         );
     }

@@ -819,3 +819,29 @@ fn a_file_that_expands_too_far_is_refused_with_its_bound() {
         );
     }
 }
+
+/// A closed workload schedules every client's first request from the start: a count that no
+/// machine holds is refused before anything runs, even with `limits.max_in_flight` raised.
+#[test]
+fn a_closed_workload_of_more_clients_than_memory_holds_is_refused() {
+    let text = |count: u64| {
+        format!(
+            r#"{{"name": "crowd", "duration": "1s",
+              "clients": {{"count": {count}, "workload": {{"closed": {{"requests_per_client": 1}}}}}},
+              "network": {{"latency": {{"constant": "1ms"}}}},
+              "server": {{"concurrency": 1, "service_time": {{"constant": "1ms"}}}},
+              "limits": {{"max_in_flight": 100000000000}}}}"#
+        )
+    };
+    let stderr = reject(&text(4_294_967_295));
+    assert!(
+        stderr.contains("clients.count") && stderr.contains("at most 10000000 clients"),
+        "{stderr}"
+    );
+    let ok = retrystorm::scenario::load_str(
+        &text(10_000_000),
+        "test",
+        &retrystorm::scenario::LoadOptions::default(),
+    );
+    assert!(ok.is_ok(), "the bound itself is allowed: {:?}", ok.err());
+}
