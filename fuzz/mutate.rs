@@ -434,3 +434,33 @@ pub fn scenario_input(seeds: &[Value], src: &mut Source) -> Vec<u8> {
     }
     bytes
 }
+
+/// A damaged copy of a run folder's files: one to three files mutated by their kind (JSON,
+/// CSV, bytes), sometimes a file removed, or one file's bytes put under another's name.
+pub fn run_folder_input(files: &[(String, Vec<u8>)], src: &mut Source) -> Vec<(String, Vec<u8>)> {
+    let mut files = files.to_vec();
+    for _ in 0..1 + src.below(3) {
+        if files.is_empty() {
+            break;
+        }
+        let i = src.below(files.len());
+        match src.below(8) {
+            0 => {
+                files.remove(i);
+            }
+            1 => {
+                let j = src.below(files.len());
+                files[i].1 = files[j].1.clone();
+            }
+            2 => mutate_bytes(&mut files[i].1, src),
+            _ if files[i].0.ends_with(".json") => {
+                if let Ok(mut doc) = serde_json::from_slice::<Value>(&files[i].1) {
+                    mutate_json(&mut doc, src);
+                    files[i].1 = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+                }
+            }
+            _ => mutate_csv(&mut files[i].1, src),
+        }
+    }
+    files
+}

@@ -42,3 +42,30 @@ pub fn scenarios() -> &'static [Value] {
             .collect()
     })
 }
+
+/// The files of a real run folder (first-storm, two replications: a fault window, so
+/// recovery, typical runs and every figure's CSV are there), made once.
+pub fn run_folder() -> &'static [(String, Vec<u8>)] {
+    static FILES: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let text = SCENARIOS
+            .iter()
+            .find(|(name, _)| *name == "first-storm")
+            .expect("first-storm is bundled")
+            .1;
+        let options = retrystorm::scenario::LoadOptions {
+            replications: Some(2),
+            ..Default::default()
+        };
+        let experiment = retrystorm::scenario::load_str(text, "first-storm", &options)
+            .expect("first-storm is valid");
+        let result = retrystorm::runner::run(&experiment, 1, &|| {});
+        retrystorm::report::render(&experiment, &result, retrystorm::report::ImageFormat::Svg)
+            .expect("first-storm renders")
+            .into_iter()
+            // The reader never looks at the pictures; leave them out so mutations hit data.
+            .filter(|f| !f.name.ends_with(".svg") && f.name != "report.md")
+            .map(|f| (f.name, f.bytes))
+            .collect()
+    })
+}

@@ -1,15 +1,17 @@
 //! A bounded slice of the fuzzing in `fuzz/`, on stable Rust and in every test run: structured
-//! and byte mutations of the bundled scenarios through the loader, and every input a fuzzer
-//! ever broke it with (`fuzz/regressions/`). The loader must answer Ok or a list of problems;
-//! a panic fails the test with the input that caused it.
+//! and byte mutations of the bundled scenarios through the loader, and of a real run folder
+//! through the reader behind `report DIR`, and every input a fuzzer ever broke the loader with
+//! (`fuzz/regressions/`). Each must answer Ok or say what is wrong; a panic fails the test
+//! with the input that caused it.
 //!
-//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 20,000).
+//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 5,000).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
+use retrystorm::report::{RunFolder, reload_files};
 use retrystorm::scenario::{LoadOptions, load_str, resolved_json};
 
 #[path = "../../fuzz/mutate.rs"]
@@ -39,7 +41,7 @@ fn inputs() -> u64 {
     std::env::var("RETRYSTORM_FUZZ_INPUTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000)
+        .unwrap_or(5_000)
 }
 
 #[test]
@@ -83,4 +85,26 @@ fn every_input_a_fuzzer_broke_the_loader_with_now_loads_or_is_refused() {
         }
     }
     assert!(tried > 0, "no scenario regressions in {}", dir.display());
+}
+
+#[test]
+fn the_run_folder_reader_survives_damaged_folders() {
+    let n = inputs() / 10;
+    for i in 0..n {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(i);
+        let script: Vec<u8> = (0..256).map(|_| rng.random()).collect();
+        let mut src = mutate::Source::new(&script);
+        let files = mutate::run_folder_input(seeds::run_folder(), &mut src);
+        let started = Instant::now();
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let _ = reload_files(&RunFolder::from_files(files));
+        }));
+        assert!(outcome.is_ok(), "input {i}: the reader panicked");
+        // Not a benchmark: a guard against damage that makes the reader loop.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "input {i}: the reader took {:?}",
+            started.elapsed()
+        );
+    }
 }
