@@ -57,7 +57,7 @@ pub(crate) fn cut(text: &str) -> String {
 }
 
 /// One problem in a scenario, at a JSON path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Problem {
     /// Where: dotted keys with `[i]` for array items, e.g. `policy.retry.max_attempts`.
     pub path: String,

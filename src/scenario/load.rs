@@ -382,8 +382,9 @@ pub fn load_str(
 struct BaseProblems {
     /// Shape problems, as (path, message).
     shape: HashSet<(String, String)>,
-    /// Rule problems (none are checked while the shape is wrong).
-    rules: Vec<Problem>,
+    /// Rule problems (none are checked while the shape is wrong), as a set: a variant's
+    /// problems are looked up in it one by one, and a file may have many.
+    rules: HashSet<Problem>,
 }
 
 impl BaseProblems {
@@ -410,9 +411,9 @@ impl BaseProblems {
             }
         }
         let rules = if problems.is_empty() {
-            check(base).err().unwrap_or_default()
+            check(base).err().unwrap_or_default().into_iter().collect()
         } else {
-            Vec::new()
+            HashSet::new()
         };
         BaseProblems {
             shape: problems
