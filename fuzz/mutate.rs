@@ -297,7 +297,7 @@ pub fn mutate_json(doc: &mut Value, src: &mut Source) {
             // Grow an array, a little or a lot.
             6 => {
                 let times = if src.byte().is_multiple_of(8) {
-                    5000
+                    500
                 } else {
                     1 + src.below(8)
                 };

@@ -4,7 +4,9 @@
 //! (`fuzz/regressions/`). Each must answer Ok or say what is wrong; a panic fails the test
 //! with the input that caused it.
 //!
-//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 5,000).
+//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 5,000), and
+//! `RETRYSTORM_FUZZ_FIRST=K` the seed of the first (default 0), so long runs split across
+//! processes.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -37,6 +39,13 @@ fn load_survives(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+fn first() -> u64 {
+    std::env::var("RETRYSTORM_FUZZ_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn inputs() -> u64 {
     std::env::var("RETRYSTORM_FUZZ_INPUTS")
         .ok()
@@ -46,9 +55,8 @@ fn inputs() -> u64 {
 
 #[test]
 fn the_loader_survives_mutated_scenarios() {
-    let n = inputs();
     let mut failures = Vec::new();
-    for i in 0..n {
+    for i in first()..first() + inputs() {
         // Each input from its own seed, so a failure names the one to replay.
         let mut rng = rand_pcg::Pcg64::seed_from_u64(i);
         let len = rng.random_range(16..512);
