@@ -780,14 +780,7 @@ fn read_latency(bytes: &[u8], point: &mut PointResult) -> anyhow::Result<()> {
 /// The typical runs of split variants at the focus point, from example-runs.csv: at most two
 /// per variant, each a whole series of a replication that exists.
 fn read_examples(bytes: &[u8], replications: u32, point: &mut PointResult) -> anyhow::Result<()> {
-    let mut header = vec![
-        "variant",
-        "replication",
-        "run",
-        "bucket_start_s",
-        "bucket_s",
-    ];
-    header.extend(Column::ALL.iter().map(|c| c.name()));
+    let header = super::timeseries::example_runs_header();
     let mut reader = csv_reader(bytes, &header)?;
     let mut runs: Vec<(usize, ExampleRun, SeriesReader)> = Vec::new();
     for record in reader.records() {

@@ -66,15 +66,7 @@ pub fn example_runs_csv(
         return Ok(None);
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "variant",
-        "replication",
-        "run",
-        "bucket_start_s",
-        "bucket_s",
-    ];
-    header.extend(Column::ALL.iter().map(|c| c.name()));
-    w.write_record(&header)?;
+    w.write_record(example_runs_header())?;
     for v in variants {
         for e in &v.examples {
             let width = e.bucket.as_nanos();
@@ -102,4 +94,17 @@ pub(crate) fn format_number(x: f64) -> String {
     } else {
         format!("{x}")
     }
+}
+
+/// The header of example-runs.csv, which the writer above and `report DIR`'s reader share.
+pub(super) fn example_runs_header() -> Vec<&'static str> {
+    let mut header = vec![
+        "variant",
+        "replication",
+        "run",
+        "bucket_start_s",
+        "bucket_s",
+    ];
+    header.extend(Column::ALL.iter().map(|c| c.name()));
+    header
 }
