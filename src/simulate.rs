@@ -196,10 +196,10 @@ struct Sim<'a> {
 
 impl<'a> Sim<'a> {
     fn new(sc: &'a Scenario, seed: u64, replication: u64, dense_max: usize) -> Self {
-        let server = match &sc.server.kind {
+        let server = match &sc.server().kind {
             ServerKind::Queue(config) => Server::Queue(QueueServer::with_faults(
                 config.clone(),
-                sc.server.faults.clone(),
+                sc.server().faults.clone(),
             )),
             ServerKind::Occ => Server::Occ(OccServer::new()),
         };
@@ -225,10 +225,10 @@ impl<'a> Sim<'a> {
             end_of_arrivals: SimTime::ZERO + sc.duration,
             budgets,
             breakers,
-            limiter: sc.server.rate_limit.map(RateLimiter::new),
+            limiter: sc.server().rate_limit.map(RateLimiter::new),
             overflow: None,
         };
-        for edge in sc.server.faults.concurrency_edges() {
+        for edge in sc.server().faults.concurrency_edges() {
             if edge > SimTime::ZERO {
                 sim.queue.schedule(edge, Event::FaultEdge);
             }
@@ -404,7 +404,7 @@ impl<'a> Sim<'a> {
         }
         // Drawn for every request, even at rate 0, so that changing the rate changes nothing
         // else about the traffic (common random numbers).
-        let permanent = self.rng.arrivals.random::<f64>() < self.sc.server.permanent_error_rate;
+        let permanent = self.rng.arrivals.random::<f64>() < self.sc.server().permanent_error_rate;
         let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
         let fresh = Request {
             client,
@@ -526,7 +526,7 @@ impl<'a> Sim<'a> {
         };
         self.rec.counters.attempts += 1;
         self.rec.series.add(Column::Attempts);
-        match self.sc.server.faults.outage(now) {
+        match self.sc.server().faults.outage(now) {
             Some(Outage::Reject) => {
                 self.rec.counters.outage_rejected += 1;
                 self.reply(slot, token, Outcome::Error, now);
@@ -612,7 +612,7 @@ impl<'a> Sim<'a> {
         };
         let error_rate = self
             .sc
-            .server
+            .server()
             .faults
             .error_rate(now)
             .unwrap_or(server.config().error_rate);
@@ -704,7 +704,7 @@ impl<'a> Sim<'a> {
                 .delay(req.attempts, &mut req.decorrelated, &mut self.rng.jitter);
         if outcome == Outcome::Throttled
             && retry.retry_after == RetryAfter::Honor
-            && let Some(after) = self.sc.server.rate_limit.and_then(|r| r.retry_after)
+            && let Some(after) = self.sc.server().rate_limit.and_then(|r| r.retry_after)
         {
             delay = delay.max(after);
         }

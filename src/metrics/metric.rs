@@ -51,13 +51,22 @@ pub struct Failed {
     pub breaker_open: f64,
     /// The request's deadline passed.
     pub deadline_exceeded: f64,
+    /// A full bulkhead refused a call (call graphs only; absent from a single server's
+    /// summary).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bulkhead_full: f64,
+}
+
+/// Whether a count is zero, for fields that only call graphs have.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Failed {
     /// The count for failure outcome `o` (0 for `Success`, which is not a failure).
     pub fn get(&self, o: Outcome) -> f64 {
         match o {
-            Outcome::Success => 0.0,
+            Outcome::Success | Outcome::Degraded => 0.0,
             Outcome::Error => self.error,
             Outcome::Rejected => self.rejected,
             Outcome::Throttled => self.throttled,
@@ -67,12 +76,13 @@ impl Failed {
             Outcome::BudgetExhausted => self.budget_exhausted,
             Outcome::BreakerOpen => self.breaker_open,
             Outcome::DeadlineExceeded => self.deadline_exceeded,
+            Outcome::BulkheadFull => self.bulkhead_full,
         }
     }
 
     fn get_mut(&mut self, o: Outcome) -> Option<&mut f64> {
         Some(match o {
-            Outcome::Success => return None,
+            Outcome::Success | Outcome::Degraded => return None,
             Outcome::Error => &mut self.error,
             Outcome::Rejected => &mut self.rejected,
             Outcome::Throttled => &mut self.throttled,
@@ -82,6 +92,7 @@ impl Failed {
             Outcome::BudgetExhausted => &mut self.budget_exhausted,
             Outcome::BreakerOpen => &mut self.breaker_open,
             Outcome::DeadlineExceeded => &mut self.deadline_exceeded,
+            Outcome::BulkheadFull => &mut self.bulkhead_full,
         })
     }
 
@@ -225,6 +236,17 @@ pub struct Metrics {
     /// Recovery after the triggers, for a variant whose scenario has some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryMetrics>,
+    /// Logical requests answered by a fallback (call graphs only): neither succeeded nor
+    /// failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<f64>,
+    /// Per service of a call graph, the entry first (absent for a single server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<super::ServiceMetrics>,
+    /// Per call edge of a call graph, by caller then call order (absent for a single
+    /// server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<super::CallMetrics>,
 }
 
 /// The unit a metric is printed in, after its scale.

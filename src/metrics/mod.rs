@@ -5,6 +5,7 @@
 //! bucket; it never keeps a record per request. No I/O here.
 
 mod aggregate;
+pub mod graph;
 mod metric;
 pub mod recovery;
 pub mod series;
@@ -12,6 +13,7 @@ pub mod series;
 pub use aggregate::{
     Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
 };
+pub use graph::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
     Better, BreakerMetrics, Failed, Latency, Metric, Metrics, RecoveryMetrics, ServerMetrics, Unit,
     leaves,
@@ -29,9 +31,9 @@ pub struct Counters {
     /// Logical requests started.
     pub requests: u64,
     /// Final outcomes of the logical requests that ended, indexed by [`Outcome::index`].
-    pub final_outcomes: [u64; 10],
+    pub final_outcomes: [u64; 12],
     /// Attempt outcomes as the clients saw them, indexed by [`Outcome::index`].
-    pub attempt_outcomes: [u64; 10],
+    pub attempt_outcomes: [u64; 12],
     /// First attempts sent.
     pub first_attempts: u64,
     /// Retries sent.
@@ -426,6 +428,9 @@ impl Recorder {
         if outcome == Outcome::Success {
             self.success_latency.record(latency);
             self.series.add(Column::Succeeded);
+        } else if outcome == Outcome::Degraded {
+            // Answered, by a fallback: its latency is an answer's, but it is not goodput.
+            self.success_latency.record(latency);
         } else {
             self.failure_latency.record(latency);
             self.series.add(Column::Failed);
@@ -441,7 +446,7 @@ impl Recorder {
         }
     }
 
-    /// Finishes the run.
+    /// Finishes the run of a single server.
     pub fn finish(self, truncated: Option<Truncation>) -> RunResult {
         RunResult {
             counters: self.counters,
@@ -449,6 +454,9 @@ impl Recorder {
             failure_latency: self.failure_latency,
             series: self.series,
             truncated,
+            services: Vec::new(),
+            calls: Vec::new(),
+            service_series: Vec::new(),
         }
     }
 }
@@ -467,6 +475,8 @@ pub struct Digest {
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
     pub truncated: Option<Truncation>,
+    /// Per-service load over time of a call graph (see [`RunResult::service_series`]).
+    pub service_series: Vec<TimeSeries>,
 }
 
 /// The latency histograms of a variant's replications merged. The counts are integers, so
@@ -506,6 +516,13 @@ pub struct RunResult {
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
     pub truncated: Option<Truncation>,
+    /// Per service of a call graph, the entry first (empty for a single server).
+    pub services: Vec<ServiceCounters>,
+    /// Per call edge of a call graph, by caller then call order (empty for a single server).
+    pub calls: Vec<CallCounters>,
+    /// Per service of a call graph, its load over time: `Attempts`, `Served`, `Wasted`,
+    /// `QueueLen` and `InService` (empty for a single server).
+    pub service_series: Vec<TimeSeries>,
 }
 
 impl RunResult {
@@ -539,6 +556,7 @@ impl RunResult {
             latency_counts,
             series: self.series,
             truncated: self.truncated,
+            service_series: self.service_series,
         }
     }
 
@@ -627,6 +645,14 @@ impl RunResult {
             timeouts: c.attempt_outcomes[Outcome::Timeout.index()] as f64,
             truncated: if self.truncated.is_some() { 1.0 } else { 0.0 },
             recovery: None,
+            degraded: (!self.services.is_empty())
+                .then(|| c.final_outcomes[Outcome::Degraded.index()] as f64),
+            services: self
+                .services
+                .iter()
+                .map(|s| s.metrics(c.requests, c.end_time))
+                .collect(),
+            calls: self.calls.iter().map(|e| e.metrics(c.requests)).collect(),
         }
     }
 }

@@ -4,9 +4,10 @@ use std::fmt;
 
 /// How an attempt or a logical request ended.
 ///
-/// The first seven are attempt outcomes; a logical request ends with `Success`, its last
-/// attempt's outcome, or one of the three policy outcomes (`BudgetExhausted`, `BreakerOpen`,
-/// `DeadlineExceeded`).
+/// The first seven are attempt outcomes; a logical request (or a call between services) ends
+/// with `Success`, its last attempt's outcome, one of the policy outcomes (`BudgetExhausted`,
+/// `BreakerOpen`, `DeadlineExceeded`, `BulkheadFull`), or `Degraded` when a fallback answered
+/// a call that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Outcome {
     /// The attempt was served successfully.
@@ -29,11 +30,16 @@ pub enum Outcome {
     BreakerOpen = 8,
     /// The request's deadline passed.
     DeadlineExceeded = 9,
+    /// A full bulkhead refused the attempt (no permit within `max_wait`).
+    BulkheadFull = 10,
+    /// A fallback answered a call that failed: the request succeeded, degraded. Neither a
+    /// full success nor a failure.
+    Degraded = 11,
 }
 
 impl Outcome {
     /// Every outcome, in a fixed order (used for reports, so it is part of the output format).
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Success,
         Outcome::Error,
         Outcome::Rejected,
@@ -44,6 +50,8 @@ impl Outcome {
         Outcome::BudgetExhausted,
         Outcome::BreakerOpen,
         Outcome::DeadlineExceeded,
+        Outcome::BulkheadFull,
+        Outcome::Degraded,
     ];
 
     /// The outcomes a single attempt can have.
@@ -58,7 +66,7 @@ impl Outcome {
     ];
 
     /// Every way a logical request can fail, in report order.
-    pub const FAILURES: [Outcome; 9] = [
+    pub const FAILURES: [Outcome; 10] = [
         Outcome::Error,
         Outcome::Rejected,
         Outcome::Throttled,
@@ -68,6 +76,7 @@ impl Outcome {
         Outcome::BudgetExhausted,
         Outcome::BreakerOpen,
         Outcome::DeadlineExceeded,
+        Outcome::BulkheadFull,
     ];
 
     /// The snake_case name used in scenario files and reports.
@@ -83,6 +92,8 @@ impl Outcome {
             Outcome::BudgetExhausted => "budget_exhausted",
             Outcome::BreakerOpen => "breaker_open",
             Outcome::DeadlineExceeded => "deadline_exceeded",
+            Outcome::BulkheadFull => "bulkhead_full",
+            Outcome::Degraded => "degraded",
         }
     }
 

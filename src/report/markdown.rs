@@ -1061,7 +1061,7 @@ fn describe(s: &Scenario) -> Vec<String> {
             words(&s.network.latency)
         ));
     }
-    lines.push(match &s.server.kind {
+    lines.push(match &s.server().kind {
         ServerKind::Queue(q) => {
             let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
                 format!("{c} worker{}", if c == 1 { "" } else { "s" })
@@ -1091,13 +1091,13 @@ fn describe(s: &Scenario) -> Vec<String> {
         }
         ServerKind::Occ => "Server: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts.".to_string(),
     });
-    if s.server.permanent_error_rate > 0.0 {
+    if s.server().permanent_error_rate > 0.0 {
         lines.push(format!(
             "{} % of requests are bad (4xx) and never retried.",
-            100.0 * s.server.permanent_error_rate
+            100.0 * s.server().permanent_error_rate
         ));
     }
-    if let Some(r) = &s.server.rate_limit {
+    if let Some(r) = &s.server().rate_limit {
         let after = match (r.retry_after, s.policy.retry.retry_after) {
             (None, _) => String::new(),
             (Some(d), RetryAfter::Honor) => {
@@ -1114,7 +1114,7 @@ fn describe(s: &Scenario) -> Vec<String> {
             r.rate_per_s, r.burst
         ));
     }
-    for f in s.server.faults.windows() {
+    for f in s.server().faults.windows() {
         let effect = match f.effect {
             FaultEffect::Outage(Outage::Reject) => {
                 "an outage: every attempt is answered `error` at once".to_string()

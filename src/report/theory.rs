@@ -26,15 +26,15 @@ pub struct Prediction {
 /// The closed forms that apply to `s`, possibly none.
 pub fn predictions(s: &Scenario) -> Vec<Prediction> {
     use crate::metrics::Metric;
-    let ServerKind::Queue(q) = &s.server.kind else {
+    let ServerKind::Queue(q) = &s.server().kind else {
         return Vec::new();
     };
     let Workload::Open(profile) = &s.clients.workload else {
         return Vec::new();
     };
-    let plain = s.server.faults.windows().is_empty()
-        && s.server.rate_limit.is_none()
-        && s.server.permanent_error_rate == 0.0
+    let plain = s.server().faults.windows().is_empty()
+        && s.server().rate_limit.is_none()
+        && s.server().permanent_error_rate == 0.0
         && s.policy.budget.is_none()
         && s.policy.breaker.is_none()
         && s.policy.timeout.is_none()

@@ -981,7 +981,7 @@ mod tests {
         // Each point's scenario has both values in place.
         let sc = &e.points[3].variants[0].scenario;
         assert_eq!(sc.clients.count, 2);
-        match &sc.server.kind {
+        match &sc.server().kind {
             crate::scenario::ServerKind::Queue(q) => assert_eq!(q.concurrency, Some(4)),
             other => panic!("{other:?}"),
         }

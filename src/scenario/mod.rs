@@ -215,15 +215,27 @@ pub struct Scenario {
     pub clients: Clients,
     /// One-way message delays.
     pub network: Network,
-    /// The server.
-    pub server: Server,
-    /// The clients' policy.
+    /// The services, the entry first: one (a file's `server`), or a file's `services`
+    /// with the clients' entry service at index 0 and the others in file order. Never empty.
+    pub services: Vec<Service>,
+    /// The clients' policy towards the entry service.
     pub policy: Policy,
     /// Safety limits.
     pub limits: Limits,
 }
 
 impl Scenario {
+    /// The entry service's server: the one server of a single-server scenario.
+    pub fn server(&self) -> &Server {
+        &self.services[0].server
+    }
+
+    /// Whether this is a call graph rather than one server: more than one service. Only
+    /// call graphs have per-service and per-call results; a single server's output is what
+    /// it always was.
+    pub fn is_graph(&self) -> bool {
+        self.services.len() > 1
+    }
     /// The triggers of this scenario, sorted by start: every fault window, and the stretch in
     /// which an open workload's profile departs from its base rate and comes back to it (from
     /// the first point whose rate differs from the base to the point where it returns to the
@@ -233,7 +245,7 @@ impl Scenario {
     /// ends.
     pub fn triggers(&self) -> Vec<Trigger> {
         let mut triggers: Vec<Trigger> = self
-            .server
+            .server()
             .faults
             .windows()
             .iter()
@@ -326,6 +338,47 @@ pub struct Server {
     pub rate_limit: Option<RateLimit>,
 }
 
+/// One service of a call graph: a server, and the calls every attempt it serves makes to
+/// other services before it answers.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// The service's name (a key of `services`; `server` for a single-server scenario).
+    pub name: String,
+    /// Its server settings.
+    pub server: Server,
+    /// The downstream calls of an attempt, in file order. Their targets are other services
+    /// (the graph has no cycles).
+    pub calls: Vec<Call>,
+    /// `call_mode: parallel`: the calls are made at once and the attempt waits for all of
+    /// them; otherwise one after another, stopping at the first that fails for good.
+    pub parallel: bool,
+}
+
+/// `services.<name>.calls[i]`: one downstream call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Index of the target service in [`Scenario::services`] (never 0, the entry).
+    pub to: usize,
+    /// Share of the attempts that make this call, in (0, 1]. The calls of a service with a
+    /// fraction below 1 are exclusive routes: they take consecutive slices of [0, 1) in file
+    /// order (their sum is at most 1), and one draw per logical request and service picks
+    /// the slice; calls with fraction 1 are made by every attempt.
+    pub fraction: f64,
+    /// The caller's policy on this call.
+    pub policy: Policy,
+}
+
+/// `policy.bulkhead`: a semaphore bulkhead on one call edge (Resilience4j's
+/// `SemaphoreBulkhead`): at most `max_concurrent` attempts in flight on the edge; an attempt
+/// beyond waits up to `max_wait` for a permit, in arrival order, then fails `bulkhead_full`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkheadConfig {
+    /// Permits (>= 1).
+    pub max_concurrent: u32,
+    /// Longest wait for a permit; zero fails at once.
+    pub max_wait: SimDuration,
+}
+
 /// The server kinds.
 #[derive(Debug, Clone)]
 pub enum ServerKind {
@@ -348,6 +401,14 @@ pub struct Policy {
     pub budget: Option<BudgetConfig>,
     /// A circuit breaker, if any.
     pub breaker: Option<BreakerConfig>,
+    /// A bulkhead on the call (calls between services only).
+    pub bulkhead: Option<BulkheadConfig>,
+    /// A fallback: a call that fails for good is answered after this latency instead, and
+    /// the request ends `degraded` rather than failed.
+    pub fallback: Option<Dist>,
+    /// The call's deadline is at most the time its caller still waits (calls between
+    /// services only): `propagate_deadline`.
+    pub propagate_deadline: bool,
 }
 
 /// `policy.retry`.

@@ -80,7 +80,7 @@ fn scenario_json(s: &Scenario) -> Value {
         "network".into(),
         json!({"latency": dist_json(&s.network.latency)}),
     );
-    let server = match &s.server.kind {
+    let server = match &s.server().kind {
         ServerKind::Queue(q) => json!({
             "kind": "queue",
             "concurrency": q.concurrency.map_or(json!("unlimited"), |c| json!(c)),
@@ -89,20 +89,20 @@ fn scenario_json(s: &Scenario) -> Value {
             "service_time": dist_json(&q.service_time),
             "slowdown_per_inflight": q.slowdown_per_inflight.to_string(),
             "error_rate": q.error_rate,
-            "permanent_error_rate": s.server.permanent_error_rate,
+            "permanent_error_rate": s.server().permanent_error_rate,
             "drop_expired": q.drop_expired,
         }),
         ServerKind::Occ => json!({
             "kind": "occ",
-            "permanent_error_rate": s.server.permanent_error_rate,
+            "permanent_error_rate": s.server().permanent_error_rate,
         }),
     };
     let mut server = server;
-    if !s.server.faults.is_empty() {
-        let faults: Vec<Value> = s.server.faults.windows().iter().map(fault_json).collect();
+    if !s.server().faults.is_empty() {
+        let faults: Vec<Value> = s.server().faults.windows().iter().map(fault_json).collect();
         server["faults"] = json!(faults);
     }
-    if let Some(r) = &s.server.rate_limit {
+    if let Some(r) = &s.server().rate_limit {
         let mut limit = json!({"rate_per_s": r.rate_per_s, "burst": r.burst});
         if let Some(after) = r.retry_after {
             limit["retry_after"] = json!(after.to_string());

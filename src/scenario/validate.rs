@@ -16,7 +16,7 @@ use super::schema::*;
 use super::units::parse_duration;
 use super::{
     Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario, Server,
-    ServerKind, Workload,
+    ServerKind, Service, Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -394,7 +394,12 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             bucket: bucket.unwrap_or_default(),
             clients,
             network,
-            server,
+            services: vec![Service {
+                name: "server".to_owned(),
+                server,
+                calls: Vec::new(),
+                parallel: false,
+            }],
             policy,
             limits,
         })
@@ -718,6 +723,9 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 _ => RetryAfter::Honor,
             },
         },
+        bulkhead: None,
+        fallback: None,
+        propagate_deadline: false,
     }
 }
 

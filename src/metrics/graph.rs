@@ -1,0 +1,180 @@
+//! What each service and each call of a call graph did in one replication: the counts the
+//! driver keeps ([`ServiceCounters`], [`CallCounters`]) and the numbers read from them
+//! ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services` and `calls`).
+//!
+//! A single-server scenario has none of these: its server is described by [`super::Counters`]
+//! alone, and its output is what it always was. In a call graph, [`super::Counters`] describes
+//! the clients and the entry service (the recovery analysis judges the entry), and these
+//! describe every service, the entry included, and every call edge.
+//!
+//! No I/O here: these are values.
+
+use serde::{Deserialize, Serialize};
+
+use super::ratio_f64;
+use crate::engine::SimTime;
+
+/// Counts of one service over one replication.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServiceCounters {
+    /// Attempts that reached the service.
+    pub attempts: u64,
+    /// Attempts whose service time ended (with or without their downstream calls after it).
+    pub served: u64,
+    /// Attempts finished (served and their downstream calls done) after their caller had
+    /// given up: work nobody read.
+    pub wasted: u64,
+    /// Attempts answered `success` to a caller still waiting.
+    pub useful: u64,
+    /// Attempts rejected because every worker was busy and the waiting room full.
+    pub rejected: u64,
+    /// Attempts refused by the service's rate limit.
+    pub throttled: u64,
+    /// Attempts discarded because their caller had given up (`drop_expired`): at arrival,
+    /// at dequeue, or before a downstream call.
+    pub expired_dropped: u64,
+    /// Attempts answered `error` at once by an `outage: reject` fault.
+    pub outage_rejected: u64,
+    /// Attempts lost to an `outage: drop` fault.
+    pub outage_dropped: u64,
+    /// Worker-nanoseconds held: service time plus the time a worker waited on downstream
+    /// calls.
+    pub busy_nanos: u128,
+    /// Worker-nanoseconds available (see `Counters::capacity_nanos`).
+    pub capacity_nanos: u128,
+    /// When the service last finished an attempt.
+    pub last_service_end: SimTime,
+    /// Most attempts waiting at once.
+    pub max_queue: u64,
+    /// Most attempts holding a worker at once.
+    pub max_in_service: u64,
+}
+
+/// Counts of one call edge (caller service -> target service) over one replication.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallCounters {
+    /// Calls made on the edge (each may make several attempts).
+    pub calls: u64,
+    /// Attempts sent on the edge (first attempts and retries).
+    pub attempts: u64,
+    /// Retries sent.
+    pub retries: u64,
+    /// Calls that ended successfully.
+    pub succeeded: u64,
+    /// Calls that failed and were answered by the fallback.
+    pub degraded: u64,
+    /// Calls that failed for good (fallback or not).
+    pub failed: u64,
+    /// Attempts refused by a full bulkhead.
+    pub bulkhead_full: u64,
+    /// Retries the edge's budget denied.
+    pub budget_denials: u64,
+    /// Attempts the edge's breaker refused.
+    pub breaker_refusals: u64,
+}
+
+/// One service's numbers over one replication (or a variant's means or half-widths), in
+/// the order of the scenario's services (the entry first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceMetrics {
+    /// Attempts received.
+    pub attempts: f64,
+    /// Attempts received per logical request the clients started.
+    pub amplification: f64,
+    /// Attempts served.
+    pub served: f64,
+    /// Served attempts whose caller had already given up.
+    pub wasted: f64,
+    /// Attempts rejected because the service was full.
+    pub rejected: f64,
+    /// Attempts refused by the service's rate limit.
+    pub throttled: f64,
+    /// Attempts discarded because their caller had given up.
+    pub expired_dropped: f64,
+    /// Successful answers to callers still waiting, per second of the run.
+    pub goodput_per_s: f64,
+    /// Worker-time held (service plus waiting on downstream calls) over worker-time
+    /// available, in [0, 1].
+    pub utilization: f64,
+    /// Most attempts waiting at once.
+    pub max_queue: f64,
+}
+
+/// One call edge's numbers over one replication (or a variant's means or half-widths), in
+/// the order of the scenario's services, then of each service's calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallMetrics {
+    /// Calls made.
+    pub calls: f64,
+    /// Attempts sent.
+    pub attempts: f64,
+    /// Attempts sent per logical request the clients started.
+    pub attempts_per_request: f64,
+    /// Retries sent.
+    pub retries: f64,
+    /// Calls that succeeded.
+    pub succeeded: f64,
+    /// Calls answered by the fallback.
+    pub degraded: f64,
+    /// Calls that failed for good.
+    pub failed: f64,
+    /// Attempts refused by a full bulkhead.
+    pub bulkhead_full: f64,
+}
+
+impl ServiceCounters {
+    /// The metrics, for a run whose clients started `requests` logical requests and that
+    /// ended at `end`.
+    pub fn metrics(&self, requests: u64, end: SimTime) -> ServiceMetrics {
+        let per_request = |n: u64| {
+            if requests == 0 {
+                0.0
+            } else {
+                ratio_f64(u128::from(n), requests)
+            }
+        };
+        let secs = end.as_nanos() as f64 / 1e9;
+        ServiceMetrics {
+            attempts: self.attempts as f64,
+            amplification: per_request(self.attempts),
+            served: self.served as f64,
+            wasted: self.wasted as f64,
+            rejected: self.rejected as f64,
+            throttled: self.throttled as f64,
+            expired_dropped: self.expired_dropped as f64,
+            goodput_per_s: if secs > 0.0 {
+                self.useful as f64 / secs
+            } else {
+                0.0
+            },
+            utilization: if self.capacity_nanos == 0 {
+                0.0
+            } else {
+                (self.busy_nanos as f64 / self.capacity_nanos as f64).min(1.0)
+            },
+            max_queue: self.max_queue as f64,
+        }
+    }
+}
+
+impl CallCounters {
+    /// The metrics, for a run whose clients started `requests` logical requests.
+    pub fn metrics(&self, requests: u64) -> CallMetrics {
+        CallMetrics {
+            calls: self.calls as f64,
+            attempts: self.attempts as f64,
+            attempts_per_request: if requests == 0 {
+                0.0
+            } else {
+                ratio_f64(u128::from(self.attempts), requests)
+            },
+            retries: self.retries as f64,
+            succeeded: self.succeeded as f64,
+            degraded: self.degraded as f64,
+            failed: self.failed as f64,
+            bulkhead_full: self.bulkhead_full as f64,
+        }
+    }
+}
