@@ -134,7 +134,7 @@ fn median(xs: &mut [Duration]) -> Duration {
 fn engine(c: &mut Criterion) {
     let sc = scenario();
     let start = Instant::now();
-    let probe = retrystorm::simulate::run(&sc, SEED, REPLICATION);
+    let probe = retrystorm::sim::run(&sc, SEED, REPLICATION);
     let sim_once = start.elapsed();
     let (events, requests) = (probe.counters.events, probe.counters.requests);
     eprintln!(
@@ -163,7 +163,7 @@ fn engine(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let start = Instant::now();
             for _ in 0..iters {
-                let result = retrystorm::simulate::run(black_box(&sc), SEED, REPLICATION);
+                let result = retrystorm::sim::run(black_box(&sc), SEED, REPLICATION);
                 assert_eq!(result.counters.events, events, "runs are deterministic");
                 black_box(result);
             }

@@ -1,7 +1,7 @@
 //! retrystorm: a fast, exact discrete-event simulator of retry storms.
 //!
 //! The crate is a library with a thin binary. Reading order: [`scenario`] turns a JSON file
-//! into validated [`scenario::Scenario`]s; [`simulate`] runs one replication on the
+//! into validated [`scenario::Scenario`]s; [`sim`] runs one replication on the
 //! [`engine`] with the parts in [`model`], measuring with [`metrics`]; [`runner`] runs every
 //! variant and replication in parallel and aggregates; [`report`] writes the results; [`cli`]
 //! ties it together. See ARCHITECTURE.md.
@@ -13,4 +13,4 @@ pub mod model;
 pub mod report;
 pub mod runner;
 pub mod scenario;
-pub mod simulate;
+pub mod sim;

@@ -30,7 +30,7 @@ use crate::metrics::{
     series::COLUMNS,
 };
 use crate::scenario::{Experiment, Scenario};
-use crate::simulate;
+use crate::sim;
 
 /// How far ahead of the oldest replication not yet folded the threads may run, per thread:
 /// the finished replications waiting to be folded are at most this many per thread.
@@ -431,7 +431,7 @@ pub fn run(
                 let reps = u64::from(experiment.replications);
                 let (group, replication) = ((index / reps) as usize, index % reps);
                 let scenario = scenario(group);
-                let result = simulate::run(scenario, experiment.seed, replication);
+                let result = sim::run(scenario, experiment.seed, replication);
                 on_job_done();
                 let recovery =
                     recovery::analyse(&result.series, &scenario.triggers(), scenario.duration);
@@ -450,8 +450,7 @@ pub fn run(
                 )
             }
             Job::Example { group, replication } => {
-                let result =
-                    simulate::run(scenario(group), experiment.seed, u64::from(replication));
+                let result = sim::run(scenario(group), experiment.seed, u64::from(replication));
                 Done::Example {
                     group,
                     replication,

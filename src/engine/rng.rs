@@ -2,9 +2,9 @@
 //!
 //! Every replication of every variant draws from the same set of PCG streams, derived from the
 //! scenario seed and the replication index only. Each purpose (arrivals, network, service,
-//! failures, jitter) has its own stream, so a variant that changes the retry policy still meets
-//! the same arrivals and the same service times: common random numbers. Nothing here seeds from
-//! entropy.
+//! failures, jitter, and for call graphs routes and fallbacks) has its own stream, so a
+//! variant that changes the retry policy still meets the same arrivals and the same service
+//! times: common random numbers. Nothing here seeds from entropy.
 
 use rand_pcg::Pcg64;
 
@@ -21,6 +21,10 @@ pub enum Purpose {
     Failures = 3,
     /// Backoff jitter.
     Jitter = 4,
+    /// Call graphs: the route a request takes, bad calls to downstream services.
+    Routes = 5,
+    /// Call graphs: fallback latencies.
+    Fallbacks = 6,
 }
 
 /// The random streams of one replication.
@@ -35,6 +39,10 @@ pub struct Streams {
     pub failures: Pcg64,
     /// Backoff jitter.
     pub jitter: Pcg64,
+    /// Call graphs: the route a request takes, bad calls to downstream services.
+    pub routes: Pcg64,
+    /// Call graphs: fallback latencies.
+    pub fallbacks: Pcg64,
 }
 
 impl Streams {
@@ -48,6 +56,8 @@ impl Streams {
             service: stream(Purpose::Service),
             failures: stream(Purpose::Failures),
             jitter: stream(Purpose::Jitter),
+            routes: stream(Purpose::Routes),
+            fallbacks: stream(Purpose::Fallbacks),
         }
     }
 }

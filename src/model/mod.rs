@@ -1,14 +1,15 @@
 //! The simulated system's parts as plain state machines: distributions, arrival processes,
-//! backoff schedules, retry budgets, circuit breakers, fault windows, the server's admission
-//! rate limit and the servers (the `queue` server and the `occ` row).
+//! backoff schedules, retry budgets, circuit breakers, bulkheads, fault windows, a server's
+//! admission rate limit and the servers (the `queue` server and the `occ` row).
 //!
 //! Every function here takes validated values and the current time; none of them checks ranges
-//! again, reads a clock, or does I/O. The driver (`crate::simulate`) owns the event loop and
+//! again, reads a clock, or does I/O. The driver (`crate::sim`) owns the event loop and
 //! calls into these.
 
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod dist;
 pub mod fault;
 pub mod occ;
@@ -20,6 +21,7 @@ pub mod workload;
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{Breaker, BreakerConfig, BreakerMode, BreakerState, BreakerWindow};
 pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
+pub use bulkhead::Bulkhead;
 pub use dist::Dist;
 pub use fault::{Fault, FaultEffect, Faults, Outage};
 pub use occ::OccServer;

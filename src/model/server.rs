@@ -78,10 +78,14 @@ pub struct QueueServer {
     pub max_queue: u32,
     /// Most attempts ever in service at once.
     pub max_in_service: u32,
-    /// Total service time started, in nanoseconds (worker-busy time).
+    /// Worker-busy time in nanoseconds: service time started, plus what the driver adds
+    /// for workers held while their attempts wait on downstream calls.
     pub busy_nanos: u128,
     /// Attempts discarded at dequeue because their client had given up.
     pub expired_dropped: u64,
+    /// The attempts discarded at dequeue that the driver has not yet taken back
+    /// ([`QueueServer::pop_dropped`]): each attempt is accounted for by its driver.
+    dropped: Vec<Job>,
 }
 
 impl QueueServer {
@@ -104,6 +108,7 @@ impl QueueServer {
             max_in_service: 0,
             busy_nanos: 0,
             expired_dropped: 0,
+            dropped: Vec::new(),
         }
     }
 
@@ -205,6 +210,12 @@ impl QueueServer {
         Some((job, self.start(now, rng)))
     }
 
+    /// Hands back one of the attempts discarded at dequeue not yet handed back.
+    #[inline]
+    pub fn pop_dropped(&mut self) -> Option<Job> {
+        self.dropped.pop()
+    }
+
     /// Takes the next waiting attempt in serving order, discarding expired ones if
     /// `drop_expired` is set.
     #[inline]
@@ -216,6 +227,7 @@ impl QueueServer {
             }?;
             if self.config.drop_expired && job.abandon_at <= now {
                 self.expired_dropped += 1;
+                self.dropped.push(job);
                 continue;
             }
             return Some(job);

@@ -98,7 +98,7 @@ fn every_resolved_variant_runs_exactly_like_the_file() {
                     panic!("{name} / {}: resolved form invalid: {e}", original.name)
                 });
             let scenario = &again.points[0].variants[0].scenario;
-            let run = |sc| retrystorm::simulate::run(sc, experiment.seed, 0).metrics();
+            let run = |sc| retrystorm::sim::run(sc, experiment.seed, 0).metrics();
             assert_eq!(
                 run(scenario),
                 run(&original.scenario),

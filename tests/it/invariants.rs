@@ -185,7 +185,7 @@ proptest! {
         let experiment = load_str(&text, "prop", &LoadOptions::default())
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let sc = &experiment.points[0].variants[0].scenario;
-        let r = retrystorm::simulate::run(sc, 1, 0);
+        let r = retrystorm::sim::run(sc, 1, 0);
         let c = &r.counters;
         prop_assert!(r.truncated.is_none(), "{:?}", r.truncated);
         // Every logical request that started ended, exactly once.
@@ -246,7 +246,7 @@ fn stale_timers_do_not_pile_up_with_long_timeouts() {
       "policy": {"timeout": "1h"}
     }"#;
     let experiment = load_str(text, "test", &LoadOptions::default()).unwrap();
-    let r = retrystorm::simulate::run(&experiment.points[0].variants[0].scenario, 1, 0);
+    let r = retrystorm::sim::run(&experiment.points[0].variants[0].scenario, 1, 0);
     assert!(r.counters.requests > 150_000);
     assert!(
         r.counters.max_pending < 20_000,
@@ -271,7 +271,7 @@ fn a_timeout_that_never_fires_changes_nothing() {
     let run = |policy: &str| {
         let text = base.replace("POLICY", policy);
         let e = load_str(&text, "test", &LoadOptions::default()).unwrap();
-        retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0).metrics()
+        retrystorm::sim::run(&e.points[0].variants[0].scenario, 1, 0).metrics()
     };
     assert_eq!(run(""), run(r#""timeout": "1h","#));
 }
@@ -298,7 +298,7 @@ fn time_that_would_pass_its_end_truncates_the_run() {
     };
     for policy in ["", r#""timeout": "1s","#] {
         let e = load_str(&text(policy), "test", &LoadOptions::default()).unwrap();
-        let r = retrystorm::simulate::run(&e.points[0].variants[0].scenario, 1, 0);
+        let r = retrystorm::sim::run(&e.points[0].variants[0].scenario, 1, 0);
         let Some(retrystorm::metrics::Truncation::EndOfTime { at, in_flight }) = &r.truncated
         else {
             panic!("{policy}: expected the end of time, got {:?}", r.truncated);

@@ -82,7 +82,7 @@ fn typical_runs_are_the_median_replications_of_each_kind() {
     {
         let sc = &v.scenario;
         let runs: Vec<_> = (0..40)
-            .map(|i| retrystorm::simulate::run(sc, experiment.seed, i))
+            .map(|i| retrystorm::sim::run(sc, experiment.seed, i))
             .collect();
         let mut kinds: [Vec<(u64, u32)>; 2] = Default::default();
         for (i, run) in runs.iter().enumerate() {

@@ -24,7 +24,7 @@ fn replication_metrics(experiment: &Experiment, name: &str) -> Vec<Metrics> {
         .find(|v| v.name == name)
         .unwrap_or_else(|| panic!("no variant {name:?}"));
     (0..experiment.replications)
-        .map(|r| retrystorm::simulate::run(&v.scenario, experiment.seed, u64::from(r)).metrics())
+        .map(|r| retrystorm::sim::run(&v.scenario, experiment.seed, u64::from(r)).metrics())
         .collect()
 }
 

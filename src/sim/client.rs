@@ -1,0 +1,497 @@
+//! The calling side of every edge: logical calls, their attempts, timers, retries and
+//! fallbacks.
+//!
+//! A client's logical request is the root call (edge 0, towards the entry service); a
+//! service's call to another is a child of the work that made it, and its end is reported to
+//! that work. Both follow one life: attempts are admitted through the edge's policies, sent,
+//! answered or timed out, retried with backoff while the policy allows, and the call ends with
+//! an outcome once, possibly answered by a fallback.
+
+use rand::RngExt;
+
+use super::policy::Admit;
+use super::{Event, NO_TOKEN, Sim};
+use crate::engine::{SimDuration, SimTime};
+use crate::metrics::{Column, Truncation};
+use crate::model::Outcome;
+use crate::scenario::{RetryAfter, Workload};
+
+/// No parent work: a client's logical request.
+pub(super) const ROOT: u32 = u32::MAX;
+
+/// A logical call in progress (or ended, while attempts it sent are still out).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CallState {
+    /// Its edge in `Sim::edges` (0: a client's request).
+    pub edge: u32,
+    /// The work that made it, or [`ROOT`].
+    pub parent: u32,
+    /// The client whose request this is (or serves).
+    pub client: u32,
+    pub start: SimTime,
+    /// start + deadline (bounded by the caller's when the deadline propagates), or never.
+    pub deadline: SimTime,
+    /// Attempts begun so far (sent, or refused by a bulkhead).
+    pub attempts: u32,
+    /// The token of the attempt the caller awaits, or [`NO_TOKEN`].
+    pub live_token: u32,
+    /// The token the next attempt of this slot gets (never reset, so stale events stay stale
+    /// when the slot is reused).
+    pub next_token: u32,
+    /// When the caller gives up on the awaited attempt.
+    pub abandon_at: SimTime,
+    /// Every attempt of a bad call ends `permanent`.
+    pub permanent: bool,
+    /// The awaited attempt holds a bulkhead permit.
+    pub holds_permit: bool,
+    /// The awaited attempt waits for a bulkhead permit (queued or refused).
+    pub waiting: bool,
+    /// The call has ended; the slot is freed once `outstanding` is 0.
+    pub ended: bool,
+    /// Attempts sent and not yet accounted for (answered, dropped or discarded).
+    pub outstanding: u32,
+    /// Last decorrelated-jitter sleep.
+    pub decorrelated: SimDuration,
+    /// When the awaited attempt was sent (a breaker's slow-call rule).
+    pub sent: SimTime,
+    /// What the last retry took from a retry quota.
+    pub last_retry_cost: f64,
+    /// The request's route draw (call graphs with partial calls).
+    pub route: u64,
+}
+
+impl CallState {
+    /// Whether the caller still awaits attempt `token`.
+    #[inline]
+    pub fn awaits(&self, token: u32) -> bool {
+        self.live_token == token
+    }
+}
+
+impl Sim<'_> {
+    /// Takes a slot for a new call.
+    #[inline]
+    fn new_call(&mut self, fresh: CallState) -> u32 {
+        self.live_slots += 1;
+        match self.free_calls.pop() {
+            Some(slot) => {
+                let old = &mut self.calls[slot as usize];
+                *old = CallState {
+                    next_token: old.next_token,
+                    ..fresh
+                };
+                slot
+            }
+            None => {
+                self.calls.push(fresh);
+                (self.calls.len() - 1) as u32
+            }
+        }
+    }
+
+    /// An attempt of call `slot` is accounted for; the slot is freed if the call has ended
+    /// and nothing it sent is still out.
+    #[inline]
+    pub(super) fn attempt_accounted(&mut self, slot: u32) {
+        let call = &mut self.calls[slot as usize];
+        call.outstanding -= 1;
+        if call.ended && call.outstanding == 0 {
+            self.free_calls.push(slot);
+            self.live_slots -= 1;
+        }
+    }
+
+    /// Starts a logical request for `client`. Returns a truncation if the in-flight limit is
+    /// exceeded.
+    pub(super) fn start_request(&mut self, client: u32, now: SimTime) -> Option<Truncation> {
+        if self.in_flight >= self.sc.limits.max_in_flight {
+            return Some(Truncation::MaxInFlight {
+                limit: self.sc.limits.max_in_flight,
+                at: now,
+            });
+        }
+        // Drawn for every request, even at rate 0, so that changing the rate changes nothing
+        // else about the traffic (common random numbers).
+        let permanent = self.rng.arrivals.random::<f64>() < self.sc.server().permanent_error_rate;
+        let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
+        let route = if self.graph {
+            self.rng.routes.random::<u64>()
+        } else {
+            0
+        };
+        let slot = self.new_call(CallState {
+            edge: 0,
+            parent: ROOT,
+            client,
+            start: now,
+            deadline,
+            attempts: 0,
+            live_token: NO_TOKEN,
+            next_token: 1,
+            abandon_at: SimTime::NEVER,
+            permanent,
+            holds_permit: false,
+            waiting: false,
+            ended: false,
+            outstanding: 0,
+            decorrelated: SimDuration::ZERO,
+            sent: now,
+            last_retry_cost: 0.0,
+            route,
+        });
+        self.in_flight += 1;
+        self.rec.counters.requests += 1;
+        self.rec.series.add(Column::Started);
+        self.edges[0].policies.call_started(client, now);
+        self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
+        self.send_attempt(slot, now);
+        None
+    }
+
+    /// Work `work` starts its call on edge `edge`.
+    pub(super) fn start_call(&mut self, work: u32, edge: u32, now: SimTime) {
+        let w = self.works[work as usize];
+        let caller = self.calls[w.call as usize];
+        let e = &self.edges[edge as usize];
+        let policy = e.policies.policy;
+        let mut deadline = policy.deadline.map_or(SimTime::NEVER, |d| now + d);
+        if e.propagate_deadline {
+            deadline = deadline.min(w.abandon_at);
+        }
+        let rate = self.sc.services[e.to as usize].server.permanent_error_rate;
+        let permanent = rate > 0.0 && self.rng.routes.random::<f64>() < rate;
+        let slot = self.new_call(CallState {
+            edge,
+            parent: work,
+            client: caller.client,
+            start: now,
+            deadline,
+            attempts: 0,
+            live_token: NO_TOKEN,
+            next_token: 1,
+            abandon_at: SimTime::NEVER,
+            permanent,
+            holds_permit: false,
+            waiting: false,
+            ended: false,
+            outstanding: 0,
+            decorrelated: SimDuration::ZERO,
+            sent: now,
+            last_retry_cost: 0.0,
+            route: caller.route,
+        });
+        if self.live_slots > self.sc.limits.max_in_flight {
+            self.overflow.get_or_insert(Truncation::MaxInFlight {
+                limit: self.sc.limits.max_in_flight,
+                at: now,
+            });
+        }
+        let e = &mut self.edges[edge as usize];
+        e.counters.calls += 1;
+        e.policies.call_started(caller.client, now);
+        self.send_attempt(slot, now);
+    }
+
+    /// The caller begins the next attempt of call `slot` now: the edge's policies admit it
+    /// (it is sent), make it wait for a bulkhead permit, or refuse it.
+    pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        let edge = call.edge as usize;
+        let admit =
+            self.edges[edge]
+                .policies
+                .admit(call.client, call.attempts > 0, call.deadline, now);
+        match admit {
+            Admit::Send => {
+                let holds = self.edges[edge].policies.has_bulkhead();
+                let token = self.begin_attempt(slot);
+                self.transmit(slot, token, holds, now);
+            }
+            Admit::BreakerOpen => self.end_call(slot, Outcome::BreakerOpen, now),
+            Admit::Wait(until) => {
+                let token = self.begin_attempt(slot);
+                self.calls[slot as usize].waiting = true;
+                self.edges[edge].policies.wait((slot, token));
+                self.queue
+                    .schedule(until, Event::BulkheadTimer { slot, token });
+            }
+            Admit::Full => {
+                // Refused at once; the refusal is its own event, so that a policy that
+                // retries it without delay cannot recurse.
+                let token = self.begin_attempt(slot);
+                self.calls[slot as usize].waiting = true;
+                self.queue
+                    .schedule(now, Event::BulkheadTimer { slot, token });
+            }
+        }
+    }
+
+    /// Counts a new attempt of call `slot` and makes it the awaited one.
+    #[inline]
+    fn begin_attempt(&mut self, slot: u32) -> u32 {
+        let call = &mut self.calls[slot as usize];
+        call.attempts += 1;
+        let token = call.next_token;
+        call.next_token = call.next_token.wrapping_add(1).max(1);
+        call.live_token = token;
+        token
+    }
+
+    /// Attempt `token` of call `slot` leaves for its service now; `holds` says whether it
+    /// holds a bulkhead permit.
+    fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
+        let timeout = {
+            let edge = &self.edges[self.calls[slot as usize].edge as usize];
+            edge.policies.policy.timeout
+        };
+        let call = &mut self.calls[slot as usize];
+        let edge = call.edge as usize;
+        // With a timeout or a deadline the caller keeps a timer, even one that lands past
+        // the end of simulated time (at NEVER, ending the run if the attempt is still
+        // awaited).
+        let timed = timeout.is_some() || call.deadline != SimTime::NEVER;
+        call.sent = now;
+        call.holds_permit = holds;
+        call.outstanding += 1;
+        call.abandon_at = timeout
+            .map_or(SimTime::NEVER, |t| now + t)
+            .min(call.deadline);
+        let abandon_at = call.abandon_at;
+        let first = call.attempts == 1;
+        if edge == 0 {
+            if first {
+                self.rec.counters.first_attempts += 1;
+                self.rec.series.add(Column::FirstAttempts);
+            } else {
+                self.rec.counters.retries += 1;
+                self.rec.series.add(Column::Retries);
+            }
+        } else {
+            let c = &mut self.edges[edge].counters;
+            c.attempts += 1;
+            if !first {
+                c.retries += 1;
+            }
+        }
+        let hop = self.sc.network.latency.sample(&mut self.rng.network);
+        self.queue
+            .schedule(now + hop, Event::ServerArrival { slot, token });
+        if timed {
+            self.queue
+                .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
+        }
+    }
+
+    /// The caller stops waiting for the awaited attempt of call `slot`: its bulkhead permit
+    /// comes back and may go to a waiter, which is sent at once.
+    #[inline]
+    fn attempt_over(&mut self, slot: u32, now: SimTime) {
+        let call = &mut self.calls[slot as usize];
+        call.live_token = NO_TOKEN;
+        if !call.holds_permit {
+            return;
+        }
+        call.holds_permit = false;
+        let edge = call.edge as usize;
+        let calls = &self.calls;
+        let next = self.edges[edge]
+            .policies
+            .attempt_over(|(s, t)| calls[s as usize].awaits(t) && calls[s as usize].waiting);
+        if let Some((s, t)) = next {
+            self.calls[s as usize].waiting = false;
+            self.transmit(s, t, true, now);
+        }
+    }
+
+    /// A retry's backoff is over.
+    pub(super) fn retry_due(&mut self, slot: u32, now: SimTime) {
+        if now >= self.calls[slot as usize].deadline {
+            self.end_call(slot, Outcome::DeadlineExceeded, now);
+        } else {
+            self.send_attempt(slot, now);
+        }
+    }
+
+    /// An answer reaches the caller of call `slot`.
+    pub(super) fn reply_arrived(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        if call.awaits(token) {
+            self.attempt_over(slot, now);
+            self.attempt_failed_or_succeeded(slot, outcome, now);
+        } else if call.edge == 0 {
+            self.rec.counters.late_replies += 1;
+        }
+        self.attempt_accounted(slot);
+    }
+
+    /// The caller's timer for attempt `token` of call `slot` fires.
+    pub(super) fn attempt_timer(&mut self, slot: u32, token: u32, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        if !call.awaits(token) {
+            return;
+        }
+        let deadline = call.deadline;
+        self.attempt_over(slot, now);
+        if now >= deadline {
+            if self.calls[slot as usize].edge == 0 {
+                self.rec.attempt_ended(Outcome::Timeout);
+            }
+            self.learn(slot, Outcome::Timeout, now);
+            self.end_call(slot, Outcome::DeadlineExceeded, now);
+        } else {
+            self.attempt_failed_or_succeeded(slot, Outcome::Timeout, now);
+        }
+    }
+
+    /// An attempt's wait for a bulkhead permit ends.
+    pub(super) fn bulkhead_timer(&mut self, slot: u32, token: u32, now: SimTime) {
+        let call = &mut self.calls[slot as usize];
+        if !(call.awaits(token) && call.waiting) {
+            // It got a permit and was sent.
+            return;
+        }
+        call.waiting = false;
+        call.live_token = NO_TOKEN;
+        let edge = call.edge as usize;
+        let calls = &self.calls;
+        let e = &mut self.edges[edge];
+        e.policies
+            .stop_waiting(|(s, t)| calls[s as usize].awaits(t) && calls[s as usize].waiting);
+        e.counters.bulkhead_full += 1;
+        self.attempt_failed_or_succeeded(slot, Outcome::BulkheadFull, now);
+    }
+
+    /// The edge's policies learn the outcome of the awaited attempt of call `slot`.
+    #[inline]
+    fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        let retried = (call.attempts > 1).then_some(call.last_retry_cost);
+        self.edges[call.edge as usize].policies.learn(
+            call.client,
+            outcome,
+            call.sent,
+            retried,
+            now,
+        );
+    }
+
+    /// The caller learned the outcome of its attempt: end the call, or schedule the retry.
+    fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
+        if edge == 0 {
+            self.rec.attempt_ended(outcome);
+        }
+        // A bulkhead refusal is local: nothing was sent for a breaker or budget to learn of.
+        if outcome != Outcome::BulkheadFull {
+            self.learn(slot, outcome, now);
+        }
+        let e = &self.edges[edge];
+        let retry = &e.policies.policy.retry;
+        let to = e.to as usize;
+        let call = &mut self.calls[slot as usize];
+        let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
+        if matches!(outcome, Outcome::Success | Outcome::Degraded)
+            || !retry.retry_on.contains(outcome)
+            || exhausted
+        {
+            self.end_call(slot, outcome, now);
+            return;
+        }
+        let mut delay =
+            retry
+                .backoff
+                .delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
+        if outcome == Outcome::Throttled
+            && retry.retry_after == RetryAfter::Honor
+            && let Some(after) = self.sc.services[to]
+                .server
+                .rate_limit
+                .and_then(|r| r.retry_after)
+        {
+            delay = delay.max(after);
+        }
+        let due = now + delay;
+        if due >= call.deadline {
+            // The retry would start after the deadline: the call ends at the deadline.
+            let deadline = call.deadline;
+            self.queue.schedule(deadline, Event::RetryDue { slot });
+            return;
+        }
+        // The budget is asked when the retry is decided, before the backoff, and not for a
+        // retry the deadline would cancel anyway.
+        let client = call.client;
+        match self.edges[edge].policies.may_retry(client, outcome, now) {
+            Some(cost) => self.calls[slot as usize].last_retry_cost = cost,
+            None => {
+                if edge == 0 {
+                    self.rec.counters.budget_denials += 1;
+                } else {
+                    self.edges[edge].counters.budget_denials += 1;
+                }
+                self.end_call(slot, Outcome::BudgetExhausted, now);
+                return;
+            }
+        }
+        if delay == SimDuration::ZERO {
+            self.send_attempt(slot, now);
+        } else {
+            // The retry is sent from its own event: the attempt then enters the event list
+            // when it is really sent, so ties with other events at the same instant resolve
+            // in the order things happen, and a run cut off at max_time never counts it.
+            self.queue.schedule(due, Event::RetryDue { slot });
+        }
+    }
+
+    /// Call `slot` is over with `outcome`: a failure is answered by the edge's fallback if
+    /// it has one (after the fallback's latency the call ends `degraded`).
+    pub(super) fn end_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
+        let e = &mut self.edges[edge];
+        if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+            e.counters.succeeded += 1;
+            self.finish_call(slot, outcome, now);
+            return;
+        }
+        e.counters.failed += 1;
+        match &e.policies.policy.fallback {
+            Some(latency) => {
+                e.counters.degraded += 1;
+                self.calls[slot as usize].live_token = NO_TOKEN;
+                let after = latency.sample(&mut self.rng.fallbacks);
+                self.queue
+                    .schedule(now + after, Event::FallbackDone { slot });
+            }
+            None => self.finish_call(slot, outcome, now),
+        }
+    }
+
+    /// Call `slot` ends with `outcome`, once (directly, or when its fallback answers): a
+    /// request's end is recorded (and a closed
+    /// workload's client thinks, then starts its next); a call between services reports to
+    /// the work that made it.
+    pub(super) fn finish_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let call = &mut self.calls[slot as usize];
+        call.live_token = NO_TOKEN;
+        call.ended = true;
+        let (client, start, parent) = (call.client, call.start, call.parent);
+        if call.outstanding == 0 {
+            self.free_calls.push(slot);
+            self.live_slots -= 1;
+        }
+        if parent != ROOT {
+            self.child_ended(parent, outcome, now);
+            return;
+        }
+        self.rec.request_ended(outcome, now - start, now);
+        self.in_flight -= 1;
+        if let Workload::Closed(closed) = &self.sc.clients.workload {
+            let left = &mut self.remaining[client as usize];
+            *left = left.saturating_sub(1);
+            if *left > 0 {
+                let think = closed.think_time.sample(&mut self.rng.arrivals);
+                self.queue
+                    .schedule(now + think, Event::ClientReady { client });
+            }
+        }
+    }
+}

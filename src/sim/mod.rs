@@ -1,0 +1,431 @@
+//! The driver: one replication of one [`Scenario`] -> one [`RunResult`].
+//!
+//! It assembles the model from the scenario (the clients, the services with their servers,
+//! and one call edge per caller -> service pair, each with its policies), then owns the event
+//! loop and handles every [`Event`] in one `match`. The engine orders events; the model
+//! decides admissions, service times, backoff delays and policy verdicts; the driver keeps
+//! the logical calls and the work in progress. No I/O and no wall clock: the same scenario,
+//! seed and replication always give the same result.
+//!
+//! The parts:
+//! - `client` is the calling side of every edge: logical calls (a client's request is the
+//!   root call, on edge 0; a service's call to another is a child of the work that made it),
+//!   their attempts, timers, retries and fallbacks.
+//! - `service` is the serving side: arrivals at a service, its server, the work an attempt
+//!   does after its service time (its downstream calls, holding the worker) and the answer.
+//! - `policy` is the pipeline every per-call policy is called through.
+//!
+//! Logical calls live in a slab that reuses slots, so memory follows what is in flight. Every
+//! attempt gets a token; an event about an attempt whose token is no longer the one its call
+//! awaits (it timed out, or the call ended) is stale, which is how abandoned work and late
+//! replies are detected without cancelling events. A slot is reused only once its call has
+//! ended and every attempt it sent is accounted for (answered, dropped or discarded), so an
+//! event always finds the call it was about.
+
+mod client;
+mod policy;
+mod service;
+
+use crate::engine::{EventQueue, SimTime, Streams};
+use crate::metrics::{CallCounters, Column, Gauges, Recorder, RunResult, TimeSeries, Truncation};
+use crate::model::Outcome;
+use crate::scenario::{Scenario, Workload};
+
+use client::CallState;
+use policy::{CallPolicies, DENSE_INSTANCES};
+use service::{ServiceState, Work};
+
+/// Everything that can happen in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// The next logical request of the open workload arrives.
+    Arrival,
+    /// A closed-workload client starts its next logical request.
+    ClientReady { client: u32 },
+    /// A retry's backoff is over: the caller sends the next attempt, or gives up if the
+    /// call's deadline has passed.
+    RetryDue { slot: u32 },
+    /// An attempt reaches its service (for an `occ` service: its read).
+    ServerArrival { slot: u32, token: u32 },
+    /// `occ`: a conditional write reaches the service (two hops after the read: the version
+    /// travels back and the caller writes at once).
+    OccWrite { slot: u32, token: u32, version: u32 },
+    /// A service finishes the service time of an attempt.
+    ServiceDone { slot: u32, token: u32 },
+    /// An answer reaches the caller.
+    Reply {
+        slot: u32,
+        token: u32,
+        outcome: Outcome,
+    },
+    /// The caller's timer for an attempt fires (timeout or deadline).
+    AttemptTimer { slot: u32, token: u32 },
+    /// An attempt's wait for a bulkhead permit ends: it fails `bulkhead_full` unless it got
+    /// one.
+    BulkheadTimer { slot: u32, token: u32 },
+    /// A fallback's answer is ready: the call that failed ends `degraded`.
+    FallbackDone { slot: u32 },
+    /// A concurrency fault window of a service starts or ends: it re-reads its worker count.
+    FaultEdge { service: u32 },
+}
+
+/// No attempt is awaited.
+const NO_TOKEN: u32 = 0;
+
+/// Pending events below which stale timers are never swept out.
+const COMPACT_MIN: usize = 4096;
+
+/// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
+pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
+    run_with(scenario, seed, replication, DENSE_INSTANCES)
+}
+
+/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients.
+fn run_with(scenario: &Scenario, seed: u64, replication: u64, dense_max: usize) -> RunResult {
+    let mut sim = Sim::new(scenario, seed, replication, dense_max);
+    let truncated = sim.run();
+    sim.finish(truncated)
+}
+
+/// A call edge: the clients' calls to the entry (edge 0), or one service's calls to another.
+struct Edge<'a> {
+    /// The service called.
+    to: u32,
+    /// The slice of [0, 1) of route draws that make this call, or `None`: every attempt
+    /// makes it.
+    route: Option<(f64, f64)>,
+    /// `propagate_deadline`.
+    propagate_deadline: bool,
+    /// Its policies.
+    policies: CallPolicies<'a>,
+    /// What happened on it (reported for calls between services).
+    counters: CallCounters,
+}
+
+/// One replication in progress: the assembled model and the engine.
+struct Sim<'a> {
+    sc: &'a Scenario,
+    queue: EventQueue<Event>,
+    rng: Streams,
+    /// Logical calls, by slot: the clients' requests and the calls between services.
+    calls: Vec<CallState>,
+    free_calls: Vec<u32>,
+    /// Calls whose slot is in use (ended calls included until their attempts are all
+    /// accounted for).
+    live_slots: u64,
+    /// Attempts holding a worker while their downstream calls run, by slot.
+    works: Vec<Work>,
+    free_works: Vec<u32>,
+    /// The clients' logical requests in flight.
+    in_flight: u64,
+    /// The services, the entry first.
+    services: Vec<ServiceState>,
+    /// Edge 0: clients -> entry; then each service's calls in order.
+    edges: Vec<Edge<'a>>,
+    /// Per service, the index of its first edge in `edges` (its calls follow in order).
+    first_edge: Vec<u32>,
+    /// Whether the scenario is a call graph (per-service and per-call results).
+    graph: bool,
+    rec: Recorder,
+    /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
+    remaining: Vec<u64>,
+    end_of_arrivals: SimTime,
+    /// Set when a backlog passes its limit; the loop stops after the event.
+    overflow: Option<Truncation>,
+}
+
+impl<'a> Sim<'a> {
+    /// Assembles the model of `sc` for one replication.
+    fn new(sc: &'a Scenario, seed: u64, replication: u64, dense_max: usize) -> Self {
+        let graph = sc.is_graph();
+        let services: Vec<ServiceState> = sc
+            .services
+            .iter()
+            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
+            .collect();
+        let clients = sc.clients.count;
+        let mut edges = vec![Edge {
+            to: 0,
+            route: None,
+            propagate_deadline: false,
+            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
+            counters: CallCounters::default(),
+        }];
+        let mut first_edge = Vec::with_capacity(sc.services.len());
+        for s in &sc.services {
+            first_edge.push(edges.len() as u32);
+            let mut from = 0.0;
+            for call in &s.calls {
+                let route = (call.fraction < 1.0).then(|| {
+                    let slice = (from, from + call.fraction);
+                    from += call.fraction;
+                    slice
+                });
+                edges.push(Edge {
+                    to: call.to as u32,
+                    route,
+                    propagate_deadline: call.policy.propagate_deadline,
+                    policies: CallPolicies::new(&call.policy, false, clients, dense_max),
+                    counters: CallCounters::default(),
+                });
+            }
+        }
+        let mut sim = Sim {
+            sc,
+            queue: EventQueue::new(),
+            rng: Streams::new(seed, replication),
+            calls: Vec::new(),
+            free_calls: Vec::new(),
+            live_slots: 0,
+            works: Vec::new(),
+            free_works: Vec::new(),
+            in_flight: 0,
+            services,
+            edges,
+            first_edge,
+            graph,
+            rec: Recorder::new(sc.bucket),
+            remaining: Vec::new(),
+            end_of_arrivals: SimTime::ZERO + sc.duration,
+            overflow: None,
+        };
+        for (i, s) in sc.services.iter().enumerate() {
+            for edge in s.server.faults.concurrency_edges() {
+                if edge > SimTime::ZERO {
+                    sim.queue
+                        .schedule(edge, Event::FaultEdge { service: i as u32 });
+                }
+            }
+        }
+        match &sc.clients.workload {
+            Workload::Open(profile) => {
+                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
+                    && t < sim.end_of_arrivals
+                {
+                    sim.queue.schedule(t, Event::Arrival);
+                }
+            }
+            Workload::Closed(closed) => {
+                let k = closed.requests_per_client.unwrap_or(u64::MAX);
+                sim.remaining = vec![k; sc.clients.count as usize];
+                for client in 0..sc.clients.count {
+                    let at = SimTime::ZERO + closed.start.sample(&mut sim.rng.arrivals);
+                    sim.queue.schedule(at, Event::ClientReady { client });
+                }
+            }
+        }
+        sim
+    }
+
+    /// The event loop. Returns why it stopped early, if it did.
+    fn run(&mut self) -> Option<Truncation> {
+        let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
+        let max_events = self.sc.limits.max_events;
+        // Timers of answered attempts stay queued until they fire; with long timeouts they
+        // would pile up with finished work. When the queue doubles, they are swept out.
+        let mut compact_at = COMPACT_MIN;
+        loop {
+            // The time of the last event handled, for a run that reaches the end of time.
+            let last = self.queue.now();
+            let Some((now, event)) = self.queue.pop() else {
+                break;
+            };
+            let pending = self.queue.len();
+            if pending > compact_at {
+                let calls = &self.calls;
+                self.queue.retain(|e| match *e {
+                    Event::AttemptTimer { slot, token } => calls[slot as usize].awaits(token),
+                    _ => true,
+                });
+                compact_at = (2 * self.queue.len()).max(COMPACT_MIN);
+            }
+            self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
+            if max_time.is_some_and(|m| now > m) {
+                return Some(Truncation::MaxTime {
+                    at: self.sc.max_time.expect("checked"),
+                    in_flight: self.in_flight,
+                });
+            }
+            if now == SimTime::NEVER {
+                // An instant past the end of simulated time: nothing happens there. A timer
+                // of an attempt already answered would have changed nothing; anything else
+                // ends the run.
+                if let Event::AttemptTimer { slot, token } = event
+                    && !self.calls[slot as usize].awaits(token)
+                {
+                    continue;
+                }
+                return Some(Truncation::EndOfTime {
+                    at: last,
+                    in_flight: self.in_flight,
+                });
+            }
+            if self.queue.events_processed() > max_events {
+                return Some(Truncation::MaxEvents {
+                    limit: max_events,
+                    at: now,
+                });
+            }
+            if now >= self.rec.series.next_boundary() {
+                self.tick(now);
+            }
+            match event {
+                Event::Arrival => {
+                    let Workload::Open(profile) = &self.sc.clients.workload else {
+                        unreachable!("arrivals belong to open workloads")
+                    };
+                    if let Some(next) = profile.next_arrival(now, &mut self.rng.arrivals)
+                        && next < self.end_of_arrivals
+                    {
+                        self.queue.schedule(next, Event::Arrival);
+                    }
+                    let client = rand::RngExt::random_range(
+                        &mut self.rng.arrivals,
+                        0..self.sc.clients.count,
+                    );
+                    if let Some(t) = self.start_request(client, now) {
+                        return Some(t);
+                    }
+                }
+                Event::ClientReady { client } => {
+                    if now < self.end_of_arrivals
+                        && let Some(t) = self.start_request(client, now)
+                    {
+                        return Some(t);
+                    }
+                }
+                Event::RetryDue { slot } => self.retry_due(slot, now),
+                Event::ServerArrival { slot, token } => self.server_arrival(slot, token, now),
+                Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
+                Event::OccWrite {
+                    slot,
+                    token,
+                    version,
+                } => self.occ_write(slot, token, version, now),
+                Event::Reply {
+                    slot,
+                    token,
+                    outcome,
+                } => self.reply_arrived(slot, token, outcome, now),
+                Event::AttemptTimer { slot, token } => self.attempt_timer(slot, token, now),
+                Event::BulkheadTimer { slot, token } => self.bulkhead_timer(slot, token, now),
+                Event::FallbackDone { slot } => self.finish_call(slot, Outcome::Degraded, now),
+                Event::FaultEdge { service } => self.fault_edge(service as usize, now),
+            }
+            if self.overflow.is_some() {
+                return self.overflow.take();
+            }
+        }
+        None
+    }
+
+    /// A time-series bucket ends: every series records the states at its end.
+    #[cold]
+    fn tick(&mut self, now: SimTime) {
+        let gauges = self.gauges(now);
+        self.rec.series.tick(now, || gauges);
+        for s in &mut self.services {
+            let (queue_len, in_service) = s.load();
+            if let Some(series) = &mut s.series {
+                series.tick(now, || Gauges {
+                    queue_len,
+                    in_service,
+                    ..Gauges::default()
+                });
+            }
+        }
+    }
+
+    /// The states the main time series samples at the end of a bucket: the entry service's
+    /// load and the clients' requests and policies.
+    fn gauges(&self, now: SimTime) -> Gauges {
+        let (queue_len, in_service) = self.services[0].load();
+        let policies = &self.edges[0].policies;
+        let budget_level_ppm = match &policies.budgets {
+            Some(budgets) if budgets.count > 0 => {
+                let mut total: f64 = budgets.touched().map(|b| b.level(now)).sum();
+                let untouched = budgets.untouched();
+                if untouched > 0 {
+                    total += untouched as f64 * budgets.fresh.level(now);
+                }
+                (total / budgets.count as f64 * 1e6).round() as u32
+            }
+            _ => 0,
+        };
+        // A fresh breaker is closed.
+        let breakers_open = policies.breakers.as_ref().map_or(0, |breakers| {
+            breakers.touched().filter(|b| b.is_open(now)).count()
+        });
+        Gauges {
+            queue_len,
+            in_service,
+            in_flight: self.in_flight.min(u64::from(u32::MAX)) as u32,
+            breakers_open: breakers_open.min(u32::MAX as usize) as u32,
+            budget_level_ppm,
+        }
+    }
+
+    /// Counts `col` in the series of `service` (and in the main series for the entry).
+    #[inline]
+    fn tally(&mut self, service: usize, col: Column) {
+        if service == 0 {
+            self.rec.series.add(col);
+        }
+        if let Some(series) = &mut self.services[service].series {
+            series.add(col);
+        }
+    }
+
+    fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
+        let end_time = {
+            let c = &mut self.rec.counters;
+            c.events = self.queue.events_processed();
+            // A run cut off at max_time ends there, not at the first event it did not
+            // process.
+            c.end_time = match (&truncated, self.sc.max_time) {
+                (Some(Truncation::EndOfTime { at, .. }), _) => *at,
+                (_, Some(m)) => self.queue.now().min(SimTime::ZERO + m),
+                (_, None) => self.queue.now(),
+            };
+            c.end_time
+        };
+        // A run that stopped at a limit with nothing in flight lost nothing: not truncated.
+        let truncated = match truncated {
+            Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
+            t => t,
+        };
+        for s in &mut self.services {
+            s.close(end_time, truncated.is_some());
+        }
+        self.services[0].count_into(&mut self.rec.counters);
+        let c = &mut self.rec.counters;
+        let policies = &self.edges[0].policies;
+        // A fresh breaker never refused, changed state or opened.
+        c.breakers = policies.breakers.as_ref().map_or(0, |b| b.count as u64);
+        for b in policies.breakers.iter().flat_map(|b| b.touched()) {
+            c.breaker_refusals += b.refusals;
+            c.breaker_transitions += b.transitions;
+            c.breaker_openings += b.openings;
+            c.breaker_open_nanos += b.time_open(end_time);
+        }
+        let gauges = self.gauges(end_time);
+        self.rec.series.close(gauges);
+        if !self.graph {
+            return self.rec.finish(truncated);
+        }
+        let mut result = self.rec.finish(truncated);
+        for s in self.services {
+            let (counters, series) = s.into_results();
+            result.services.push(counters);
+            result.service_series.extend(series);
+        }
+        for edge in &mut self.edges[1..] {
+            edge.policies.count_into(&mut edge.counters);
+        }
+        result.calls = self.edges.drain(1..).map(|e| e.counters).collect();
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

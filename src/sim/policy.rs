@@ -1,0 +1,270 @@
+//! The per-call policies of one call edge, called through one pipeline: every policy that
+//! watches or gates a call (retry budget, circuit breaker, bulkhead) is asked here, in a fixed
+//! order, and nowhere else. A new per-call policy is a field of [`CallPolicies`] and a line in
+//! each step it takes part in.
+//!
+//! The steps, in the order a call meets them:
+//! 1. [`CallPolicies::call_started`]: a logical call starts (a budget's deposit).
+//! 2. [`CallPolicies::admit`]: an attempt is about to be sent: the breaker may refuse it
+//!    (the call ends `breaker_open`), then the bulkhead may make it wait or refuse it.
+//! 3. [`CallPolicies::learn`]: an attempt's outcome is known (breaker and budget learn).
+//! 4. [`CallPolicies::may_retry`]: a retry has been decided (the budget may deny it).
+//! 5. [`CallPolicies::attempt_over`]: the caller stops waiting for an attempt (its bulkhead
+//!    permit comes back and may go to a waiter).
+//!
+//! No I/O, no random draws: the driver owns time and handles.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{SimDuration, SimTime};
+use crate::metrics::CallCounters;
+use crate::model::{Breaker, Budget, Bulkhead, Outcome};
+use crate::scenario::Policy;
+
+/// Per-client policy instances kept in a vector up to this many; above it, only the clients
+/// that have started a request have one.
+pub(super) const DENSE_INSTANCES: usize = 4096;
+
+/// The budgets or the breakers of an edge: none, one shared, or one per client. A few are
+/// kept in a vector; many (up to 2^32 - 1 clients) in a map that holds only the instances of
+/// clients that have started a request, every other one being in the fresh state, so that
+/// memory follows the clients that sent something rather than the client count.
+pub(super) struct Instances<T> {
+    /// How many instances the edge has.
+    pub count: usize,
+    /// Whether they are all kept in `dense`.
+    all: bool,
+    /// The state of an instance nothing has touched.
+    pub fresh: T,
+    /// Every instance, when `all`.
+    dense: Vec<T>,
+    /// The instances touched so far, by index, when there are more.
+    sparse: BTreeMap<usize, T>,
+}
+
+impl<T: Clone> Instances<T> {
+    /// `count` fresh instances, kept in a vector if there are at most `dense_max`.
+    fn new(fresh: T, count: usize, dense_max: usize) -> Self {
+        let all = count <= dense_max;
+        let dense = if all {
+            vec![fresh.clone(); count]
+        } else {
+            Vec::new()
+        };
+        Instances {
+            count,
+            all,
+            fresh,
+            dense,
+            sparse: BTreeMap::new(),
+        }
+    }
+
+    /// Instance `i` (< count), made fresh on first use.
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut T {
+        if self.all {
+            &mut self.dense[i]
+        } else {
+            let fresh = &self.fresh;
+            self.sparse.entry(i).or_insert_with(|| fresh.clone())
+        }
+    }
+
+    /// Every instance that may differ from a fresh one, in index order.
+    pub fn touched(&self) -> impl Iterator<Item = &T> {
+        self.dense.iter().chain(self.sparse.values())
+    }
+
+    /// Instances still fresh that [`Instances::touched`] leaves out.
+    pub fn untouched(&self) -> usize {
+        self.count - self.dense.len() - self.sparse.len()
+    }
+}
+
+/// What [`CallPolicies::admit`] decided about an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admit {
+    /// Send it now (holding a bulkhead permit if the edge has a bulkhead).
+    Send,
+    /// The breaker refused it: the call ends `breaker_open`.
+    BreakerOpen,
+    /// Every bulkhead permit is taken: it waits until the given instant at the latest.
+    Wait(SimTime),
+    /// Every bulkhead permit is taken and it may not wait: it fails `bulkhead_full`.
+    Full,
+}
+
+/// The policy state of one call edge.
+pub(super) struct CallPolicies<'a> {
+    /// The edge's settings.
+    pub policy: &'a Policy,
+    /// Whether budgets and breakers follow their scope per client (the clients' edge);
+    /// a call between services has one of each.
+    per_client: bool,
+    /// Retry budgets.
+    pub budgets: Option<Instances<Budget>>,
+    /// Circuit breakers.
+    pub breakers: Option<Instances<Breaker>>,
+    /// The bulkhead.
+    bulkhead: Option<Bulkhead>,
+}
+
+impl<'a> CallPolicies<'a> {
+    /// The policies of the clients' edge (`per_client`: budgets and breakers follow their
+    /// scope over `clients`) or of a call between services (one of each).
+    pub fn new(policy: &'a Policy, per_client: bool, clients: u32, dense_max: usize) -> Self {
+        let count = |scope: crate::model::Scope| {
+            if per_client {
+                scope.instances(clients)
+            } else {
+                1
+            }
+        };
+        CallPolicies {
+            policy,
+            per_client,
+            budgets: policy
+                .budget
+                .map(|b| Instances::new(Budget::new(b.kind), count(b.scope), dense_max)),
+            breakers: policy
+                .breaker
+                .map(|b| Instances::new(Breaker::new(b), count(b.scope), dense_max)),
+            bulkhead: policy.bulkhead.map(|b| Bulkhead::new(b.max_concurrent)),
+        }
+    }
+
+    /// Whether the bulkhead (if any) needs to hear of attempts ending.
+    #[inline]
+    pub fn has_bulkhead(&self) -> bool {
+        self.bulkhead.is_some()
+    }
+
+    #[inline]
+    fn budget(&mut self, client: u32) -> Option<&mut Budget> {
+        let scope = self.policy.budget?.scope;
+        let i = if self.per_client {
+            scope.index(client)
+        } else {
+            0
+        };
+        Some(self.budgets.as_mut()?.get_mut(i))
+    }
+
+    #[inline]
+    fn breaker(&mut self, client: u32) -> Option<&mut Breaker> {
+        let scope = self.policy.breaker?.scope;
+        let i = if self.per_client {
+            scope.index(client)
+        } else {
+            0
+        };
+        Some(self.breakers.as_mut()?.get_mut(i))
+    }
+
+    /// Step 1: a logical call of `client` starts.
+    #[inline]
+    pub fn call_started(&mut self, client: u32, now: SimTime) {
+        if let Some(budget) = self.budget(client) {
+            budget.request_started(now);
+        }
+    }
+
+    /// Step 2: an attempt (a retry if `is_retry`) of a call of `client` whose deadline is
+    /// `deadline` is about to be sent.
+    #[inline]
+    pub fn admit(&mut self, client: u32, is_retry: bool, deadline: SimTime, now: SimTime) -> Admit {
+        if let Some(breaker) = self.breaker(client)
+            && !breaker.allow(now, is_retry)
+        {
+            return Admit::BreakerOpen;
+        }
+        let Some(bulkhead) = &mut self.bulkhead else {
+            return Admit::Send;
+        };
+        if bulkhead.try_acquire() {
+            return Admit::Send;
+        }
+        let max_wait = self
+            .policy
+            .bulkhead
+            .map_or(SimDuration::ZERO, |b| b.max_wait);
+        if max_wait == SimDuration::ZERO {
+            Admit::Full
+        } else {
+            Admit::Wait((now + max_wait).min(deadline))
+        }
+    }
+
+    /// Step 2, continued: `waiter` waits for a bulkhead permit.
+    pub fn wait(&mut self, waiter: (u32, u32)) {
+        if let Some(b) = &mut self.bulkhead {
+            b.wait(waiter);
+        }
+    }
+
+    /// Step 2, continued: a waiter's wait ended without a permit; `waiting` tells which
+    /// queued waiters still wait.
+    pub fn stop_waiting(&mut self, waiting: impl Fn((u32, u32)) -> bool) {
+        if let Some(b) = &mut self.bulkhead {
+            b.forget(waiting);
+        }
+    }
+
+    /// Step 3: an attempt of a call of `client` sent at `sent` ended `outcome`; `retried`
+    /// is the quota the call's last retry took, if the attempt was a retry. For the breaker
+    /// every outcome but success, degraded and `permanent` (a 4xx: the server did its job)
+    /// is a failure, as for a Resilience4j breaker recording server errors and timeouts. A
+    /// budget pays only for outcomes the policy retries, as gRPC's throttle counts only
+    /// retryable status codes.
+    #[inline]
+    pub fn learn(
+        &mut self,
+        client: u32,
+        outcome: Outcome,
+        sent: SimTime,
+        retried: Option<f64>,
+        now: SimTime,
+    ) {
+        if let Some(breaker) = self.breaker(client) {
+            let failed = !matches!(
+                outcome,
+                Outcome::Success | Outcome::Degraded | Outcome::Permanent
+            );
+            breaker.record(now, failed, now - sent);
+        }
+        let retry_on = self.policy.retry.retry_on;
+        if let Some(budget) = self.budget(client) {
+            if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+                budget.attempt_succeeded(retried);
+            } else if retry_on.contains(outcome) {
+                budget.attempt_failed();
+            }
+        }
+    }
+
+    /// Step 4: a call of `client` means to retry after `outcome`. The budget is asked when
+    /// the retry is decided, before the backoff (as gRPC and the AWS SDKs do). Returns what
+    /// the retry takes from a quota, or `None` when the budget denies it.
+    #[inline]
+    pub fn may_retry(&mut self, client: u32, outcome: Outcome, now: SimTime) -> Option<f64> {
+        match self.budget(client) {
+            Some(budget) => budget.try_retry(now, outcome == Outcome::Timeout),
+            None => Some(0.0),
+        }
+    }
+
+    /// Step 5: the caller stopped waiting for an attempt that held a bulkhead permit.
+    /// Returns the waiter the permit goes to, if one still waits (`waiting` tells).
+    #[inline]
+    pub fn attempt_over(&mut self, waiting: impl Fn((u32, u32)) -> bool) -> Option<(u32, u32)> {
+        self.bulkhead.as_mut()?.release(waiting)
+    }
+
+    /// Adds what the edge's breakers did to `counters`.
+    pub fn count_into(&self, counters: &mut CallCounters) {
+        for b in self.breakers.iter().flat_map(Instances::touched) {
+            counters.breaker_refusals += b.refusals;
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! The serving side: attempts arriving at a service, its server (a `queue` of workers or an
+//! `occ` row), the work an attempt does after its service time, and the answer.
+//!
+//! An attempt admitted by a worker takes its service time; then, if its service calls others,
+//! it becomes a [`Work`] that makes those calls while holding the worker (one after another,
+//! or all at once for `call_mode: parallel`). The worker is released and the answer sent when
+//! the work is done: the first call that failed for good decides the outcome, else the
+//! service's own error draw, else success (degraded if a fallback answered a call). An answer
+//! nobody awaits any more is wasted work.
+
+use rand::RngExt;
+
+use super::{Event, Sim};
+use crate::engine::SimTime;
+use crate::metrics::{Column, Counters, ServiceCounters, TimeSeries, Truncation};
+use crate::model::{Admission, Job, OccServer, Outage, Outcome, QueueServer, RateLimiter};
+use crate::scenario::{Server, ServerKind};
+
+/// The server of a service. One per service, so the queue server is kept inline rather
+/// than boxed: the hot path reaches it without an indirection.
+#[allow(clippy::large_enum_variant)]
+enum ServerState {
+    Queue(QueueServer),
+    Occ(OccServer),
+}
+
+/// A service in a run.
+pub(super) struct ServiceState {
+    server: ServerState,
+    /// The admission rate limit.
+    limiter: Option<RateLimiter>,
+    /// What it did.
+    counters: ServiceCounters,
+    /// Worker time held while waiting on downstream calls, in nanoseconds.
+    held_nanos: u128,
+    /// Its load over time (call graphs only).
+    pub series: Option<TimeSeries>,
+}
+
+impl ServiceState {
+    /// An idle service with `server`'s settings.
+    pub fn new(server: &Server, series: Option<TimeSeries>) -> Self {
+        ServiceState {
+            server: match &server.kind {
+                ServerKind::Queue(config) => ServerState::Queue(QueueServer::with_faults(
+                    config.clone(),
+                    server.faults.clone(),
+                )),
+                ServerKind::Occ => ServerState::Occ(OccServer::new()),
+            },
+            limiter: server.rate_limit.map(RateLimiter::new),
+            counters: ServiceCounters::default(),
+            held_nanos: 0,
+            series,
+        }
+    }
+
+    /// (waiting, holding a worker), for the time series.
+    pub fn load(&self) -> (u32, u32) {
+        match &self.server {
+            ServerState::Queue(q) => (q.queue_len(), q.in_service()),
+            ServerState::Occ(_) => (0, 0),
+        }
+    }
+
+    /// Reads the server's totals into the counters at the end of a run that ended at `end`
+    /// (`truncated`: cut off).
+    pub fn close(&mut self, end: SimTime, truncated: bool) {
+        let c = &mut self.counters;
+        if let ServerState::Queue(server) = &self.server {
+            c.busy_nanos = server.busy_nanos + self.held_nanos;
+            c.max_queue = u64::from(server.max_queue);
+            c.max_in_service = u64::from(server.max_in_service);
+            c.expired_dropped += server.expired_dropped;
+            // Utilization's horizon: until the service drained, or the whole run if it was
+            // cut off or served nothing.
+            let horizon = if !truncated && c.last_service_end > SimTime::ZERO {
+                c.last_service_end
+            } else {
+                c.last_service_end.max(end)
+            };
+            c.capacity_nanos = server.capacity_nanos(horizon, server.max_in_service);
+        }
+        if let Some(series) = &mut self.series {
+            let (queue_len, in_service) = match &self.server {
+                ServerState::Queue(q) => (q.queue_len(), q.in_service()),
+                ServerState::Occ(_) => (0, 0),
+            };
+            series.close(crate::metrics::Gauges {
+                queue_len,
+                in_service,
+                ..Default::default()
+            });
+        }
+    }
+
+    /// Copies what the service did into the run's counters (the entry service's, which the
+    /// run's own counters describe).
+    pub fn count_into(&self, c: &mut Counters) {
+        let s = &self.counters;
+        c.attempts = s.attempts;
+        c.served = s.served;
+        c.wasted = s.wasted;
+        c.rejected = s.rejected;
+        c.throttled = s.throttled;
+        c.expired_dropped = s.expired_dropped;
+        c.outage_rejected = s.outage_rejected;
+        c.outage_dropped = s.outage_dropped;
+        c.busy_nanos = s.busy_nanos;
+        c.capacity_nanos = s.capacity_nanos;
+        c.last_service_end = s.last_service_end;
+        c.max_queue = s.max_queue;
+        c.max_in_service = s.max_in_service;
+    }
+
+    /// The counters and the series, at the end.
+    pub fn into_results(self) -> (ServiceCounters, Option<TimeSeries>) {
+        (self.counters, self.series)
+    }
+}
+
+/// An attempt holding a worker of its service while the downstream calls it makes run.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Work {
+    /// The service doing it.
+    pub service: u32,
+    /// The call whose attempt it serves, and the attempt's token.
+    pub call: u32,
+    pub token: u32,
+    /// When the caller gives up on the attempt (a propagated deadline's bound).
+    pub abandon_at: SimTime,
+    /// The route draw for this service, in [0, 1).
+    pub route: f64,
+    /// Index of the next call to consider (sequential calls).
+    pub next: u32,
+    /// Calls in flight.
+    pub pending: u32,
+    /// The first call that failed for good.
+    pub failure: Option<Outcome>,
+    /// A fallback answered one of its calls.
+    pub degraded: bool,
+    /// When its service time ended and it began waiting on calls.
+    pub held_from: SimTime,
+}
+
+/// The route draw of a request with route `route` at service `service`: uniform in [0, 1),
+/// the same for every attempt of the request there, unrelated between services.
+fn route_draw(route: u64, service: u32) -> f64 {
+    let mut z = route ^ (u64::from(service) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+impl Sim<'_> {
+    /// The service attempts of call `slot` go to.
+    #[inline]
+    fn target(&self, slot: u32) -> usize {
+        self.edges[self.calls[slot as usize].edge as usize].to as usize
+    }
+
+    /// An attempt reaches its service.
+    pub(super) fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
+        let s = self.target(slot);
+        let settings = &self.sc.services[s].server;
+        if let ServerState::Occ(row) = &mut self.services[s].server {
+            // The read is instant and is not work. The version travels back and the caller
+            // writes at once, unless it gave up before the version arrived: its timer is
+            // already scheduled, so whether it is still waiting then is known now, and the
+            // two hops need no event in between.
+            let version = row.read();
+            let back = self.sc.network.latency.sample(&mut self.rng.network);
+            let call = &self.calls[slot as usize];
+            let live = call.awaits(token);
+            if live && now + back < call.abandon_at {
+                let forth = self.sc.network.latency.sample(&mut self.rng.network);
+                self.queue.schedule(
+                    now + back + forth,
+                    Event::OccWrite {
+                        slot,
+                        token,
+                        version,
+                    },
+                );
+            } else if live && call.abandon_at == SimTime::NEVER {
+                // The version would come back after the end of simulated time with the
+                // caller still waiting for it: the run ends there.
+                self.queue.schedule(
+                    SimTime::NEVER,
+                    Event::OccWrite {
+                        slot,
+                        token,
+                        version,
+                    },
+                );
+            } else {
+                self.rec.counters.late_replies += 1;
+                self.attempt_accounted(slot);
+            }
+            return;
+        }
+        self.services[s].counters.attempts += 1;
+        self.tally(s, Column::Attempts);
+        match settings.faults.outage(now) {
+            Some(Outage::Reject) => {
+                self.services[s].counters.outage_rejected += 1;
+                self.reply(slot, token, Outcome::Error, now);
+                return;
+            }
+            Some(Outage::Drop) => {
+                self.services[s].counters.outage_dropped += 1;
+                self.attempt_accounted(slot);
+                return;
+            }
+            None => {}
+        }
+        let service = &mut self.services[s];
+        if let Some(limiter) = &mut service.limiter
+            && !limiter.admit(now)
+        {
+            service.counters.throttled += 1;
+            self.reply(slot, token, Outcome::Throttled, now);
+            return;
+        }
+        let ServerState::Queue(server) = &mut service.server else {
+            unreachable!("occ services return above")
+        };
+        let call = &self.calls[slot as usize];
+        let live = call.awaits(token);
+        let abandon_at = if live { call.abandon_at } else { SimTime::ZERO };
+        if !live && server.config().drop_expired {
+            // The service sees at once that nobody waits for this.
+            service.counters.expired_dropped += 1;
+            self.attempt_accounted(slot);
+            return;
+        }
+        let job = Job {
+            slot,
+            token,
+            abandon_at,
+        };
+        match server.arrive(job, now, &mut self.rng.service) {
+            Admission::Start(service) => {
+                self.queue
+                    .schedule(now + service, Event::ServiceDone { slot, token });
+            }
+            Admission::Queued => {
+                let held = u64::from(server.queue_len()) + u64::from(server.in_service());
+                if held > self.sc.limits.max_in_flight {
+                    self.overflow = Some(Truncation::ServerBacklog {
+                        limit: self.sc.limits.max_in_flight,
+                        at: now,
+                    });
+                }
+            }
+            Admission::Rejected => {
+                service.counters.rejected += 1;
+                self.reply(slot, token, Outcome::Rejected, now);
+            }
+        }
+    }
+
+    /// `occ`: a conditional write arrives; it lands even if its caller has given up.
+    pub(super) fn occ_write(&mut self, slot: u32, token: u32, version: u32, now: SimTime) {
+        let s = self.target(slot);
+        let ServerState::Occ(row) = &mut self.services[s].server else {
+            unreachable!("writes go to an occ service")
+        };
+        let call = &self.calls[slot as usize];
+        let live = call.awaits(token);
+        // A bad request is refused without writing.
+        let bad = live && call.permanent;
+        let won = !bad && row.write(version);
+        let c = &mut self.services[s].counters;
+        c.attempts += 1;
+        c.served += 1;
+        c.last_service_end = now;
+        self.tally(s, Column::Attempts);
+        self.tally(s, Column::Served);
+        if live {
+            let outcome = if bad {
+                Outcome::Permanent
+            } else if won {
+                Outcome::Success
+            } else {
+                Outcome::Conflict
+            };
+            if outcome == Outcome::Success {
+                self.services[s].counters.useful += 1;
+            }
+            self.reply(slot, token, outcome, now);
+        } else {
+            self.services[s].counters.wasted += 1;
+            self.tally(s, Column::Wasted);
+            self.attempt_accounted(slot);
+        }
+    }
+
+    /// A service finishes the service time of attempt `token` of call `slot`: it answers,
+    /// or begins the work of its downstream calls.
+    pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
+        let s = self.target(slot);
+        let c = &mut self.services[s].counters;
+        c.served += 1;
+        c.last_service_end = now;
+        self.tally(s, Column::Served);
+        let spec = &self.sc.services[s];
+        let call = self.calls[slot as usize];
+        if spec.calls.is_empty() || call.permanent {
+            // A bad request is refused after its service time, before any call.
+            self.release_worker(s, now);
+            self.answer(s, slot, token, None, false, now);
+            return;
+        }
+        let work = Work {
+            service: s as u32,
+            call: slot,
+            token,
+            abandon_at: if call.awaits(token) {
+                call.abandon_at
+            } else {
+                SimTime::ZERO
+            },
+            route: route_draw(call.route, s as u32),
+            next: 0,
+            pending: 0,
+            failure: None,
+            degraded: false,
+            held_from: now,
+        };
+        let w = match self.free_works.pop() {
+            Some(w) => {
+                self.works[w as usize] = work;
+                w
+            }
+            None => {
+                self.works.push(work);
+                (self.works.len() - 1) as u32
+            }
+        };
+        if spec.parallel {
+            if self.drop_expired_work(w, now) {
+                return;
+            }
+            // The guard keeps the work open while calls that end at once report back.
+            self.works[w as usize].pending = 1;
+            let first = self.first_edge[s];
+            for i in 0..spec.calls.len() as u32 {
+                if self.routed(w, first + i) {
+                    self.works[w as usize].pending += 1;
+                    self.start_call(w, first + i, now);
+                }
+            }
+            self.child_ended(w, Outcome::Success, now);
+        } else {
+            self.next_call(w, now);
+        }
+    }
+
+    /// Whether work `w` makes the call on edge `edge` (its route draw falls in the call's
+    /// slice, or the call is made by every attempt).
+    #[inline]
+    fn routed(&self, w: u32, edge: u32) -> bool {
+        match self.edges[edge as usize].route {
+            None => true,
+            Some((lo, hi)) => {
+                let u = self.works[w as usize].route;
+                lo <= u && u < hi
+            }
+        }
+    }
+
+    /// With `drop_expired`, work `w` whose caller no longer waits is discarded: its worker
+    /// is released and nothing more is called. Returns whether it was.
+    fn drop_expired_work(&mut self, w: u32, now: SimTime) -> bool {
+        let work = self.works[w as usize];
+        let s = work.service as usize;
+        let drop = match &self.sc.services[s].server.kind {
+            ServerKind::Queue(q) => q.drop_expired,
+            ServerKind::Occ => false,
+        };
+        if !drop || self.calls[work.call as usize].awaits(work.token) {
+            return false;
+        }
+        self.services[s].counters.expired_dropped += 1;
+        self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
+        self.free_works.push(w);
+        self.release_worker(s, now);
+        self.attempt_accounted(work.call);
+        true
+    }
+
+    /// Sequential work `w` makes its next routed call, or finishes when none is left.
+    fn next_call(&mut self, w: u32, now: SimTime) {
+        let work = self.works[w as usize];
+        let s = work.service as usize;
+        let count = self.sc.services[s].calls.len() as u32;
+        let first = self.first_edge[s];
+        let mut i = work.next;
+        while i < count && !self.routed(w, first + i) {
+            i += 1;
+        }
+        if i == count {
+            self.finish_work(w, now);
+            return;
+        }
+        if self.drop_expired_work(w, now) {
+            return;
+        }
+        let work = &mut self.works[w as usize];
+        work.next = i + 1;
+        work.pending = 1;
+        // The call may end at once and carry the work on (or finish it): nothing of `w` is
+        // read after this.
+        self.start_call(w, first + i, now);
+    }
+
+    /// A call made by work `w` ended with `outcome`.
+    pub(super) fn child_ended(&mut self, w: u32, outcome: Outcome, now: SimTime) {
+        let work = &mut self.works[w as usize];
+        work.pending -= 1;
+        match outcome {
+            Outcome::Success => {}
+            Outcome::Degraded => work.degraded = true,
+            failed => {
+                work.failure.get_or_insert(failed);
+            }
+        }
+        let parallel = self.sc.services[work.service as usize].parallel;
+        if parallel {
+            if work.pending == 0 {
+                self.finish_work(w, now);
+            }
+        } else if work.failure.is_some() {
+            self.finish_work(w, now);
+        } else {
+            self.next_call(w, now);
+        }
+    }
+
+    /// Work `w` is done: its worker is released and the attempt answered.
+    fn finish_work(&mut self, w: u32, now: SimTime) {
+        let work = self.works[w as usize];
+        self.free_works.push(w);
+        let s = work.service as usize;
+        self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
+        self.release_worker(s, now);
+        self.answer(s, work.call, work.token, work.failure, work.degraded, now);
+    }
+
+    /// A worker of service `s` is free at `now`: the next waiting attempt starts.
+    fn release_worker(&mut self, s: usize, now: SimTime) {
+        let ServerState::Queue(server) = &mut self.services[s].server else {
+            unreachable!("occ services have no workers")
+        };
+        if let Some((next, service)) = server.complete(now, &mut self.rng.service) {
+            self.queue.schedule(
+                now + service,
+                Event::ServiceDone {
+                    slot: next.slot,
+                    token: next.token,
+                },
+            );
+        }
+        self.account_dropped(s);
+    }
+
+    /// Accounts for the attempts service `s` discarded at dequeue.
+    #[inline]
+    fn account_dropped(&mut self, s: usize) {
+        loop {
+            let ServerState::Queue(server) = &mut self.services[s].server else {
+                return;
+            };
+            let Some(job) = server.pop_dropped() else {
+                return;
+            };
+            self.attempt_accounted(job.slot);
+        }
+    }
+
+    /// Service `s` answers attempt `token` of call `slot`: with the first failed call's
+    /// outcome, else its own error draw, else success (degraded if a fallback answered). An
+    /// answer nobody awaits is wasted.
+    fn answer(
+        &mut self,
+        s: usize,
+        slot: u32,
+        token: u32,
+        failure: Option<Outcome>,
+        degraded: bool,
+        now: SimTime,
+    ) {
+        let call = &self.calls[slot as usize];
+        if !call.awaits(token) {
+            // The caller gave up before the work was done: nobody reads this answer.
+            self.services[s].counters.wasted += 1;
+            self.tally(s, Column::Wasted);
+            self.attempt_accounted(slot);
+            return;
+        }
+        let outcome = if call.permanent {
+            Outcome::Permanent
+        } else if let Some(failed) = failure {
+            failed
+        } else {
+            let settings = &self.sc.services[s].server;
+            let error_rate = match &settings.kind {
+                ServerKind::Queue(q) => settings.faults.error_rate(now).unwrap_or(q.error_rate),
+                ServerKind::Occ => 0.0,
+            };
+            if error_rate > 0.0 && self.rng.failures.random::<f64>() < error_rate {
+                Outcome::Error
+            } else if degraded {
+                Outcome::Degraded
+            } else {
+                Outcome::Success
+            }
+        };
+        if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+            self.services[s].counters.useful += 1;
+        }
+        self.reply(slot, token, outcome, now);
+    }
+
+    /// The service answers; the answer travels one hop back.
+    fn reply(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
+        let hop = self.sc.network.latency.sample(&mut self.rng.network);
+        self.queue.schedule(
+            now + hop,
+            Event::Reply {
+                slot,
+                token,
+                outcome,
+            },
+        );
+    }
+
+    /// A concurrency fault window of service `s` starts or ends. Nothing arrives, so the
+    /// backlog cannot grow here.
+    pub(super) fn fault_edge(&mut self, s: usize, now: SimTime) {
+        let ServerState::Queue(server) = &mut self.services[s].server else {
+            return;
+        };
+        for (job, service) in server.refresh_workers(now, &mut self.rng.service) {
+            self.queue.schedule(
+                now + service,
+                Event::ServiceDone {
+                    slot: job.slot,
+                    token: job.token,
+                },
+            );
+        }
+        self.account_dropped(s);
+    }
+}
