@@ -21,8 +21,9 @@ pub struct ServiceCounters {
     pub attempts: u64,
     /// Attempts whose service time ended (with or without their downstream calls after it).
     pub served: u64,
-    /// Attempts finished (served and their downstream calls done) after their caller had
-    /// given up: work nobody read.
+    /// Attempts served whose answer nobody read: their caller had given up when the work
+    /// was done (or, with `drop_expired`, when the next downstream call was due, and the
+    /// work stopped there).
     pub wasted: u64,
     /// Attempts answered `success` to a caller still waiting.
     pub useful: u64,
@@ -30,8 +31,8 @@ pub struct ServiceCounters {
     pub rejected: u64,
     /// Attempts refused by the service's rate limit.
     pub throttled: u64,
-    /// Attempts discarded because their caller had given up (`drop_expired`): at arrival,
-    /// at dequeue, or before a downstream call.
+    /// Attempts discarded unserved because their caller had given up (`drop_expired`): at
+    /// arrival or at dequeue.
     pub expired_dropped: u64,
     /// Attempts answered `error` at once by an `outage: reject` fault.
     pub outage_rejected: u64,

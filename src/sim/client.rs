@@ -70,7 +70,7 @@ impl CallState {
 
 impl Sim<'_> {
     /// Takes a slot for a new call.
-    #[inline]
+    #[inline(always)]
     fn new_call(&mut self, fresh: CallState) -> u32 {
         self.live_slots += 1;
         match self.free_calls.pop() {
@@ -91,7 +91,7 @@ impl Sim<'_> {
 
     /// An attempt of call `slot` is accounted for; the slot is freed if the call has ended
     /// and nothing it sent is still out.
-    #[inline]
+    #[inline(always)]
     pub(super) fn attempt_accounted(&mut self, slot: u32) {
         let call = &mut self.calls[slot as usize];
         call.outstanding -= 1;
@@ -189,11 +189,17 @@ impl Sim<'_> {
         let e = &mut self.edges[edge as usize];
         e.counters.calls += 1;
         e.policies.call_started(caller.client, now);
-        self.send_attempt(slot, now);
+        if deadline <= now {
+            // The propagated deadline has already passed: the call is not even sent.
+            self.end_call(slot, Outcome::DeadlineExceeded, now);
+        } else {
+            self.send_attempt(slot, now);
+        }
     }
 
     /// The caller begins the next attempt of call `slot` now: the edge's policies admit it
     /// (it is sent), make it wait for a bulkhead permit, or refuse it.
+    #[inline]
     pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
         let call = &self.calls[slot as usize];
         let edge = call.edge as usize;
@@ -227,7 +233,7 @@ impl Sim<'_> {
     }
 
     /// Counts a new attempt of call `slot` and makes it the awaited one.
-    #[inline]
+    #[inline(always)]
     fn begin_attempt(&mut self, slot: u32) -> u32 {
         let call = &mut self.calls[slot as usize];
         call.attempts += 1;
@@ -239,6 +245,7 @@ impl Sim<'_> {
 
     /// Attempt `token` of call `slot` leaves for its service now; `holds` says whether it
     /// holds a bulkhead permit.
+    #[inline(always)]
     fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
         let timeout = {
             let edge = &self.edges[self.calls[slot as usize].edge as usize];
@@ -284,7 +291,7 @@ impl Sim<'_> {
 
     /// The caller stops waiting for the awaited attempt of call `slot`: its bulkhead permit
     /// comes back and may go to a waiter, which is sent at once.
-    #[inline]
+    #[inline(always)]
     fn attempt_over(&mut self, slot: u32, now: SimTime) {
         let call = &mut self.calls[slot as usize];
         call.live_token = NO_TOKEN;
@@ -304,6 +311,7 @@ impl Sim<'_> {
     }
 
     /// A retry's backoff is over.
+    #[inline]
     pub(super) fn retry_due(&mut self, slot: u32, now: SimTime) {
         if now >= self.calls[slot as usize].deadline {
             self.end_call(slot, Outcome::DeadlineExceeded, now);
@@ -313,6 +321,7 @@ impl Sim<'_> {
     }
 
     /// An answer reaches the caller of call `slot`.
+    #[inline]
     pub(super) fn reply_arrived(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
         let call = &self.calls[slot as usize];
         if call.awaits(token) {
@@ -325,6 +334,7 @@ impl Sim<'_> {
     }
 
     /// The caller's timer for attempt `token` of call `slot` fires.
+    #[inline]
     pub(super) fn attempt_timer(&mut self, slot: u32, token: u32, now: SimTime) {
         let call = &self.calls[slot as usize];
         if !call.awaits(token) {
@@ -362,7 +372,7 @@ impl Sim<'_> {
     }
 
     /// The edge's policies learn the outcome of the awaited attempt of call `slot`.
-    #[inline]
+    #[inline(always)]
     fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let call = &self.calls[slot as usize];
         let retried = (call.attempts > 1).then_some(call.last_retry_cost);
@@ -376,6 +386,7 @@ impl Sim<'_> {
     }
 
     /// The caller learned the outcome of its attempt: end the call, or schedule the retry.
+    #[inline]
     fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let edge = self.calls[slot as usize].edge as usize;
         if edge == 0 {
@@ -444,6 +455,7 @@ impl Sim<'_> {
 
     /// Call `slot` is over with `outcome`: a failure is answered by the edge's fallback if
     /// it has one (after the fallback's latency the call ends `degraded`).
+    #[inline(always)]
     pub(super) fn end_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let edge = self.calls[slot as usize].edge as usize;
         let e = &mut self.edges[edge];
@@ -469,6 +481,7 @@ impl Sim<'_> {
     /// request's end is recorded (and a closed
     /// workload's client thinks, then starts its next); a call between services reports to
     /// the work that made it.
+    #[inline(always)]
     pub(super) fn finish_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let call = &mut self.calls[slot as usize];
         call.live_token = NO_TOKEN;

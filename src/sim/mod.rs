@@ -366,7 +366,7 @@ impl<'a> Sim<'a> {
     }
 
     /// Counts `col` in the series of `service` (and in the main series for the entry).
-    #[inline]
+    #[inline(always)]
     fn tally(&mut self, service: usize, col: Column) {
         if service == 0 {
             self.rec.series.add(col);

@@ -142,7 +142,7 @@ impl<'a> CallPolicies<'a> {
 
     #[inline]
     fn budget(&mut self, client: u32) -> Option<&mut Budget> {
-        let scope = self.policy.budget?.scope;
+        let scope = self.policy.budget.as_ref()?.scope;
         let i = if self.per_client {
             scope.index(client)
         } else {
@@ -153,7 +153,7 @@ impl<'a> CallPolicies<'a> {
 
     #[inline]
     fn breaker(&mut self, client: u32) -> Option<&mut Breaker> {
-        let scope = self.policy.breaker?.scope;
+        let scope = self.policy.breaker.as_ref()?.scope;
         let i = if self.per_client {
             scope.index(client)
         } else {

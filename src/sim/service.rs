@@ -155,12 +155,13 @@ fn route_draw(route: u64, service: u32) -> f64 {
 
 impl Sim<'_> {
     /// The service attempts of call `slot` go to.
-    #[inline]
+    #[inline(always)]
     fn target(&self, slot: u32) -> usize {
         self.edges[self.calls[slot as usize].edge as usize].to as usize
     }
 
     /// An attempt reaches its service.
+    #[inline]
     pub(super) fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let settings = &self.sc.services[s].server;
@@ -262,6 +263,7 @@ impl Sim<'_> {
     }
 
     /// `occ`: a conditional write arrives; it lands even if its caller has given up.
+    #[inline]
     pub(super) fn occ_write(&mut self, slot: u32, token: u32, version: u32, now: SimTime) {
         let s = self.target(slot);
         let ServerState::Occ(row) = &mut self.services[s].server else {
@@ -299,6 +301,7 @@ impl Sim<'_> {
 
     /// A service finishes the service time of attempt `token` of call `slot`: it answers,
     /// or begins the work of its downstream calls.
+    #[inline]
     pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let c = &mut self.services[s].counters;
@@ -372,7 +375,8 @@ impl Sim<'_> {
     }
 
     /// With `drop_expired`, work `w` whose caller no longer waits is discarded: its worker
-    /// is released and nothing more is called. Returns whether it was.
+    /// is released and nothing more is called. Its service time was spent for nobody: it
+    /// counts as wasted. Returns whether it was discarded.
     fn drop_expired_work(&mut self, w: u32, now: SimTime) -> bool {
         let work = self.works[w as usize];
         let s = work.service as usize;
@@ -383,7 +387,8 @@ impl Sim<'_> {
         if !drop || self.calls[work.call as usize].awaits(work.token) {
             return false;
         }
-        self.services[s].counters.expired_dropped += 1;
+        self.services[s].counters.wasted += 1;
+        self.tally(s, Column::Wasted);
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
         self.free_works.push(w);
         self.release_worker(s, now);
@@ -450,6 +455,7 @@ impl Sim<'_> {
     }
 
     /// A worker of service `s` is free at `now`: the next waiting attempt starts.
+    #[inline(always)]
     fn release_worker(&mut self, s: usize, now: SimTime) {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             unreachable!("occ services have no workers")
@@ -467,7 +473,7 @@ impl Sim<'_> {
     }
 
     /// Accounts for the attempts service `s` discarded at dequeue.
-    #[inline]
+    #[inline(always)]
     fn account_dropped(&mut self, s: usize) {
         loop {
             let ServerState::Queue(server) = &mut self.services[s].server else {
@@ -483,6 +489,7 @@ impl Sim<'_> {
     /// Service `s` answers attempt `token` of call `slot`: with the first failed call's
     /// outcome, else its own error draw, else success (degraded if a fallback answered). An
     /// answer nobody awaits is wasted.
+    #[inline(always)]
     fn answer(
         &mut self,
         s: usize,
@@ -525,6 +532,7 @@ impl Sim<'_> {
     }
 
     /// The service answers; the answer travels one hop back.
+    #[inline(always)]
     fn reply(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
         self.queue.schedule(
