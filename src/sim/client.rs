@@ -247,12 +247,9 @@ impl Sim<'_> {
     /// holds a bulkhead permit.
     #[inline(always)]
     fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
-        let timeout = {
-            let edge = &self.edges[self.calls[slot as usize].edge as usize];
-            edge.policies.policy.timeout
-        };
         let call = &mut self.calls[slot as usize];
         let edge = call.edge as usize;
+        let timeout = self.edges[edge].timeout;
         // With a timeout or a deadline the caller keeps a timer, even one that lands past
         // the end of simulated time (at NEVER, ending the run if the attempt is still
         // awaited).

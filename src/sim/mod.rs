@@ -96,6 +96,8 @@ struct Edge<'a> {
     route: Option<(f64, f64)>,
     /// `propagate_deadline`.
     propagate_deadline: bool,
+    /// The per-attempt timeout (the policy's, kept here for the hot path).
+    timeout: Option<crate::engine::SimDuration>,
     /// Its policies.
     policies: CallPolicies<'a>,
     /// What happened on it (reported for calls between services).
@@ -148,6 +150,7 @@ impl<'a> Sim<'a> {
             to: 0,
             route: None,
             propagate_deadline: false,
+            timeout: sc.policy.timeout,
             policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
             counters: CallCounters::default(),
         }];
@@ -165,6 +168,7 @@ impl<'a> Sim<'a> {
                     to: call.to as u32,
                     route,
                     propagate_deadline: call.policy.propagate_deadline,
+                    timeout: call.policy.timeout,
                     policies: CallPolicies::new(&call.policy, false, clients, dense_max),
                     counters: CallCounters::default(),
                 });

@@ -162,9 +162,18 @@ impl<'a> CallPolicies<'a> {
         Some(self.breakers.as_mut()?.get_mut(i))
     }
 
+    /// Whether the edge has a budget or a breaker to tell about calls and outcomes.
+    #[inline(always)]
+    fn watches(&self) -> bool {
+        self.budgets.is_some() || self.breakers.is_some()
+    }
+
     /// Step 1: a logical call of `client` starts.
     #[inline]
     pub fn call_started(&mut self, client: u32, now: SimTime) {
+        if self.budgets.is_none() {
+            return;
+        }
         if let Some(budget) = self.budget(client) {
             budget.request_started(now);
         }
@@ -226,6 +235,9 @@ impl<'a> CallPolicies<'a> {
         retried: Option<f64>,
         now: SimTime,
     ) {
+        if !self.watches() {
+            return;
+        }
         if let Some(breaker) = self.breaker(client) {
             let failed = !matches!(
                 outcome,
@@ -248,6 +260,9 @@ impl<'a> CallPolicies<'a> {
     /// the retry takes from a quota, or `None` when the budget denies it.
     #[inline]
     pub fn may_retry(&mut self, client: u32, outcome: Outcome, now: SimTime) -> Option<f64> {
+        if self.budgets.is_none() {
+            return Some(0.0);
+        }
         match self.budget(client) {
             Some(budget) => budget.try_retry(now, outcome == Outcome::Timeout),
             None => Some(0.0),
