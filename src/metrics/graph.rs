@@ -72,6 +72,12 @@ pub struct CallCounters {
     pub budget_denials: u64,
     /// Attempts the edge's breaker refused.
     pub breaker_refusals: u64,
+    /// For a call of the entry service made by part of the requests (`fraction` below 1):
+    /// the logical requests whose route includes it that ended, whether or not the call was
+    /// reached (a request refused by a full entry service still took its route).
+    pub route_requests: u64,
+    /// Of those, the ones that succeeded in full.
+    pub route_succeeded: u64,
 }
 
 /// One service's numbers over one replication (or a variant's means or half-widths), in
@@ -123,6 +129,11 @@ pub struct CallMetrics {
     pub failed: f64,
     /// Attempts refused by a full bulkhead.
     pub bulkhead_full: f64,
+    /// For a call of the entry service made by part of the requests: the share of the
+    /// requests on its route that succeeded in full (absent for other calls, and when no
+    /// request on the route ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_success_rate: Option<f64>,
 }
 
 impl ServiceCounters {
@@ -176,6 +187,8 @@ impl CallCounters {
             degraded: self.degraded as f64,
             failed: self.failed as f64,
             bulkhead_full: self.bulkhead_full as f64,
+            route_success_rate: (self.route_requests > 0)
+                .then(|| self.route_succeeded as f64 / self.route_requests as f64),
         }
     }
 }

@@ -474,6 +474,24 @@ impl Sim<'_> {
         }
     }
 
+    /// Request `slot` ended with `outcome`: counted on the entry route it took, if any.
+    #[cold]
+    fn count_route(&mut self, slot: u32, outcome: Outcome) {
+        let u = super::service::route_draw(self.calls[slot as usize].route, 0);
+        for &e in &self.entry_routes {
+            let edge = &mut self.edges[e as usize];
+            if let Some((lo, hi)) = edge.route
+                && lo <= u
+                && u < hi
+            {
+                edge.counters.route_requests += 1;
+                if outcome == Outcome::Success {
+                    edge.counters.route_succeeded += 1;
+                }
+            }
+        }
+    }
+
     /// Call `slot` ends with `outcome`, once (directly, or when its fallback answers): a
     /// request's end is recorded (and a closed
     /// workload's client thinks, then starts its next); a call between services reports to
@@ -494,6 +512,9 @@ impl Sim<'_> {
         }
         self.rec.request_ended(outcome, now - start, now);
         self.in_flight -= 1;
+        if !self.entry_routes.is_empty() {
+            self.count_route(slot, outcome);
+        }
         if let Workload::Closed(closed) = &self.sc.clients.workload {
             let left = &mut self.remaining[client as usize];
             *left = left.saturating_sub(1);

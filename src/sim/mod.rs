@@ -128,6 +128,8 @@ struct Sim<'a> {
     first_edge: Vec<u32>,
     /// Whether the scenario is a call graph (per-service and per-call results).
     graph: bool,
+    /// The entry's calls made by part of the requests (its routes), by edge.
+    entry_routes: Vec<u32>,
     rec: Recorder,
     /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
     remaining: Vec<u64>,
@@ -174,8 +176,13 @@ impl<'a> Sim<'a> {
                 });
             }
         }
+        let entry_routes = (0..sc.services[0].calls.len() as u32)
+            .map(|i| first_edge[0] + i)
+            .filter(|&e| edges[e as usize].route.is_some())
+            .collect();
         let mut sim = Sim {
             sc,
+            entry_routes,
             queue: EventQueue::new(),
             rng: Streams::new(seed, replication),
             calls: Vec::new(),

@@ -145,7 +145,7 @@ pub(super) struct Work {
 
 /// The route draw of a request with route `route` at service `service`: uniform in [0, 1),
 /// the same for every attempt of the request there, unrelated between services.
-fn route_draw(route: u64, service: u32) -> f64 {
+pub(super) fn route_draw(route: u64, service: u32) -> f64 {
     let mut z = route ^ (u64::from(service) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
