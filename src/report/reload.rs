@@ -238,6 +238,8 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
                 bucket: SimDuration::from_nanos(1),
                 truncations: Vec::new(),
                 examples: Vec::new(),
+                degraded_rate: None,
+                service_series: Vec::new(),
             });
         }
         points.push(PointResult {
