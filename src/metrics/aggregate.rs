@@ -230,11 +230,7 @@ impl GraphFold {
 
     /// Writes the means and half-widths into the variant's documents; returns the services'
     /// mean series and the degraded share.
-    fn finish(
-        self,
-        metrics: &mut Metrics,
-        ci95: &mut Metrics,
-    ) -> (Vec<MeanSeries>, Estimate) {
+    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> (Vec<MeanSeries>, Estimate) {
         (metrics.services, ci95.services) = self
             .services
             .iter()

@@ -48,9 +48,10 @@ const TMP_TAG: &str = ".retrystorm-tmp-";
 const OLD_TAG: &str = ".retrystorm-old-";
 
 /// Files retrystorm writes besides the figures.
-const FILE_NAMES: [&str; 8] = [
+const FILE_NAMES: [&str; 9] = [
     "summary.json",
     "timeseries.csv",
+    "service-timeseries.csv",
     "scenario.resolved.json",
     "example-runs.csv",
     "sweep.csv",
