@@ -53,11 +53,20 @@ pub(crate) fn graph_run(options: &LoadOptions) -> (Experiment, ExperimentResult)
 /// Gives a single-server scenario the fixture's services and calls.
 pub(crate) fn grow(sc: &mut Scenario) {
     let server = sc.server().clone();
+    // The entry keeps the scenario's faults; the services behind it have none.
     sc.services = SERVICES
         .iter()
-        .map(|name| Service {
+        .enumerate()
+        .map(|(i, name)| Service {
             name: name.to_string(),
-            server: server.clone(),
+            server: crate::scenario::Server {
+                faults: if i == 0 {
+                    server.faults.clone()
+                } else {
+                    crate::model::Faults::default()
+                },
+                ..server.clone()
+            },
             calls: Vec::new(),
             parallel: false,
         })

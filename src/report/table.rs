@@ -372,7 +372,7 @@ fn graph_tables(
         {
             let mut row = vec![
                 if i == 0 { shown(v) } else { String::new() },
-                format!("{from} -> {to}"),
+                format!("{from} → {to}"),
             ];
             row.extend(
                 CALL_COLUMNS
@@ -491,7 +491,7 @@ mod tests {
         assert_eq!(services.len(), 3 * 4, "a row per variant and service");
         assert!(services[0].starts_with("no retries") && services[0].contains("frontend (entry)"));
         assert!(services[1].starts_with("  ") && services[1].contains("backend"));
-        assert!(text.contains("frontend -> cache"));
+        assert!(text.contains("frontend → cache"));
         // Every row of a table has its columns where the header has them.
         let width = |l: &str| l.chars().count();
         let rule = lines
