@@ -61,7 +61,7 @@ const FILE_NAMES: [&str; 9] = [
 ];
 
 /// The stems of every figure retrystorm draws: `<stem>.png` or `.svg`, with `<stem>.csv`.
-pub const FIGURE_STEMS: [&str; 16] = [
+pub const FIGURE_STEMS: [&str; 18] = [
     "comparison",
     "phase-diagram",
     "work",
@@ -76,6 +76,8 @@ pub const FIGURE_STEMS: [&str; 16] = [
     "policy-over-time",
     "replications",
     "server-over-time",
+    "call-graph",
+    "service-load-over-time",
     "retries-over-time",
     "attempts-over-time",
 ];

@@ -6,6 +6,7 @@
 //! on every machine and need no fonts from the operating system. A variant keeps one colour in
 //! every figure of a run.
 
+mod call_graph;
 mod comparison_bars;
 mod latency_cdf;
 mod latency_histogram;
@@ -15,6 +16,7 @@ mod phase_diagram;
 mod policy_over_time;
 mod replications;
 mod server_over_time;
+mod service_load;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
@@ -142,6 +144,21 @@ pub enum Chart {
     /// A typical recovered and a typical collapsed run of each variant whose replications
     /// split.
     Replications {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A call graph's attempts received per second, a panel per service, a line per variant.
+    ServiceLoad {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A call graph's services as boxes and calls as arrows labelled with attempts per
+    /// logical request, a panel per variant.
+    CallGraph {
         /// File stem.
         stem: &'static str,
         /// Caption.
@@ -436,6 +453,10 @@ impl Chart {
             Chart::TimeHistogram { .. }
             | Chart::LoadOverTime { .. }
             | Chart::PolicyOverTime { .. } => (SIZE.0, (150 * variants as u32 + 66).max(400)),
+            // Panels are services here, with the variants' legend above them.
+            Chart::ServiceLoad { .. } => (SIZE.0, (150 * variants as u32 + 110).max(400)),
+            // Drawn by `render` from the graph's layout.
+            Chart::CallGraph { .. } => SIZE,
             Chart::ServerOverTime { .. } => (SIZE.0, (160 * variants as u32 + 100).max(400)),
             Chart::LatencyHistogram { .. } => (SIZE.0, (120 * variants as u32 + 60).max(400)),
             Chart::Replications { .. } => (
@@ -539,6 +560,16 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             caption: "Where a variant's replications split between recovering and staying collapsed, the mean describes no run: a typical recovered and a typical collapsed replication (median goodput within each group), on one time axis and scale.",
         });
     }
+    if service_load::applies(experiment) {
+        charts.push(Chart::CallGraph {
+            stem: "call-graph",
+            caption: "The call graph, a panel per variant in one layout: the clients and the services as boxes, each call as an arrow labelled with the attempts it carried per logical request the clients started (mean over replications ± its 95 % half-width), its width on one scale for every panel. The arrow into the entry counts the clients' own attempts; a number that grows along the arrows is retries multiplying down the graph.",
+        });
+        charts.push(Chart::ServiceLoad {
+            stem: "service-load-over-time",
+            caption: "Attempts each service of the call graph received per second, a panel per service on one time axis and one scale, a line per variant: where the retries of the callers above pile up, and for how long after the trigger.",
+        });
+    }
     if server_over_time::applies(result, focus) {
         charts.push(Chart::ServerOverTime {
             stem: "server-over-time",
@@ -585,6 +616,8 @@ fn render(
         | Chart::PolicyOverTime { stem, caption }
         | Chart::LatencyCdf { stem, caption }
         | Chart::PhaseDiagram { stem, caption }
+        | Chart::ServiceLoad { stem, caption }
+        | Chart::CallGraph { stem, caption }
         | Chart::SweepGrid { stem, caption } => (*stem, *caption),
     };
     // Curves against the first axis of a two-axis sweep show one value of the second.
@@ -606,9 +639,13 @@ fn render(
             let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
             replications::shown(&result.points[focus].variants).len()
         }
+        Chart::ServiceLoad { .. } => service_load::panel_count(experiment),
         _ => result.points[0].variants.len(),
     };
-    let size = chart.size(panels);
+    let size = match chart {
+        Chart::CallGraph { .. } => call_graph::size(experiment),
+        _ => chart.size(panels),
+    };
     let (image, csv) = match format {
         ImageFormat::Png => {
             let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
@@ -675,6 +712,8 @@ where
         Chart::LatencyHistogram { .. } => latency_histogram::draw(experiment, result, &root)?,
         Chart::ServerOverTime { .. } => server_over_time::draw(experiment, result, &root)?,
         Chart::Replications { .. } => replications::draw(experiment, result, &root)?,
+        Chart::ServiceLoad { .. } => service_load::draw(experiment, result, &root)?,
+        Chart::CallGraph { .. } => call_graph::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
