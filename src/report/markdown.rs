@@ -254,11 +254,7 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, gr
         .collect();
     // A call graph counts a fallback's answer with the successes in latency, and shows the
     // share of such answers right after the success share.
-    let title = |k: &Metric| match (graph, k.key) {
-        (true, "success_latency_ms.p50") => "p50 latency of answers (ms)".to_string(),
-        (true, "success_latency_ms.p99") => "p99 latency of answers (ms)".to_string(),
-        _ => k.title(),
-    };
+    let title = |k: &Metric| super::charts::metric_title(k, graph);
     let _ = write!(out, "| variant |");
     for k in &cols {
         let _ = write!(out, " {} |", title(k));

@@ -481,6 +481,7 @@ pub fn figures(
 
 /// Which charts a run gets.
 pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Chart> {
+    let graph = is_graph_run(experiment);
     let mut charts = vec![Chart::ComparisonBars {
         stem: "comparison",
         caption: "The headline numbers side by side; a bar's whisker is its 95 % confidence interval.",
@@ -527,21 +528,41 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         charts.push(Chart::SweepCurve {
             stem: "latency-p99",
             metric: Metric::SUCCESS_P99,
-            label: "p99 latency of successful requests (ms)",
-            caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
+            label: if graph {
+                "p99 latency of answered requests (ms)"
+            } else {
+                "p99 latency of successful requests (ms)"
+            },
+            caption: if graph {
+                "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in success-rate."
+            } else {
+                "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate."
+            },
         });
     }
     charts.push(Chart::LatencyCdf {
         stem: "latency",
-        caption: "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast.",
+        caption: if graph {
+            "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out."
+        } else {
+            "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast."
+        },
     });
     charts.push(Chart::LatencyHistogram {
         stem: "latency-histogram",
-        caption: "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry.",
+        caption: if graph {
+            "The shape of the latency distribution of answered requests (successes and fallback answers alike), a panel per variant on one log axis and one scale (share of answers per bin), its failure share in the title: two humps are a bimodal run, answers after a retry, or fast fallbacks beside real answers."
+        } else {
+            "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry."
+        },
     });
     charts.push(Chart::LoadOverTime {
         stem: "load-over-time",
-        caption: "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
+        caption: if graph {
+            "What the clients sent to the entry service over time (pale: first attempts, dark: retries), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time."
+        } else {
+            "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls."
+        },
     });
     if policy_over_time::applies(experiment) {
         charts.push(Chart::PolicyOverTime {
@@ -718,6 +739,38 @@ where
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
     Ok(csv)
+}
+
+/// Whether some variant of the run is a call graph: its "successful" requests' latency then
+/// counts the requests a fallback answered too (see [`metric_title`]).
+pub fn is_graph_run(experiment: &Experiment) -> bool {
+    experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.scenario.is_graph())
+}
+
+/// A metric's title as figures and report.md show it: [`Metric::title`], except that in a
+/// call graph the latency of successful requests is that of answered ones (a fallback's answer
+/// counts with the successes), and says so.
+pub fn metric_title(k: &Metric, graph: bool) -> String {
+    match (graph, k.key.strip_prefix("success_latency_ms.")) {
+        (true, Some(_)) => {
+            let which = k.label.split(' ').next().unwrap_or(k.label);
+            format!("{which} latency of answers ({})", k.unit.suffix())
+        }
+        _ => k.title(),
+    }
+}
+
+/// The words for the requests whose latency the latency figures draw.
+fn latency_of(experiment: &Experiment) -> &'static str {
+    if is_graph_run(experiment) {
+        "answered requests (successes and fallback answers)"
+    } else {
+        "successful requests"
+    }
 }
 
 /// A variant's scaled mean and 95 % half-width of `k` as a figure draws it: (0, 0) where the
