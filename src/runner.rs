@@ -26,8 +26,8 @@ use serde_json::Value;
 use crate::engine::SimDuration;
 use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{
-    Column, Digest, LatencyPool, Metrics, Replications, TimeSeries, Truncation, aggregate_series,
-    series::COLUMNS,
+    Column, Digest, Estimate, LatencyPool, Metrics, Replications, TimeSeries, Truncation,
+    aggregate_series, series::COLUMNS,
 };
 use crate::scenario::{Experiment, Scenario};
 use crate::sim;
@@ -77,6 +77,23 @@ pub struct VariantResult {
     /// typical run of each kind (see [`examples`]); empty otherwise, and at most two, so
     /// memory does not grow with replications.
     pub examples: Vec<ExampleRun>,
+    /// For a call graph, the share of logical requests a fallback answered: the mean over
+    /// replications of `degraded / requests`, with its 95 % half-width (summary.json's
+    /// `degraded_rate`). `None` for a single server.
+    pub degraded_rate: Option<Estimate>,
+    /// For a call graph, each service's mean load over time, in the order of the scenario's
+    /// services (the entry first); empty for a single server.
+    pub service_series: Vec<ServiceSeries>,
+}
+
+/// One service's mean load over time: the columns of [`VariantResult::series`], of which
+/// `attempts`, `served`, `wasted`, `queue_len` and `in_service` are filled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSeries {
+    /// Width of a time-series bucket.
+    pub bucket: SimDuration,
+    /// The mean rows, in the units of [`VariantResult::series`].
+    pub rows: Vec<[f64; COLUMNS]>,
 }
 
 /// One replication's own time series, kept to show what a single run looked like where the
@@ -327,6 +344,12 @@ impl<'a> Folder<'a> {
             bucket: folded.bucket,
             truncations,
             examples: Vec::new(),
+            degraded_rate: folded.degraded_rate,
+            service_series: folded
+                .service_series
+                .into_iter()
+                .map(|(bucket, rows)| ServiceSeries { bucket, rows })
+                .collect(),
         };
         let picks = examples(&outlines);
         if picks.is_empty() {

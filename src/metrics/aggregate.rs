@@ -6,12 +6,17 @@
 //!
 //! A variant's replications are folded one at a time, in replication order, into a
 //! [`Replications`] accumulator (running moments, merged histograms, summed series), so what a
-//! variant holds does not grow with its number of replications.
+//! variant holds does not grow with its number of replications. A call graph's services and
+//! calls are folded the same way, field by field, and each service's load over time like the
+//! main series.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Column, TimeSeries};
-use super::{Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics};
+use super::{
+    CallMetric, Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics, PartMetric,
+    ServiceMetric,
+};
 use crate::engine::SimDuration;
 
 /// A mean with its 95 % confidence half-width.
@@ -126,7 +131,16 @@ pub struct Folded {
     pub series: Vec<[f64; COLUMNS]>,
     /// Mean successful logical requests per latency bin.
     pub success_latency_bins: Vec<f64>,
+    /// Per service of a call graph, the entry first: its mean load over time, with its
+    /// bucket width ([`aggregate_series`]). Empty for a single server.
+    pub service_series: Vec<MeanSeries>,
+    /// The share of logical requests a fallback answered (`degraded / requests` of each
+    /// replication, averaged, with its 95 % interval): call graphs only.
+    pub degraded_rate: Option<Estimate>,
 }
+
+/// A mean time series: its bucket width and rows ([`aggregate_series`]).
+pub type MeanSeries = (SimDuration, Vec<[f64; COLUMNS]>);
 
 /// A variant's replications folded one at a time, in replication order: per-metric running
 /// moments and the time series summed; their latency histograms are merged apart, in a
@@ -148,6 +162,103 @@ pub struct Replications {
     /// All, success, failure latency: mean, p50, p90, p99, p99.9, max.
     latency: [[Moments; 6]; 3],
     series: SeriesMean,
+    /// What only a call graph has; `None` until a replication of one is folded.
+    graph: Option<GraphFold>,
+}
+
+/// The running moments of a call graph's numbers: every field of every service and call,
+/// the requests a fallback answered (as a count and as a share of the requests started) and
+/// those a full bulkhead failed, and each service's load over time.
+#[derive(Debug, Clone)]
+struct GraphFold {
+    services: Vec<[Moments; ServiceMetric::ALL.len()]>,
+    calls: Vec<[Moments; CallMetric::ALL.len()]>,
+    degraded: Moments,
+    degraded_rate: Moments,
+    bulkhead_full: Moments,
+    series: Vec<SeriesMean>,
+}
+
+impl GraphFold {
+    /// Shaped like `run`'s graph, for `n` replications in all.
+    fn new(run: &Digest, n: usize) -> Self {
+        GraphFold {
+            services: vec![Default::default(); run.metrics.services.len()],
+            calls: vec![Default::default(); run.metrics.calls.len()],
+            degraded: Moments::default(),
+            degraded_rate: Moments::default(),
+            bulkhead_full: Moments::default(),
+            series: vec![SeriesMean::new(n); run.service_series.len()],
+        }
+    }
+
+    /// Folds the next replication. Every replication of a variant has the same services and
+    /// calls (they come from its one scenario).
+    fn add(&mut self, run: &Digest) {
+        let m = &run.metrics;
+        debug_assert_eq!(
+            self.services.len(),
+            m.services.len(),
+            "one graph per variant"
+        );
+        debug_assert_eq!(self.calls.len(), m.calls.len(), "one graph per variant");
+        debug_assert_eq!(self.series.len(), run.service_series.len());
+        for (moments, s) in self.services.iter_mut().zip(&m.services) {
+            for (k, mo) in ServiceMetric::ALL.iter().zip(moments.iter_mut()) {
+                mo.push(k.value(s));
+            }
+        }
+        for (moments, c) in self.calls.iter_mut().zip(&m.calls) {
+            for (k, mo) in CallMetric::ALL.iter().zip(moments.iter_mut()) {
+                mo.push(k.value(c));
+            }
+        }
+        let degraded = m.degraded.unwrap_or(0.0);
+        self.degraded.push(degraded);
+        // A share of each replication's requests, like `success_rate`, so that the means of
+        // the success, degraded and failure shares add up as each replication's do.
+        self.degraded_rate.push(if m.requests > 0.0 {
+            degraded / m.requests
+        } else {
+            0.0
+        });
+        self.bulkhead_full.push(m.failed.bulkhead_full);
+        for (mean, s) in self.series.iter_mut().zip(&run.service_series) {
+            mean.add(s);
+        }
+    }
+
+    /// Writes the means and half-widths into the variant's documents; returns the services'
+    /// mean series and the degraded share.
+    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> (Vec<MeanSeries>, Estimate) {
+        (metrics.services, ci95.services) = self
+            .services
+            .iter()
+            .map(|moments| estimates(moments, &ServiceMetric::ALL))
+            .unzip();
+        (metrics.calls, ci95.calls) = self
+            .calls
+            .iter()
+            .map(|moments| estimates(moments, &CallMetric::ALL))
+            .unzip();
+        for (k, moments) in [
+            (Metric::DEGRADED, &self.degraded),
+            (Metric::FAILED_BULKHEAD_FULL, &self.bulkhead_full),
+        ] {
+            let e = moments.estimate();
+            k.set(metrics, finite(e.mean));
+            k.set(ci95, finite(e.half_width));
+        }
+        let rate = self.degraded_rate.estimate();
+        let series = self.series.into_iter().map(SeriesMean::finish).collect();
+        (
+            series,
+            Estimate {
+                mean: finite(rate.mean),
+                half_width: finite(rate.half_width),
+            },
+        )
+    }
 }
 
 impl Replications {
@@ -159,6 +270,7 @@ impl Replications {
             metrics: [Moments::default(); Metric::PER_REPLICATION.len()],
             latency: [[Moments::default(); 6]; 3],
             series: SeriesMean::new(replications as usize),
+            graph: None,
         }
     }
 
@@ -193,6 +305,13 @@ impl Replications {
             }
         }
         self.series.add(&run.series);
+        // A call graph's replications all have `degraded` (a single server's none).
+        if run.metrics.degraded.is_some() || !run.metrics.services.is_empty() {
+            let n = self.expected as usize;
+            self.graph
+                .get_or_insert_with(|| GraphFold::new(run, n))
+                .add(run);
+        }
     }
 
     /// The variant's means, half-widths, mean series and latency bins, with its replications'
@@ -232,14 +351,34 @@ impl Replications {
             .collect();
         debug_assert_eq!(success_latency_bins.len(), LATENCY_BINS);
         let (bucket, series) = self.series.finish();
+        let (service_series, degraded_rate) = match self.graph {
+            Some(graph) => {
+                let (series, rate) = graph.finish(&mut metrics, &mut ci95);
+                (series, Some(rate))
+            }
+            None => (Vec::new(), None),
+        };
         Folded {
             metrics,
             ci95,
             bucket,
             series,
             success_latency_bins,
+            service_series,
+            degraded_rate,
         }
     }
+}
+
+/// The means and half-widths of one service's or call's `fields`, from their moments.
+fn estimates<T: Default>(moments: &[Moments], fields: &[PartMetric<T>]) -> (T, T) {
+    let (mut mean, mut half) = (T::default(), T::default());
+    for (k, m) in fields.iter().zip(moments) {
+        let e = m.estimate();
+        k.set(&mut mean, finite(e.mean));
+        k.set(&mut half, finite(e.half_width));
+    }
+    (mean, half)
 }
 
 /// A finite number (JSON has no infinities): non-finite values become 0.
@@ -407,6 +546,100 @@ mod tests {
         assert_eq!(f.metrics.requests, 2.0);
         assert!((f.ci95.requests - 12.706).abs() < 1e-2);
         assert_eq!((f.metrics.server.served, f.ci95.server.served), (2.0, 0.0));
+    }
+
+    /// A replication of a two-service graph (frontend -> backend): `requests` started,
+    /// `degraded` of them answered by a fallback, `bulkhead` failed by a full bulkhead, and
+    /// `backend` attempts at the backend, one per second of a series as long.
+    fn graph_run(
+        requests: u64,
+        degraded: u64,
+        bulkhead: u64,
+        backend: u64,
+    ) -> super::super::RunResult {
+        use crate::metrics::{CallCounters, ServiceCounters};
+        use crate::model::Outcome;
+        let mut r = run(requests, requests, &[]);
+        r.counters.final_outcomes[Outcome::Degraded.index()] = degraded;
+        r.counters.final_outcomes[Outcome::BulkheadFull.index()] = bulkhead;
+        r.counters.end_time = crate::engine::SimTime(10_000_000_000);
+        r.services = vec![
+            ServiceCounters {
+                attempts: requests,
+                served: requests,
+                useful: requests,
+                ..ServiceCounters::default()
+            },
+            ServiceCounters {
+                attempts: backend,
+                served: backend,
+                busy_nanos: 5,
+                capacity_nanos: 10,
+                max_queue: backend / 2,
+                ..ServiceCounters::default()
+            },
+        ];
+        r.calls = vec![CallCounters {
+            calls: requests,
+            attempts: backend,
+            retries: backend - requests,
+            degraded,
+            failed: degraded + bulkhead,
+            bulkhead_full: bulkhead,
+            ..CallCounters::default()
+        }];
+        let mut front = TimeSeries::new(SimDuration::from_secs(1));
+        front.add(Column::Attempts);
+        front.close(crate::metrics::series::Gauges::default());
+        r.service_series = vec![front, series(backend, 3)];
+        r
+    }
+
+    #[test]
+    fn a_call_graph_folds_every_service_and_call_field_with_its_interval() {
+        let f = fold(&[graph_run(10, 2, 1, 20), graph_run(20, 2, 3, 60)]);
+        let (m, h) = (&f.metrics, &f.ci95);
+        assert_eq!((m.services.len(), m.calls.len()), (2, 1));
+        // Means of 20 and 60 attempts at the backend; t(0.975, 1) * s / sqrt(2) = 12.706 * 20.
+        assert_eq!(m.services[1].attempts, 40.0);
+        assert!((h.services[1].attempts - 12.706 * 20.0).abs() < 0.01);
+        // Amplification per replication: 2 and 3.
+        assert_eq!(m.services[1].amplification, 2.5);
+        assert_eq!(m.services[1].utilization, 0.5);
+        assert_eq!(h.services[1].utilization, 0.0);
+        assert_eq!(m.services[1].max_queue, 20.0);
+        assert_eq!(m.services[0].goodput_per_s, 1.5);
+        assert_eq!(m.calls[0].attempts_per_request, 2.5);
+        assert_eq!(m.calls[0].retries, 25.0);
+        assert_eq!(m.calls[0].bulkhead_full, 2.0);
+        assert_eq!((m.degraded, h.degraded), (Some(2.0), Some(0.0)));
+        assert_eq!(m.failed.bulkhead_full, 2.0);
+        // The share is the mean of 2/10 and 2/20, not the ratio of the means (4/30).
+        let rate = f.degraded_rate.expect("a graph has a degraded share");
+        assert!((rate.mean - 0.15).abs() < 1e-12, "{}", rate.mean);
+        assert!((rate.half_width - 12.706 * 0.05).abs() < 1e-3);
+        // Each service's series averaged like the main one: the frontend's single attempt
+        // in bucket 0, the backend's over 20 and 60 buckets.
+        assert_eq!(f.service_series.len(), 2);
+        let (width, rows) = &f.service_series[1];
+        assert_eq!(*width, SimDuration::from_secs(1));
+        assert_eq!(rows.len(), 60);
+        assert_eq!(rows[0][Column::Attempts as usize], 1.0);
+        assert_eq!(rows[30][Column::Attempts as usize], 0.5);
+        assert_eq!(f.service_series[0].1[0][Column::Attempts as usize], 1.0);
+    }
+
+    #[test]
+    fn a_single_server_folds_no_graph_numbers() {
+        let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
+        assert!(f.metrics.services.is_empty() && f.metrics.calls.is_empty());
+        assert_eq!((f.metrics.degraded, f.ci95.degraded), (None, None));
+        assert!(f.degraded_rate.is_none() && f.service_series.is_empty());
+        let doc = serde_json::to_value(&f.metrics).unwrap();
+        for key in ["degraded", "services", "calls"] {
+            assert!(doc.get(key).is_none(), "{key}");
+        }
+        assert!(doc["failed"].get("bulkhead_full").is_none());
     }
 
     #[test]

@@ -691,6 +691,218 @@ pub fn leaves(m: &Metrics) -> Vec<(String, f64)> {
     out
 }
 
+/// The numbers only a call graph has, in summary.json's `metrics`: requests a fallback
+/// answered and requests a full bulkhead failed. Neither is in
+/// [`Metric::PER_REPLICATION`], so a single server's summary stays as it was.
+#[rustfmt::skip]
+impl Metric {
+    /// Logical requests answered by a fallback: neither succeeded nor failed (call graphs
+    /// only; absent for a single server).
+    pub const DEGRADED: Metric = Metric {
+        key: "degraded",
+        label: "degraded",
+        unit: Unit::Count,
+        scale: 1.0,
+        decimals: 0,
+        better: Better::Lower,
+        get: |m| m.degraded,
+        raw: |m| m.degraded.unwrap_or(0.0),
+        set: |m, x| m.degraded = Some(x),
+    };
+    /// Requests that failed with `bulkhead_full` (call graphs only).
+    pub const FAILED_BULKHEAD_FULL: Metric = metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full);
+}
+
+/// One number of a service or of a call edge of a call graph: where it lives in
+/// [`super::ServiceMetrics`] or [`super::CallMetrics`], what it is called and how it is
+/// printed. The fold over replications, the per-service and per-call tables (terminal and
+/// report.md), sweep.csv and the graph figures read them through [`ServiceMetric::ALL`] and
+/// [`CallMetric::ALL`], so a field missing from one of them is a compile error there.
+#[derive(Clone, Copy)]
+pub struct PartMetric<T: 'static> {
+    /// The field's name in summary.json's `services[i]` or `calls[i]` object.
+    pub key: &'static str,
+    /// Short label for table headers and axis titles, without the unit.
+    pub label: &'static str,
+    /// The unit after `scale`.
+    pub unit: Unit,
+    /// Factor from the stored value to the printed one (100 for shares printed in %).
+    pub scale: f64,
+    /// Decimals printed.
+    pub decimals: usize,
+    /// Which direction is better.
+    pub better: Better,
+    get: fn(&T) -> f64,
+    set: fn(&mut T, f64),
+}
+
+/// A number of one service ([`super::ServiceMetrics`]).
+pub type ServiceMetric = PartMetric<super::ServiceMetrics>;
+/// A number of one call edge ([`super::CallMetrics`]).
+pub type CallMetric = PartMetric<super::CallMetrics>;
+
+impl<T> std::fmt::Debug for PartMetric<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key)
+    }
+}
+
+impl<T> PartMetric<T> {
+    /// The stored value (unscaled).
+    pub fn value(&self, x: &T) -> f64 {
+        (self.get)(x)
+    }
+
+    /// Sets the stored value.
+    pub fn set(&self, x: &mut T, value: f64) {
+        (self.set)(x, value)
+    }
+
+    /// The scaled mean and half-width, read from a variant's means and half-widths.
+    pub fn estimate(&self, mean: &T, ci95: &T) -> (f64, f64) {
+        (self.value(mean) * self.scale, self.value(ci95) * self.scale)
+    }
+
+    /// The label with its unit: `utilization (%)`, `goodput (/s)`.
+    pub fn title(&self) -> String {
+        match self.unit {
+            Unit::Count => self.label.to_string(),
+            u => format!("{} ({})", self.label, u.suffix()),
+        }
+    }
+
+    /// A printed value with the metric's decimals.
+    pub fn format(&self, scaled: f64) -> String {
+        let d = self.decimals;
+        format!("{scaled:.d$}")
+    }
+
+    /// `mean ± half` with the metric's decimals, or the mean alone without an interval.
+    pub fn format_estimate(&self, mean: &T, ci95: &T, with_ci: bool) -> String {
+        let (m, h) = self.estimate(mean, ci95);
+        if with_ci {
+            format!("{} ± {}", self.format(m), self.format(h))
+        } else {
+            self.format(m)
+        }
+    }
+}
+
+macro_rules! part_metric {
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
+        PartMetric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            get: |m| m.$f,
+            set: |m, x| m.$f = x,
+        }
+    };
+}
+
+/// The per-service registry, in summary.json's order.
+#[rustfmt::skip]
+impl PartMetric<super::ServiceMetrics> {
+    /// Attempts that reached the service.
+    pub const ATTEMPTS: ServiceMetric = part_metric!("attempts", "attempts received", Count, 1.0, 0, Lower, attempts);
+    /// Attempts that reached the service per logical request the clients started.
+    pub const AMPLIFICATION: ServiceMetric = part_metric!("amplification", "attempts per request", Times, 1.0, 3, Lower, amplification);
+    /// Attempts served.
+    pub const SERVED: ServiceMetric = part_metric!("served", "served", Count, 1.0, 0, Neither, served);
+    /// Served attempts whose caller had already given up.
+    pub const WASTED: ServiceMetric = part_metric!("wasted", "wasted", Count, 1.0, 0, Lower, wasted);
+    /// Attempts rejected by a full service.
+    pub const REJECTED: ServiceMetric = part_metric!("rejected", "rejected", Count, 1.0, 0, Lower, rejected);
+    /// Attempts refused by the service's rate limit.
+    pub const THROTTLED: ServiceMetric = part_metric!("throttled", "throttled", Count, 1.0, 0, Lower, throttled);
+    /// Attempts discarded because their caller had given up.
+    pub const EXPIRED_DROPPED: ServiceMetric = part_metric!("expired_dropped", "expired dropped", Count, 1.0, 0, Neither, expired_dropped);
+    /// Successful answers to callers still waiting, per second.
+    pub const GOODPUT: ServiceMetric = part_metric!("goodput_per_s", "goodput", PerSecond, 1.0, 1, Higher, goodput_per_s);
+    /// Worker-time held over worker-time available.
+    pub const UTILIZATION: ServiceMetric = part_metric!("utilization", "utilization", Percent, 100.0, 1, Neither, utilization);
+    /// Most attempts waiting at once.
+    pub const MAX_QUEUE: ServiceMetric = part_metric!("max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
+
+    /// Every field, in summary.json's order: each is averaged over replications with a 95 %
+    /// interval.
+    pub const ALL: [ServiceMetric; 10] = [
+        Self::ATTEMPTS,
+        Self::AMPLIFICATION,
+        Self::SERVED,
+        Self::WASTED,
+        Self::REJECTED,
+        Self::THROTTLED,
+        Self::EXPIRED_DROPPED,
+        Self::GOODPUT,
+        Self::UTILIZATION,
+        Self::MAX_QUEUE,
+    ];
+}
+
+/// The per-call registry, in summary.json's order.
+#[rustfmt::skip]
+impl PartMetric<super::CallMetrics> {
+    /// Calls made on the edge.
+    pub const CALLS: CallMetric = part_metric!("calls", "calls", Count, 1.0, 0, Neither, calls);
+    /// Attempts sent on the edge.
+    pub const ATTEMPTS: CallMetric = part_metric!("attempts", "attempts", Count, 1.0, 0, Lower, attempts);
+    /// Attempts sent on the edge per logical request the clients started.
+    pub const ATTEMPTS_PER_REQUEST: CallMetric = part_metric!("attempts_per_request", "attempts per request", Times, 1.0, 3, Lower, attempts_per_request);
+    /// Retries sent on the edge.
+    pub const RETRIES: CallMetric = part_metric!("retries", "retries", Count, 1.0, 0, Lower, retries);
+    /// Calls that succeeded.
+    pub const SUCCEEDED: CallMetric = part_metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
+    /// Calls a fallback answered.
+    pub const DEGRADED: CallMetric = part_metric!("degraded", "degraded", Count, 1.0, 0, Neither, degraded);
+    /// Calls that failed for good, a fallback answered them or not.
+    pub const FAILED: CallMetric = part_metric!("failed", "failed", Count, 1.0, 0, Lower, failed);
+    /// Attempts a full bulkhead refused.
+    pub const BULKHEAD_FULL: CallMetric = part_metric!("bulkhead_full", "bulkhead full", Count, 1.0, 0, Lower, bulkhead_full);
+
+    /// Every field, in summary.json's order: each is averaged over replications with a 95 %
+    /// interval.
+    pub const ALL: [CallMetric; 8] = [
+        Self::CALLS,
+        Self::ATTEMPTS,
+        Self::ATTEMPTS_PER_REQUEST,
+        Self::RETRIES,
+        Self::SUCCEEDED,
+        Self::DEGRADED,
+        Self::FAILED,
+        Self::BULKHEAD_FULL,
+    ];
+}
+
+/// Every (dotted key, stored value) of a metrics document that only call graphs have, in
+/// summary.json's order: `failed.bulkhead_full` (which the JSON leaves out when it is 0) and
+/// `degraded` for a graph, then
+/// `services.<i>.<key>` and `calls.<i>.<key>` (indices as in the scenario's services and
+/// calls). Empty for a single server; sweep.csv adds them after [`leaves`].
+pub fn graph_leaves(m: &Metrics) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    if m.failed.bulkhead_full != 0.0 || m.degraded.is_some() {
+        out.push(("failed.bulkhead_full".to_string(), m.failed.bulkhead_full));
+    }
+    if let Some(d) = m.degraded {
+        out.push(("degraded".to_string(), d));
+    }
+    for (i, s) in m.services.iter().enumerate() {
+        for k in ServiceMetric::ALL {
+            out.push((format!("services.{i}.{}", k.key), k.value(s)));
+        }
+    }
+    for (i, c) in m.calls.iter().enumerate() {
+        for k in CallMetric::ALL {
+            out.push((format!("calls.{i}.{}", k.key), k.value(c)));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,6 +929,51 @@ mod tests {
         }
         let keys: std::collections::HashSet<&str> = all.iter().map(|k| k.key).collect();
         assert_eq!(keys.len(), all.len(), "keys are unique");
+    }
+
+    /// The per-service and per-call registries name the fields their accessors read, and
+    /// `graph_leaves` the dotted paths of summary.json.
+    #[test]
+    fn graph_registry_keys_are_the_json_paths() {
+        use crate::metrics::{CallMetrics, ServiceMetrics};
+        let mut m = Metrics {
+            degraded: Some(0.5),
+            services: vec![ServiceMetrics::default(); 2],
+            calls: vec![CallMetrics::default()],
+            ..Metrics::default()
+        };
+        for (i, k) in ServiceMetric::ALL.iter().enumerate() {
+            k.set(&mut m.services[1], i as f64 + 1.0);
+        }
+        for (i, k) in CallMetric::ALL.iter().enumerate() {
+            k.set(&mut m.calls[0], i as f64 + 100.0);
+        }
+        let doc = serde_json::to_value(&m).unwrap();
+        let leaves = graph_leaves(&m);
+        assert_eq!(
+            leaves.len(),
+            2 + 2 * ServiceMetric::ALL.len() + CallMetric::ALL.len()
+        );
+        for (key, x) in leaves {
+            let at = key
+                .split('.')
+                .try_fold(&doc, |d, s| match s.parse::<usize>() {
+                    Ok(i) => d.get(i),
+                    Err(_) => d.get(s),
+                });
+            // A zero `failed.bulkhead_full` is left out of the JSON; it reads as 0.
+            let read = at.and_then(serde_json::Value::as_f64);
+            let read = read.or((key == "failed.bulkhead_full").then_some(0.0));
+            assert_eq!(read, Some(x), "{key}");
+        }
+        for (fields, n) in [
+            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 10),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 8),
+        ] {
+            let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
+            assert_eq!(unique.len(), n, "keys are unique and every field has one");
+        }
+        assert!(graph_leaves(&Metrics::default()).is_empty());
     }
 
     #[test]

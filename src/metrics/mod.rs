@@ -15,8 +15,8 @@ pub use aggregate::{
 };
 pub use graph::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
-    Better, BreakerMetrics, Failed, Latency, Metric, Metrics, RecoveryMetrics, ServerMetrics, Unit,
-    leaves,
+    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, PartMetric,
+    RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
 };
 pub use series::{Column, Gauges, Row, TimeSeries};
 

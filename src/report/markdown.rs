@@ -12,7 +12,7 @@ use crate::model::{
     Outcome, Scope,
 };
 use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
+use crate::scenario::{Experiment, RetryAfter, Scenario, Server, ServerKind, Workload};
 
 /// A figure as the report shows it.
 pub struct FigureRef {
@@ -130,11 +130,29 @@ pub fn report_md(
             "Means over {reps} replications, ± the 95 % confidence half-width.\n"
         );
     }
-    let _ = writeln!(
-        out,
-        "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
-    );
-    results_table(&mut out, &point.variants, reps > 1);
+    // In a call graph the top-level numbers describe the clients and the entry service, and
+    // a fallback's answer is neither a success nor a failure.
+    let graph = scenarios.iter().any(|s| s.is_graph());
+    let server = match scenarios.first() {
+        Some(s) if graph => format!("**{}**", escape(&s.services[0].name)),
+        _ => "the server".to_string(),
+    };
+    if graph {
+        let _ = writeln!(
+            out,
+            "The columns describe the clients and the entry service, {server}: work and amplification count the attempts that reached it; every service and call has its own table below. A request that a fallback answered is degraded, neither a success nor a failure: its share stands between the two.\n"
+        );
+        let _ = writeln!(
+            out,
+            "Latency is the latency of answered requests (successes and fallback answers alike), from the request's start to its answer; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
+        );
+    }
+    results_table(&mut out, &point.variants, reps > 1, graph);
     for v in &point.variants {
         if let Some(r) = v
             .metrics
@@ -151,13 +169,24 @@ pub fn report_md(
             );
         }
     }
+    if graph {
+        graph_section(
+            &mut out,
+            &experiment.points[focus].variants,
+            &point.variants,
+            reps > 1,
+        );
+    }
     theory_section(&mut out, &scenarios, &point.variants);
 
     for note in truncation_notes(&point.variants) {
         let _ = writeln!(out, "\n> {note}");
     }
     let _ = writeln!(out, "\n## Findings{at_point}\n");
-    for f in findings(&point.variants) {
+    for f in findings_at(&point.variants, &server) {
+        let _ = writeln!(out, "- {f}");
+    }
+    for f in graph_findings(&experiment.points[focus].variants, &point.variants) {
         let _ = writeln!(out, "- {f}");
     }
     let along = sweep_findings(experiment, result);
@@ -167,7 +196,7 @@ pub fn report_md(
             let _ = writeln!(out, "- {f}");
         }
     }
-    recovery_section(&mut out, &scenarios, &point.variants);
+    recovery_section(&mut out, &scenarios, &point.variants, &server);
     every_pair(&mut out, experiment, result);
 
     if !figures.is_empty() {
@@ -208,7 +237,7 @@ const OPTIONAL_COLUMNS: [Metric; 4] = [
     Metric::BREAKER_OPEN,
 ];
 
-fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
+fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, graph: bool) {
     // The server's own end, when it went on serving well after the last request ended (work
     // its clients had abandoned): completion time alone would hide that drain.
     let drains = variants.iter().any(|v| {
@@ -223,13 +252,22 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
                 .filter(|k| variants.iter().any(|v| k.value(&v.metrics) != 0.0)),
         )
         .collect();
+    // A call graph counts a fallback's answer with the successes in latency, and shows the
+    // share of such answers right after the success share.
+    let title = |k: &Metric| super::charts::metric_title(k, graph);
     let _ = write!(out, "| variant |");
     for k in &cols {
-        let _ = write!(out, " {} |", k.title());
+        let _ = write!(out, " {} |", title(k));
+        if graph && *k == Metric::SUCCESS_RATE {
+            let _ = write!(out, " degraded (%) |");
+        }
     }
     let _ = write!(out, "\n|---|");
-    for _ in &cols {
+    for k in &cols {
         let _ = write!(out, "---:|");
+        if graph && *k == Metric::SUCCESS_RATE {
+            let _ = write!(out, "---:|");
+        }
     }
     let _ = writeln!(out);
     for v in variants {
@@ -241,8 +279,76 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool) {
                 " {} |",
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
             );
+            if graph && *k == Metric::SUCCESS_RATE {
+                let _ = write!(out, " {} |", super::table::degraded_cell(v, with_ci));
+            }
         }
         let _ = writeln!(out);
+    }
+}
+
+/// A call graph's "Per service" and "Per call" tables, one of each per variant that is a
+/// call graph, at the point the results are at.
+fn graph_section(
+    out: &mut String,
+    ran: &[crate::scenario::Variant],
+    variants: &[VariantResult],
+    with_ci: bool,
+) {
+    let pairs: Vec<(&VariantResult, &crate::scenario::Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(_, r)| r.scenario.is_graph())
+        .collect();
+    let cols = super::table::service_columns(&pairs);
+    let _ = writeln!(out, "\n### Per service\n");
+    let _ = writeln!(
+        out,
+        "What reached each service, retries from its callers included. Attempts per request divides them by the logical requests the clients started, so a service behind a caller that retries sees more than 1 even when the clients never retry. Utilization counts a worker busy while it waits for its service's own calls; goodput is the successful answers to callers still waiting, per second."
+    );
+    for (v, r) in &pairs {
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
+        let _ = write!(out, "| service |");
+        for k in &cols {
+            let _ = write!(out, " {} |", k.title());
+        }
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(cols.len()));
+        let names = r.scenario.services.iter().enumerate();
+        for ((m, h), (i, s)) in v.metrics.services.iter().zip(&v.ci95.services).zip(names) {
+            let entry = if i == 0 { " (entry)" } else { "" };
+            let _ = write!(out, "| {}{entry} |", escape(&s.name));
+            for k in &cols {
+                let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+            }
+            let _ = writeln!(out);
+        }
+    }
+    if pairs.iter().all(|(v, _)| v.metrics.calls.is_empty()) {
+        return;
+    }
+    let cols = super::table::CALL_COLUMNS;
+    let _ = writeln!(out, "\n### Per call\n");
+    let _ = writeln!(
+        out,
+        "Attempts per request counts the attempts sent on a call per logical request the clients started. Failed counts the calls that failed for good; degraded those of them a fallback answered; bulkhead full the attempts a full bulkhead refused."
+    );
+    for (v, r) in &pairs {
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
+        let _ = write!(out, "| call |");
+        for k in &cols {
+            let _ = write!(out, " {} |", k.title());
+        }
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(cols.len()));
+        let names = super::table::call_names(r);
+        for ((m, h), (from, to)) in v.metrics.calls.iter().zip(&v.ci95.calls).zip(&names) {
+            let _ = write!(out, "| {} → {} |", escape(from), escape(to));
+            for k in &cols {
+                let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+            }
+            let _ = writeln!(out);
+        }
     }
 }
 
@@ -299,9 +405,14 @@ fn est(v: &VariantResult, k: &Metric) -> Est {
 
 /// Whether `a` and `b` differ really (intervals apart) and meaningfully (see [`RELATIVE`]).
 fn differ(k: &Metric, a: Est, b: Est) -> bool {
+    differ_in(k.unit, a, b)
+}
+
+/// [`differ`] for a metric printed in `unit`.
+fn differ_in(unit: crate::metrics::Unit, a: Est, b: Est) -> bool {
     let apart = (a.mean - b.mean).abs() > a.half + b.half;
     let gap = (a.mean - b.mean).abs();
-    let matters = match k.unit {
+    let matters = match unit {
         crate::metrics::Unit::Percent => gap >= POINTS,
         _ => gap >= RELATIVE * a.mean.abs().max(b.mean.abs()),
     };
@@ -388,6 +499,12 @@ fn extremes<'a>(
 /// a truncated variant, never about a difference the setup forces (work is compared per
 /// request when the variants start different numbers of requests).
 pub fn findings(variants: &[VariantResult]) -> Vec<String> {
+    findings_at(variants, "the server")
+}
+
+/// [`findings`], naming what the top-level numbers describe `server`: "the server", or a call
+/// graph's entry service, which the clients' attempts reach.
+fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
     let mut out = Vec::new();
     let vs = comparable(variants);
     let plural = |g: &[&VariantResult], one: &str, many: &str| {
@@ -409,9 +526,9 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             Some((best, worst)) => {
                 let w = est(worst, &work);
                 let what = if same_requests {
-                    "attempts to the server"
+                    format!("attempts to {server}")
                 } else {
-                    "attempts per request to the server"
+                    format!("attempts per request to {server}")
                 };
                 let fewer = |v: &&VariantResult| 100.0 * (1.0 - work.value(&v.metrics) / w.mean);
                 let most = best.iter().map(fewer).fold(f64::NEG_INFINITY, f64::max);
@@ -431,7 +548,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 ));
             }
             None => out.push(format!(
-                "Every variant that ran to the end puts about the same {} on the server (no two differ by more than their 95 % intervals and {:.0} %).",
+                "Every variant that ran to the end puts about the same {} on {server} (no two differ by more than their 95 % intervals and {:.0} %).",
                 if same_requests { "work" } else { "work per request" },
                 100.0 * RELATIVE
             )),
@@ -515,7 +632,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 .collect();
             if group.len() < vs.len() || vs.len() == 1 {
                 out.push(format!(
-                    "{} {} the load most, {}: each logical request reaches the server {} times on average.",
+                    "{} {} the load most, {}: each logical request reaches {server} {} times on average.",
                     names(&group),
                     plural(&group, "amplifies", "amplify"),
                     span(&k, &group),
@@ -553,9 +670,15 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
                 say(&Metric::FAILURE_RATE, m.failure_rate)
             ));
         }
+        if let Some(d) = v.degraded_rate.filter(|d| d.mean >= 0.01) {
+            parts.push(format!(
+                "a fallback answered {:.1} % of its requests (degraded: neither a success nor a failure)",
+                100.0 * d.mean
+            ));
+        }
         if m.server.served > 0.0 && m.server.wasted / m.server.served >= 0.01 {
             parts.push(format!(
-                "wastes {:.0} % of the server's work on attempts whose client had already given up",
+                "wastes {:.0} % of {server}'s work on attempts whose client had already given up",
                 100.0 * m.server.wasted / m.server.served
             ));
         }
@@ -568,7 +691,7 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
         }
         if m.breaker.refusals > 0.0 {
             parts.push(format!(
-                "its circuit breakers were open {:.1} % of the time and refused {:.0} attempts, which never reached the server",
+                "its circuit breakers were open {:.1} % of the time and refused {:.0} attempts, which never reached {server}",
                 100.0 * m.breaker.open_fraction,
                 m.breaker.refusals
             ));
@@ -585,6 +708,82 @@ pub fn findings(variants: &[VariantResult]) -> Vec<String> {
             line.push('.');
             out.push(line);
         }
+    }
+    out
+}
+
+/// Findings of a call graph: for each service below the entry, which variants send it the
+/// fewest and the most attempts per logical request, where their 95 % intervals are apart and
+/// the difference matters (the entry's is the amplification above). Only variants that ran
+/// to the end and have the same service at the same place take part.
+fn graph_findings(ran: &[crate::scenario::Variant], variants: &[VariantResult]) -> Vec<String> {
+    use crate::metrics::ServiceMetric;
+    let mut out = Vec::new();
+    let vs: Vec<(&VariantResult, &crate::scenario::Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(v, r)| !v.is_truncated() && r.scenario.is_graph())
+        .collect();
+    let Some((_, first)) = vs.first() else {
+        return out;
+    };
+    let k = ServiceMetric::AMPLIFICATION;
+    for (i, service) in first.scenario.services.iter().enumerate().skip(1) {
+        let at: Vec<(&VariantResult, Est)> = vs
+            .iter()
+            .filter(|(_, r)| {
+                r.scenario
+                    .services
+                    .get(i)
+                    .is_some_and(|s| s.name == service.name)
+            })
+            .filter_map(|(v, _)| {
+                let (m, h) = (v.metrics.services.get(i)?, v.ci95.services.get(i)?);
+                Some((
+                    *v,
+                    Est {
+                        mean: k.value(m),
+                        half: k.value(h),
+                    },
+                ))
+            })
+            .collect();
+        if at.len() < 2 {
+            continue;
+        }
+        let cmp =
+            |a: &&(&VariantResult, Est), b: &&(&VariantResult, Est)| a.1.mean.total_cmp(&b.1.mean);
+        let (Some(low), Some(high)) = (at.iter().min_by(cmp), at.iter().max_by(cmp)) else {
+            continue;
+        };
+        if !differ_in(k.unit, low.1, high.1) {
+            continue;
+        }
+        let group: Vec<&VariantResult> = at
+            .iter()
+            .filter(|(_, e)| !differ_in(k.unit, *e, low.1))
+            .map(|(v, _)| *v)
+            .collect();
+        let lo = group
+            .iter()
+            .filter_map(|v| v.metrics.services.get(i))
+            .map(|m| k.value(m));
+        let (a, b) = (
+            lo.clone().fold(f64::INFINITY, f64::min),
+            lo.fold(0.0, f64::max),
+        );
+        let fewest = if k.format(a) == k.format(b) {
+            k.format(a)
+        } else {
+            format!("{}-{}", k.format(a), k.format(b))
+        };
+        out.push(format!(
+            "**{}** receives {} attempts per logical request with **{}** and {fewest} with {}.",
+            escape(&service.name),
+            k.format(high.1.mean),
+            escape(&high.0.name),
+            names(&group),
+        ));
     }
     out
 }
@@ -778,7 +977,12 @@ fn theory_section(out: &mut String, scenarios: &[&Scenario], variants: &[Variant
 /// trigger windows, whether and when it recovered (counting replications rather than averaging
 /// them, with the Wilson interval of the share), how deep goodput dipped and for how long it
 /// stayed under 90 %. Nothing without triggers.
-fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[VariantResult]) {
+fn recovery_section(
+    out: &mut String,
+    scenarios: &[&Scenario],
+    variants: &[VariantResult],
+    server: &str,
+) {
     if !variants.iter().any(|v| v.metrics.recovery.is_some()) {
         return;
     }
@@ -901,7 +1105,7 @@ fn recovery_section(out: &mut String, scenarios: &[&Scenario], variants: &[Varia
         );
         let _ = write!(
             line,
-            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of the server's work was wasted on attempts whose client had given up.",
+            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of {server}'s work was wasted on attempts whose client had given up.",
             if k == n {
                 "it recovered"
             } else if k == 0.0 {
@@ -1061,84 +1265,17 @@ fn describe(s: &Scenario) -> Vec<String> {
             words(&s.network.latency)
         ));
     }
-    lines.push(match &s.server().kind {
-        ServerKind::Queue(q) => {
-            let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
-                format!("{c} worker{}", if c == 1 { "" } else { "s" })
-            });
-            let room = q.queue_limit.map_or("an unlimited waiting room".to_string(), |l| {
-                format!("{l} waiting places")
-            });
-            let order = match q.discipline {
-                Discipline::Fifo => "",
-                Discipline::Lifo => ", newest first (LIFO)",
-            };
-            let mut line = format!(
-                "Server: {workers} with {room}{order}; service takes {}",
-                words(&q.service_time)
-            );
-            if q.slowdown_per_inflight > SimDuration::ZERO {
-                let _ = write!(line, " plus {} per attempt already in service", q.slowdown_per_inflight);
-            }
-            if q.error_rate > 0.0 {
-                let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
-            }
-            if q.drop_expired {
-                line.push_str("; attempts whose client gave up are dropped unserved");
-            }
-            line.push('.');
-            line
-        }
-        ServerKind::Occ => "Server: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts.".to_string(),
-    });
-    if s.server().permanent_error_rate > 0.0 {
-        lines.push(format!(
-            "{} % of requests are bad (4xx) and never retried.",
-            100.0 * s.server().permanent_error_rate
-        ));
-    }
-    if let Some(r) = &s.server().rate_limit {
-        let after = match (r.retry_after, s.policy.retry.retry_after) {
-            (None, _) => String::new(),
-            (Some(d), RetryAfter::Honor) => {
-                format!(
-                    " with Retry-After {d}, which clients honour (they wait at least that long)"
-                )
-            }
-            (Some(d), RetryAfter::Ignore) => {
-                format!(" with Retry-After {d}, which clients ignore")
-            }
-        };
-        lines.push(format!(
-            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-            r.rate_per_s, r.burst
-        ));
-    }
-    for f in s.server().faults.windows() {
-        let effect = match f.effect {
-            FaultEffect::Outage(Outage::Reject) => {
-                "an outage: every attempt is answered `error` at once".to_string()
-            }
-            FaultEffect::Outage(Outage::Drop) => {
-                "an outage: attempts vanish without an answer, so clients wait for their timeout"
-                    .to_string()
-            }
-            FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
-            FaultEffect::ServiceTimeFactor(x) => {
-                format!("service that starts in the window takes {x}x as long")
-            }
-            FaultEffect::Concurrency(0) => {
-                "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
-            }
-            FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
-        };
-        lines.push(format!(
-            "Fault from {} to {}: {effect}.",
-            f.from - SimTime::ZERO,
-            f.to - SimTime::ZERO
+    if s.is_graph() {
+        lines.extend(graph_lines(s));
+    } else {
+        lines.extend(server_lines(
+            s.server(),
+            Some(s.policy.retry.retry_after),
+            None,
         ));
     }
     let p = &s.policy;
+    let policy_from = lines.len();
     if let Some(t) = p.timeout {
         lines.push(format!("Attempts time out after {t}."));
     }
@@ -1232,6 +1369,271 @@ fn describe(s: &Scenario) -> Vec<String> {
             ),
         });
     }
+    if s.is_graph() {
+        // In a call graph the policy above is the clients' towards the entry; the calls
+        // between services have theirs in the graph's lines.
+        let entry = format!("**{}**", escape(&s.services[0].name));
+        for line in &mut lines[policy_from..] {
+            let mut chars = line.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            *line = format!(
+                "Clients to {entry}: {}{}",
+                first.unwrap_or_default(),
+                chars.as_str()
+            );
+        }
+    }
+    lines
+}
+
+/// A call graph in words: who calls whom and how often, each service's server, and each
+/// call's policy. The clients' own policy towards the entry follows in [`describe`].
+fn graph_lines(s: &Scenario) -> Vec<String> {
+    let name = |i: usize| {
+        s.services
+            .get(i)
+            .map_or("?".to_string(), |x| format!("**{}**", escape(&x.name)))
+    };
+    let mut lines = Vec::new();
+    let mut calls = Vec::new();
+    for (i, service) in s.services.iter().enumerate() {
+        if service.calls.is_empty() {
+            continue;
+        }
+        let targets: Vec<String> = service
+            .calls
+            .iter()
+            .map(|c| {
+                if c.fraction >= 1.0 {
+                    format!("{} on every attempt", name(c.to))
+                } else {
+                    format!("{} for {} % of requests", name(c.to), 100.0 * c.fraction)
+                }
+            })
+            .collect();
+        let how = match (service.calls.len(), service.parallel) {
+            (1, _) => "",
+            (_, true) => ", all at once, waiting for every answer",
+            (_, false) => ", one after another, stopping at the first that fails for good",
+        };
+        calls.push(format!("{} calls {}{how}", name(i), join_words(&targets)));
+    }
+    let routes = s
+        .services
+        .iter()
+        .flat_map(|x| &x.calls)
+        .any(|c| c.fraction < 1.0);
+    lines.push(format!(
+        "Call graph: the clients send their requests to {}, the entry service; {}. A service answers an attempt once its own calls have ended{}.",
+        name(0),
+        calls.join("; "),
+        if routes {
+            "; a call made for a share of requests is one of its caller's routes, drawn once per request"
+        } else {
+            ""
+        }
+    ));
+    for (i, service) in s.services.iter().enumerate() {
+        let who = if i == 0 {
+            format!("{} (entry)", name(i))
+        } else {
+            name(i)
+        };
+        let retry_after = (i == 0).then_some(s.policy.retry.retry_after);
+        lines.extend(server_lines(&service.server, retry_after, Some(&who)));
+    }
+    for (i, service) in s.services.iter().enumerate() {
+        for c in &service.calls {
+            lines.push(format!(
+                "Calls from {} to {}: {}.",
+                name(i),
+                name(c.to),
+                call_policy_words(&c.policy)
+            ));
+        }
+    }
+    lines
+}
+
+/// Words joined as a sentence lists them: "a", "a and b", "a, b and c".
+fn join_words(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// A call's policy in one sentence: timeout, attempts and backoff, budget and breaker,
+/// bulkhead, fallback and deadline.
+fn call_policy_words(p: &crate::scenario::Policy) -> String {
+    let mut parts = Vec::new();
+    parts.push(match p.timeout {
+        Some(t) => format!("attempts time out after {t}"),
+        None => "no timeout".to_string(),
+    });
+    if let Some(d) = p.deadline {
+        parts.push(format!("the call gives up {d} after it starts"));
+    }
+    parts.push(match p.retry.max_attempts {
+        Some(1) => "no retries".to_string(),
+        Some(m) => format!("up to {m} attempts"),
+        None => "unlimited attempts".to_string(),
+    });
+    if p.retry.max_attempts != Some(1) {
+        parts.push(match &p.retry.backoff {
+            Backoff::None => "retries at once".to_string(),
+            Backoff::Exponential {
+                base,
+                multiplier,
+                cap,
+                jitter,
+            } => format!(
+                "backoff from {base}, x{multiplier} per retry, capped at {cap}, {}",
+                match jitter {
+                    crate::model::Jitter::None => "without jitter".to_string(),
+                    j => format!("with {} jitter", j.name()),
+                }
+            ),
+        });
+    }
+    if let Some(b) = &p.budget {
+        let kind = match b.kind {
+            BudgetKind::TokenBucket { .. } => "a token bucket",
+            BudgetKind::RetryQuota { .. } => "a retry quota",
+            BudgetKind::Ratio { .. } => "a ratio budget",
+        };
+        parts.push(format!("retries limited by {kind}"));
+    }
+    if p.breaker.is_some() {
+        parts.push("a circuit breaker".to_string());
+    }
+    if let Some(b) = &p.bulkhead {
+        let wait = if b.max_wait == SimDuration::ZERO {
+            "an attempt beyond fails `bulkhead_full` at once".to_string()
+        } else {
+            format!(
+                "an attempt beyond waits up to {} for a permit, then fails `bulkhead_full`",
+                b.max_wait
+            )
+        };
+        parts.push(format!(
+            "a bulkhead of {} attempts in flight ({wait})",
+            b.max_concurrent
+        ));
+    }
+    if let Some(d) = &p.fallback {
+        parts.push(format!(
+            "a call that fails for good is answered by a fallback after {} (the request then ends degraded: neither a success nor a failure)",
+            words(d)
+        ));
+    }
+    if p.propagate_deadline {
+        parts.push("the caller's remaining time caps the call's deadline".to_string());
+    }
+    parts.join("; ")
+}
+
+/// A server in words, one sentence per part: `who` is `None` for the one server of a
+/// single-server scenario (the words it always had), else a call graph's service in bold.
+/// `retry_after` is the clients' setting when they are the only callers.
+fn server_lines(
+    server: &Server,
+    retry_after: Option<RetryAfter>,
+    who: Option<&str>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    lines.push(match &server.kind {
+        ServerKind::Queue(q) => {
+            let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
+                format!("{c} worker{}", if c == 1 { "" } else { "s" })
+            });
+            let room = q.queue_limit.map_or("an unlimited waiting room".to_string(), |l| {
+                format!("{l} waiting places")
+            });
+            let order = match q.discipline {
+                Discipline::Fifo => "",
+                Discipline::Lifo => ", newest first (LIFO)",
+            };
+            let mut line = format!(
+                "{}: {workers} with {room}{order}; service takes {}",
+                who.map_or("Server".to_string(), |w| format!("Service {w}")),
+                words(&q.service_time)
+            );
+            if q.slowdown_per_inflight > SimDuration::ZERO {
+                let _ = write!(line, " plus {} per attempt already in service", q.slowdown_per_inflight);
+            }
+            if q.error_rate > 0.0 {
+                let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
+            }
+            if q.drop_expired {
+                line.push_str("; attempts whose client gave up are dropped unserved");
+            }
+            line.push('.');
+            line
+        }
+        ServerKind::Occ => format!(
+            "{}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts.",
+            who.map_or("Server".to_string(), |w| format!("Service {w}"))
+        ),
+    });
+    if server.permanent_error_rate > 0.0 {
+        lines.push(format!(
+            "{}{} % of requests are bad (4xx) and never retried.",
+            who.map_or(String::new(), |w| format!("At {w}, ")),
+            100.0 * server.permanent_error_rate
+        ));
+    }
+    if let Some(r) = &server.rate_limit {
+        let after = match (r.retry_after, retry_after) {
+            (None, _) => String::new(),
+            (Some(d), Some(RetryAfter::Honor)) => {
+                format!(
+                    " with Retry-After {d}, which clients honour (they wait at least that long)"
+                )
+            }
+            (Some(d), Some(RetryAfter::Ignore)) => {
+                format!(" with Retry-After {d}, which clients ignore")
+            }
+            (Some(d), None) => format!(" with Retry-After {d}"),
+        };
+        lines.push(match who {
+            None => format!(
+                "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+                r.rate_per_s, r.burst
+            ),
+            Some(w) => format!(
+                "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+                r.rate_per_s, r.burst
+            ),
+        });
+    }
+    for f in server.faults.windows() {
+        let effect = match f.effect {
+            FaultEffect::Outage(Outage::Reject) => {
+                "an outage: every attempt is answered `error` at once".to_string()
+            }
+            FaultEffect::Outage(Outage::Drop) => {
+                "an outage: attempts vanish without an answer, so clients wait for their timeout"
+                    .to_string()
+            }
+            FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
+            FaultEffect::ServiceTimeFactor(x) => {
+                format!("service that starts in the window takes {x}x as long")
+            }
+            FaultEffect::Concurrency(0) => {
+                "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
+            }
+            FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
+            FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
+        };
+        lines.push(format!(
+            "Fault{} from {} to {}: {effect}.",
+            who.map_or(String::new(), |w| format!(" at {w}")),
+            f.from - SimTime::ZERO,
+            f.to - SimTime::ZERO
+        ));
+    }
     lines
 }
 
@@ -1252,5 +1654,53 @@ fn words(d: &Dist) -> String {
                 .collect();
             format!("a mixture: {}", parts.join(", "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::graph_run;
+    use crate::scenario::LoadOptions;
+
+    #[test]
+    fn a_call_graph_report_describes_the_graph_and_tables_each_service_and_call() {
+        let (experiment, result) = graph_run(&LoadOptions::default());
+        let md = report_md(&experiment, &result, &[]);
+        println!("{md}");
+        assert!(md.contains("- Call graph: the clients send their requests to **frontend**, the entry service; **frontend** calls **backend** on every attempt and **cache** for 50 % of requests"));
+        assert!(md.contains("- Service **db**: 4 workers"));
+        assert!(md.contains("- Fault at **frontend** (entry) from 10s to 15s"));
+        assert!(!md.contains("- Fault at **db**"));
+        assert!(md.contains(
+            "- Calls from **backend** to **db**: attempts time out after 500ms; no retries."
+        ));
+        assert!(md.contains("- Clients to **frontend**: attempts time out after 500ms."));
+        // The results table: degraded between success and failure, latency of answers.
+        let header = md.lines().find(|l| l.starts_with("| variant |")).unwrap();
+        assert!(
+            header.contains("| success (%) | degraded (%) | failed (%) |"),
+            "{header}"
+        );
+        assert!(header.contains("p99 latency of answers (ms)"));
+        let rows: Vec<&str> = md
+            .lines()
+            .skip_while(|l| !l.starts_with("| variant |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert_eq!(rows.len(), 3);
+        for row in &rows {
+            assert_eq!(
+                row.matches(" |").count(),
+                header.matches(" |").count(),
+                "{row}"
+            );
+        }
+        assert!(md.contains("\n### Per service\n") && md.contains("\n### Per call\n"));
+        assert!(md.contains("| frontend (entry) |") && md.contains("| backend → db |"));
+        assert!(md.contains("**db** receives 11.181 attempts per logical request with **3 retries** and 1.000 with **no retries**."));
+        assert!(md.contains("a fallback answered 2.0 % of its requests"));
+        assert!(!md.contains("\n\n\n"), "no double blank lines");
     }
 }

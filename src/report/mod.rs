@@ -6,6 +6,8 @@
 //! rendered before anything is written, so a run that fails leaves no partial output behind.
 
 pub mod charts;
+#[cfg(test)]
+mod fixture;
 mod markdown;
 pub mod publish;
 mod reload;
@@ -22,7 +24,7 @@ pub use reload::{RunFolder, reload, reload_files};
 pub use summary::summary_json;
 pub use sweep::sweep_csv;
 pub use table::table;
-pub use timeseries::{example_runs_csv, timeseries_csv};
+pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -114,6 +116,12 @@ pub fn render(
     if let Some(bytes) = example_runs_csv(experiment, result)? {
         files.push(OutputFile {
             name: "example-runs.csv".into(),
+            bytes,
+        });
+    }
+    if let Some(bytes) = service_timeseries_csv(experiment, result)? {
+        files.push(OutputFile {
+            name: "service-timeseries.csv".into(),
             bytes,
         });
     }

@@ -48,9 +48,10 @@ const TMP_TAG: &str = ".retrystorm-tmp-";
 const OLD_TAG: &str = ".retrystorm-old-";
 
 /// Files retrystorm writes besides the figures.
-const FILE_NAMES: [&str; 8] = [
+const FILE_NAMES: [&str; 9] = [
     "summary.json",
     "timeseries.csv",
+    "service-timeseries.csv",
     "scenario.resolved.json",
     "example-runs.csv",
     "sweep.csv",
@@ -60,7 +61,7 @@ const FILE_NAMES: [&str; 8] = [
 ];
 
 /// The stems of every figure retrystorm draws: `<stem>.png` or `.svg`, with `<stem>.csv`.
-pub const FIGURE_STEMS: [&str; 16] = [
+pub const FIGURE_STEMS: [&str; 18] = [
     "comparison",
     "phase-diagram",
     "work",
@@ -75,6 +76,8 @@ pub const FIGURE_STEMS: [&str; 16] = [
     "policy-over-time",
     "replications",
     "server-over-time",
+    "call-graph",
+    "service-load-over-time",
     "retries-over-time",
     "attempts-over-time",
 ];

@@ -3,13 +3,14 @@
 //!
 //! The scenario comes from scenario.resolved.json (validated again, so the report describes
 //! what ran), the numbers from summary.json, the time series from timeseries.csv, the latency
-//! distribution from latency.csv and the typical runs from example-runs.csv.
+//! distribution from latency.csv, the typical runs from example-runs.csv and, for a call
+//! graph, each service's load over time from service-timeseries.csv.
 //!
 //! Everything is checked before anything renders: the files are of one run (with a
 //! manifest.json, each file's SHA-256 and the run id; without one, as written by versions
 //! before it, name, seed, replications and version agree), summary.json, the resolved
-//! scenario and the CSV files name the same sweep points and variants, every CSV has the
-//! header this version writes and a full row, and every number is finite and in its range
+//! scenario and the CSV files name the same sweep points and variants (and a call graph's
+//! services and calls), every CSV has the header this version writes and a full row, and every number is finite and in its range
 //! (shares in [0, 1], counts, times and widths not negative). Any other folder is an error
 //! that names the file and the problem. [`reload_files`] works on the files' bytes alone, so
 //! any bytes can be thrown at it: it never panics and never loops.
@@ -21,13 +22,16 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::publish::{self, MANIFEST, Manifest};
+use super::summary::{DEGRADED_RATE, graph_json};
+use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
 use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
 use crate::metrics::{
-    Column, LATENCY_BINS, Metric, Metrics, Unit, latency_bin_upper_ms, leaves, series::COLUMNS,
+    Column, Estimate, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, graph_leaves,
+    latency_bin_upper_ms, leaves, series::COLUMNS,
 };
-use crate::runner::{ExampleRun, ExperimentResult, PointResult, VariantResult};
-use crate::scenario::{Axis, Experiment, LoadOptions, Point, Sweep, load_str, set_path};
+use crate::runner::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
+use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};
 
 const SUMMARY: &str = "summary.json";
 const RESOLVED: &str = "scenario.resolved.json";
@@ -35,11 +39,20 @@ const TIMESERIES: &str = "timeseries.csv";
 const LATENCY: &str = "latency.csv";
 const EXAMPLES: &str = "example-runs.csv";
 const SWEEP: &str = "sweep.csv";
+const SERVICE_SERIES: &str = "service-timeseries.csv";
 
 /// The files that hold a run's data: checked against the manifest, read back (all but
 /// sweep.csv) and, but for latency.csv (which the latency figure writes again), kept as they
 /// are when `report DIR` re-renders.
-const DATA: [&str; 6] = [SUMMARY, RESOLVED, TIMESERIES, LATENCY, EXAMPLES, SWEEP];
+const DATA: [&str; 7] = [
+    SUMMARY,
+    RESOLVED,
+    TIMESERIES,
+    SERVICE_SERIES,
+    LATENCY,
+    EXAMPLES,
+    SWEEP,
+];
 
 /// Shares may exceed 1 by rounding this much.
 const SHARE_SLACK: f64 = 1e-9;
@@ -180,6 +193,25 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
     let summary_points = summary_points(&summary)?;
     let experiment = rebuild_experiment(&resolved, summary_points.len())
         .map_err(|e| anyhow!("{RESOLVED}: {e:#}"))?;
+    let result = read_results(folder, &summary, &experiment)?;
+    Ok((experiment, result))
+}
+
+/// The results of a run folder whose experiment is rebuilt: summary.json's numbers and every
+/// data file, checked against `experiment`.
+fn read_results(
+    folder: &RunFolder,
+    summary: &Value,
+    experiment: &Experiment,
+) -> anyhow::Result<ExperimentResult> {
+    let summary_points = summary_points(summary)?;
+    if summary_points.len() != experiment.points.len() {
+        bail!(
+            "{SUMMARY} has {} sweep points but {RESOLVED} has {}; they are not of one run",
+            summary_points.len(),
+            experiment.points.len()
+        );
+    }
     let sweep_path = summary.get("sweep").map(|s| s.get("path"));
     if let Some(path) = sweep_path {
         let expected = experiment.sweep.as_ref().map(|s| json!(s.path));
@@ -219,16 +251,27 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
             );
         }
         let mut out = Vec::new();
-        for (v, name) in variants.iter().zip(names) {
-            let typed = |key: &str| -> anyhow::Result<Metrics> {
-                let m: Metrics = serde_json::from_value(v.get(key).cloned().unwrap_or(Value::Null))
-                    .map_err(|e| anyhow!("{SUMMARY}: variant {name:?}{where_}: `{key}`: {e}"))?;
-                check_metrics(&m, key == "ci95")
-                    .map_err(|e| anyhow!("{SUMMARY}: variant {name:?}{where_}: `{key}.{e}"))?;
-                Ok(m)
+        for ((v, name), ran) in variants.iter().zip(names).zip(&at.variants) {
+            let what = || format!("{SUMMARY}: variant {name:?}{where_}");
+            // The degraded share sits in the document beside `degraded` but is folded apart
+            // from the typed metrics (see `VariantResult::degraded_rate`).
+            let typed = |key: &str| -> anyhow::Result<(Metrics, Option<f64>)> {
+                let mut doc = v.get(key).cloned().unwrap_or(Value::Null);
+                let rate = match doc.as_object_mut().and_then(|m| m.remove(DEGRADED_RATE)) {
+                    None => None,
+                    Some(x) => Some(x.as_f64().with_context(|| {
+                        format!("{}: `{key}.{DEGRADED_RATE}` is {x}, not a number", what())
+                    })?),
+                };
+                let m: Metrics =
+                    serde_json::from_value(doc).map_err(|e| anyhow!("{}: `{key}`: {e}", what()))?;
+                check_metrics(&m, key == "ci95").map_err(|e| anyhow!("{}: `{key}.{e}", what()))?;
+                Ok((m, rate))
             };
-            let metrics = typed("metrics")?;
-            let ci95 = typed("ci95")?;
+            let (metrics, rate) = typed("metrics")?;
+            let (ci95, rate_half) = typed("ci95")?;
+            let degraded_rate = check_graph(v, &ran.scenario, (&metrics, rate), (&ci95, rate_half))
+                .map_err(|e| anyhow!("{}: {e}", what()))?;
             out.push(VariantResult {
                 name: name.to_string(),
                 metrics,
@@ -238,6 +281,8 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
                 bucket: SimDuration::from_nanos(1),
                 truncations: Vec::new(),
                 examples: Vec::new(),
+                degraded_rate,
+                service_series: Vec::new(),
             });
         }
         points.push(PointResult {
@@ -256,8 +301,24 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
         events,
         requests: 0,
     };
-    read_series(folder.require(TIMESERIES)?, &experiment, &mut result)
+    read_series(folder.require(TIMESERIES)?, experiment, &mut result)
         .map_err(|e| anyhow!("{TIMESERIES}: {e:#}"))?;
+    let any_graph = experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.scenario.is_graph());
+    match (folder.get(SERVICE_SERIES), any_graph) {
+        (Some(bytes), true) => read_service_series(bytes, experiment, &mut result)
+            .map_err(|e| anyhow!("{SERVICE_SERIES}: {e:#}"))?,
+        (None, true) => bail!(
+            "{SERVICE_SERIES} is missing; a run of a call graph writes it (is this a retrystorm output folder?)"
+        ),
+        (Some(_), false) => bail!(
+            "{SERVICE_SERIES}: this run has no call graph; the file is left from another run (remove it)"
+        ),
+        (None, false) => {}
+    }
     read_latency(folder.require(LATENCY)?, &mut result.points[focus])
         .map_err(|e| anyhow!("{LATENCY}: {e:#}"))?;
     if let Some(bytes) = folder.get(EXAMPLES) {
@@ -273,7 +334,7 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
         }
         (None, _) => {}
     }
-    Ok((experiment, result))
+    Ok(result)
 }
 
 /// " at x = 1, y = 2" for a sweep point, empty without a sweep.
@@ -395,29 +456,40 @@ fn summary_points(summary: &Value) -> anyhow::Result<Vec<SummaryPoint<'_>>> {
 /// Every number finite and not negative; means of shares in [0, 1] and no more recovered
 /// replications than judged ones. The error starts with the offending key.
 fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
-    for (key, x) in leaves(m) {
+    for (key, x) in leaves(m).into_iter().chain(graph_leaves(m)) {
         if !x.is_finite() || x < 0.0 {
             bail!("{key}` is {x:?}, not a finite number >= 0");
         }
     }
-    let mut shares: Vec<(&str, f64)> = Metric::PER_REPLICATION
+    let mut shares: Vec<(String, f64)> = Metric::PER_REPLICATION
         .iter()
         .filter(|k| k.unit == Unit::Percent)
-        .map(|k| (k.key, k.value(m)))
+        .map(|k| (k.key.to_string(), k.value(m)))
         .collect();
+    for (i, s) in m.services.iter().enumerate() {
+        for k in ServiceMetric::ALL
+            .iter()
+            .filter(|k| k.unit == Unit::Percent)
+        {
+            shares.push((format!("services.{i}.{}", k.key), k.value(s)));
+        }
+    }
     if let Some(r) = &m.recovery {
-        shares.extend([
-            ("recovery.recovered_fraction", r.recovered_fraction),
-            (
-                "recovery.recovered_fraction_lower",
-                r.recovered_fraction_lower,
-            ),
-            (
-                "recovery.recovered_fraction_upper",
-                r.recovered_fraction_upper,
-            ),
-            ("recovery.wasted_fraction", r.wasted_fraction),
-        ]);
+        shares.extend(
+            [
+                ("recovery.recovered_fraction", r.recovered_fraction),
+                (
+                    "recovery.recovered_fraction_lower",
+                    r.recovered_fraction_lower,
+                ),
+                (
+                    "recovery.recovered_fraction_upper",
+                    r.recovered_fraction_upper,
+                ),
+                ("recovery.wasted_fraction", r.wasted_fraction),
+            ]
+            .map(|(k, x)| (k.to_string(), x)),
+        );
         if !half_widths && r.recovered > r.replications {
             bail!(
                 "recovery.recovered` is {}, more than the {} replications judged",
@@ -434,6 +506,150 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
+/// A variant's call-graph parts agree with the scenario it ran: a call graph names its
+/// services and calls (`graph`) as its resolved scenario does, has a number for each of them
+/// and its degraded count and share (a share's mean in [0, 1]); a single server has none of
+/// these. Returns the degraded share.
+fn check_graph(
+    v: &Value,
+    scenario: &Scenario,
+    (metrics, rate): (&Metrics, Option<f64>),
+    (ci95, rate_half): (&Metrics, Option<f64>),
+) -> anyhow::Result<Option<Estimate>> {
+    if !scenario.is_graph() {
+        let any = v.get("graph").is_some()
+            || [metrics, ci95]
+                .iter()
+                .any(|m| !m.services.is_empty() || !m.calls.is_empty() || m.degraded.is_some())
+            || rate.is_some()
+            || rate_half.is_some();
+        if any {
+            bail!(
+                "it has call-graph numbers (`graph`, `services`, `calls` or `degraded`), but {RESOLVED} has a single server; they are not of one run"
+            );
+        }
+        return Ok(None);
+    }
+    if v.get("graph") != Some(&graph_json(scenario)) {
+        bail!(
+            "`graph` does not name the services and calls of {RESOLVED}; they are not of one run"
+        );
+    }
+    let calls: usize = scenario.services.iter().map(|s| s.calls.len()).sum();
+    for (doc, m) in [("metrics", metrics), ("ci95", ci95)] {
+        if m.services.len() != scenario.services.len() || m.calls.len() != calls {
+            bail!(
+                "`{doc}` has {} services and {} calls, but the call graph has {} and {calls}",
+                m.services.len(),
+                m.calls.len(),
+                scenario.services.len()
+            );
+        }
+        if m.degraded.is_none() {
+            bail!("`{doc}.degraded` is missing; a call graph has it");
+        }
+    }
+    let (Some(mean), Some(half_width)) = (rate, rate_half) else {
+        bail!(
+            "`metrics.{DEGRADED_RATE}` or `ci95.{DEGRADED_RATE}` is missing; a call graph has both"
+        );
+    };
+    if !mean.is_finite() || !(0.0..=1.0 + SHARE_SLACK).contains(&mean) {
+        bail!("`metrics.{DEGRADED_RATE}` is {mean:?}, but a share lies in [0, 1]");
+    }
+    if !half_width.is_finite() || half_width < 0.0 {
+        bail!("`ci95.{DEGRADED_RATE}` is {half_width:?}, not a finite number >= 0");
+    }
+    Ok(Some(Estimate { mean, half_width }))
+}
+
+/// Fills every call-graph variant's per-service series from service-timeseries.csv: a row's
+/// sweep values, variant and service must be a point, variant and service of the run, and
+/// every service of every call-graph variant at every point has its series.
+fn read_service_series(
+    bytes: &[u8],
+    experiment: &Experiment,
+    result: &mut ExperimentResult,
+) -> anyhow::Result<()> {
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
+    let header = service_timeseries_header(two_axes);
+    let keys = header.len() - SERVICE_COLUMNS.len() - 2;
+    let mut reader = csv_reader(bytes, &header)?;
+    let mut point_at: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, p) in experiment.points.iter().enumerate() {
+        point_at
+            .entry((
+                value_text(p.value.as_ref()),
+                value_text(p.second_value.as_ref()),
+            ))
+            .or_insert(i);
+    }
+    let mut series: BTreeMap<(usize, usize, usize), SeriesReader> = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| anyhow!("{e}"))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let x = cell_text(&record, 0).to_string();
+        let y = if two_axes {
+            cell_text(&record, 1).to_string()
+        } else {
+            String::new()
+        };
+        let Some(&p) = point_at.get(&(x.clone(), y.clone())) else {
+            bail!("line {line}: sweep value {x:?} is not a point of this run");
+        };
+        let name = cell_text(&record, keys - 2);
+        let Some(v) = experiment.points[p]
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+        else {
+            bail!("line {line}: {name:?} is not a variant of this run");
+        };
+        let service = cell_text(&record, keys - 1);
+        let Some(s) = experiment.points[p].variants[v]
+            .scenario
+            .services
+            .iter()
+            .position(|s| s.name == service)
+            .filter(|_| experiment.points[p].variants[v].scenario.is_graph())
+        else {
+            bail!("line {line}: {service:?} is not a service of variant {name:?}'s call graph");
+        };
+        series
+            .entry((p, v, s))
+            .or_insert(SeriesReader {
+                width: 0.0,
+                rows: Vec::new(),
+            })
+            .push_columns(&record, keys, keys + 2, &SERVICE_COLUMNS)?;
+    }
+    for (p, (point, at)) in result.points.iter_mut().zip(&experiment.points).enumerate() {
+        for (v, (variant, ran)) in point.variants.iter_mut().zip(&at.variants).enumerate() {
+            if !ran.scenario.is_graph() {
+                continue;
+            }
+            for (s, service) in ran.scenario.services.iter().enumerate() {
+                let Some(rows) = series.remove(&(p, v, s)) else {
+                    bail!(
+                        "no rows for service {:?} of variant {:?}{}",
+                        service.name,
+                        variant.name,
+                        point_words(point.value.as_ref(), at.second_value.as_ref())
+                    );
+                };
+                variant.service_series.push(ServiceSeries {
+                    bucket: SimDuration::from_secs_f64(rows.width),
+                    rows: rows.rows,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Rebuilds the experiment from `scenario.resolved.json`: every variant restated in full, at
 /// every sweep point, each validated again. The resolved variants show the first sweep value;
 /// each point sets its own values into every variant's document (list indices included), so
@@ -624,6 +840,17 @@ impl SeriesReader {
         start_at: usize,
         first: usize,
     ) -> anyhow::Result<()> {
+        self.push_columns(record, start_at, first, &Column::ALL)
+    }
+
+    /// A row whose cells from `first` on are `columns` (the others are 0).
+    fn push_columns(
+        &mut self,
+        record: &csv::StringRecord,
+        start_at: usize,
+        first: usize,
+        columns: &[Column],
+    ) -> anyhow::Result<()> {
         let line = record.position().map_or(0, |p| p.line());
         let start = cell_number(record, start_at, "bucket_start_s")?;
         let bucket = cell_number(record, start_at + 1, "bucket_s")?;
@@ -643,8 +870,8 @@ impl SeriesReader {
             );
         }
         let mut row = [0.0; COLUMNS];
-        for (k, (slot, column)) in row.iter_mut().zip(Column::ALL).enumerate() {
-            *slot = cell_number(record, first + k, column.name())?;
+        for (k, column) in columns.iter().enumerate() {
+            row[*column as usize] = cell_number(record, first + k, column.name())?;
         }
         let level = row[Column::BudgetLevel as usize];
         if level > 1.0 + SHARE_SLACK {
@@ -865,4 +1092,188 @@ fn check_sweep_csv(bytes: &[u8], sweep: &Sweep) -> anyhow::Result<()> {
         record.map_err(|e| anyhow!("{e}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::graph_run;
+
+    /// The files `run` writes for the fixture's call graph, by name.
+    fn written(options: &LoadOptions) -> (Experiment, ExperimentResult, RunFolder) {
+        let (experiment, result) = graph_run(options);
+        let files = super::super::render(&experiment, &result, Default::default()).unwrap();
+        let folder = RunFolder::from_files(files.into_iter().map(|f| (f.name, f.bytes)));
+        (experiment, result, folder)
+    }
+
+    /// Reads the results of `folder` against the experiment that wrote them: what `report
+    /// DIR` does once it has rebuilt the experiment from scenario.resolved.json.
+    fn read(folder: &RunFolder, experiment: &Experiment) -> anyhow::Result<ExperimentResult> {
+        read_results(folder, &folder.json(SUMMARY)?, experiment)
+    }
+
+    #[test]
+    fn a_call_graph_reads_back_and_renders_the_same_report() {
+        for options in [
+            LoadOptions::default(),
+            LoadOptions {
+                sweep: Some(Sweep::new("clients.count", vec![10.into(), 20.into()])),
+                ..LoadOptions::default()
+            },
+        ] {
+            let (experiment, result, folder) = written(&options);
+            let back = read(&folder, &experiment).unwrap();
+            for (a, b) in result.points.iter().zip(&back.points) {
+                for (v, w) in a.variants.iter().zip(&b.variants) {
+                    assert_eq!(v.metrics, w.metrics);
+                    assert_eq!(v.ci95, w.ci95);
+                    assert_eq!(v.degraded_rate, w.degraded_rate);
+                    assert_eq!(v.service_series, w.service_series);
+                }
+            }
+            let render = |r: &ExperimentResult| {
+                super::super::render_report(&experiment, r, Default::default()).unwrap()
+            };
+            for (a, b) in render(&result).iter().zip(render(&back)) {
+                assert!(a.bytes == b.bytes, "{} differs once read back", a.name);
+            }
+        }
+    }
+
+    /// Replaces the first `from` by `to` in `name`'s text.
+    fn edit(folder: &RunFolder, name: &str, from: &str, to: &str) -> RunFolder {
+        edit_after(folder, name, "", from, to)
+    }
+
+    /// Replaces the first `from` after `after` by `to` in `name`'s text.
+    fn edit_after(folder: &RunFolder, name: &str, after: &str, from: &str, to: &str) -> RunFolder {
+        let text = String::from_utf8(folder.get(name).unwrap().to_vec()).unwrap();
+        let start = text.find(after).expect("the anchor is there");
+        let at = start + text[start..].find(from).expect("the text is there");
+        let text = format!("{}{to}{}", &text[..at], &text[at + from.len()..]);
+        let mut files: BTreeMap<String, Vec<u8>> = folder.files.clone();
+        files.insert(name.to_string(), text.into_bytes());
+        RunFolder { files }
+    }
+
+    #[test]
+    fn a_call_graph_whose_files_disagree_is_refused_with_the_reason() {
+        let (experiment, _, folder) = written(&LoadOptions::default());
+        let cases = [
+            (
+                edit(&folder, SUMMARY, "\"name\": \"cache\"", "\"name\": \"kv\""),
+                "`graph` does not name the services",
+            ),
+            (
+                edit(&folder, SUMMARY, "\"fraction\": 0.5", "\"fraction\": 0.25"),
+                "`graph` does not name the services",
+            ),
+            (
+                edit(
+                    &folder,
+                    SUMMARY,
+                    "\"degraded_rate\": 0.01,",
+                    "\"degraded_rate\": 1.5,",
+                ),
+                "a share lies in [0, 1]",
+            ),
+            (
+                edit(&folder, SUMMARY, "\"degraded_rate\": 0.01,", ""),
+                "`metrics.degraded_rate` or `ci95.degraded_rate` is missing",
+            ),
+            (
+                edit_after(
+                    &folder,
+                    SUMMARY,
+                    "\"goodput_per_s\"",
+                    "\"utilization\": 0.",
+                    "\"utilization\": 3.",
+                ),
+                "services.0.utilization` is",
+            ),
+            (
+                edit(&folder, SUMMARY, "\"max_queue\": ", "\"max_queue\": -"),
+                "not a finite number >= 0",
+            ),
+            (
+                edit(&folder, SERVICE_SERIES, ",cache,", ",kv,"),
+                "\"kv\" is not a service",
+            ),
+            (
+                edit(
+                    &folder,
+                    SERVICE_SERIES,
+                    "attempts,served",
+                    "attempts,served_",
+                ),
+                "its header is not the one",
+            ),
+        ];
+        for (damaged, reason) in cases {
+            let e = format!("{:#}", read(&damaged, &experiment).unwrap_err());
+            assert!(e.contains(reason), "expected {reason:?} in: {e}");
+        }
+        let mut files = folder.files.clone();
+        files.remove(SERVICE_SERIES);
+        let e = read(&RunFolder { files }, &experiment).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("service-timeseries.csv is missing"),
+            "{e:#}"
+        );
+        // Read against a single server, the graph's numbers are left from another run.
+        let single = load_str(
+            crate::report::fixture::SCENARIO,
+            "shop",
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let e = format!("{:#}", read(&folder, &single).unwrap_err());
+        assert!(e.contains("has a single server"), "{e}");
+    }
+
+    /// The reader of a call graph's files never panics, whatever their bytes.
+    #[test]
+    fn a_damaged_call_graph_folder_never_panics_the_reader() {
+        use proptest::prelude::*;
+        let (experiment, _, folder) = written(&LoadOptions::default());
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 100,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        });
+        let damage = (
+            any::<bool>(),
+            0usize..4,
+            any::<prop::sample::Index>(),
+            any::<u8>(),
+        );
+        runner
+            .run(&damage, |(summary, how, at, byte)| {
+                let name = if summary { SUMMARY } else { SERVICE_SERIES };
+                let mut files = folder.files.clone();
+                let bytes = files.get_mut(name).unwrap();
+                let i = at
+                    .index(bytes.len().max(1))
+                    .min(bytes.len().saturating_sub(1));
+                match how {
+                    0 => bytes.truncate(i),
+                    1 if !bytes.is_empty() => bytes[i] = byte,
+                    1 => {}
+                    2 => {
+                        let with = [b"9e9".as_slice(), b"-", b"e308", b"inf", b"NaN"]
+                            [usize::from(byte) % 5];
+                        bytes.splice(i..i, with.iter().copied());
+                    }
+                    _ => bytes.retain(|b| *b != b','),
+                }
+                let folder = RunFolder { files };
+                if let Ok(result) = read(&folder, &experiment) {
+                    super::super::render_report(&experiment, &result, Default::default())
+                        .map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 }

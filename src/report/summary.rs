@@ -1,14 +1,24 @@
 //! `summary.json`: the shape scripts rely on (docs/format.md and README.md), means with 95 % half-widths.
+//!
+//! A call graph's variant also names its services and calls (`graph`), in the order of its
+//! `metrics.services` and `metrics.calls`, and gives the share of requests a fallback
+//! answered (`metrics.degraded_rate`) beside their count; a single server's variant has
+//! neither, so its summary is what it always was.
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
 use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::Experiment;
+use crate::scenario::{Experiment, Scenario, Variant};
 
 /// The summary document.
 pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value {
-    let variants = |vs: &[VariantResult]| -> Vec<Value> { vs.iter().map(variant_json).collect() };
+    let variants = |vs: &[VariantResult], ran: &[Variant]| -> Vec<Value> {
+        vs.iter()
+            .zip(ran)
+            .map(|(v, r)| variant_json(v, &r.scenario))
+            .collect()
+    };
     let mut doc = json!({
         "name": experiment.name,
         "seed": experiment.seed,
@@ -20,7 +30,10 @@ pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value
     }
     match &experiment.sweep {
         None => {
-            doc["variants"] = json!(variants(&result.points[0].variants));
+            doc["variants"] = json!(variants(
+                &result.points[0].variants,
+                &experiment.points[0].variants
+            ));
         }
         Some(sweep) => {
             doc["variants"] = json!([]);
@@ -31,11 +44,13 @@ pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value
                 .iter()
                 .zip(&experiment.points)
                 .map(|(p, at)| match &at.second_value {
-                    None => json!({"value": p.value, "variants": variants(&p.variants)}),
+                    None => {
+                        json!({"value": p.value, "variants": variants(&p.variants, &at.variants)})
+                    }
                     Some(y) => json!({
                         "value": p.value,
                         "second_value": y,
-                        "variants": variants(&p.variants),
+                        "variants": variants(&p.variants, &at.variants),
                     }),
                 })
                 .collect();
@@ -53,8 +68,14 @@ pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value
     doc
 }
 
-fn variant_json(v: &VariantResult) -> Value {
-    let mut out = json!({"name": v.name, "metrics": v.metrics, "ci95": v.ci95});
+fn variant_json(v: &VariantResult, scenario: &Scenario) -> Value {
+    let mut out = json!({"name": v.name});
+    if scenario.is_graph() {
+        out["graph"] = graph_json(scenario);
+    }
+    let rate = v.degraded_rate;
+    out["metrics"] = with_degraded_rate(json!(v.metrics), rate.map(|e| e.mean));
+    out["ci95"] = with_degraded_rate(json!(v.ci95), rate.map(|e| e.half_width));
     if !v.truncations.is_empty() {
         let notes: Vec<Value> = v
             .truncations
@@ -65,6 +86,51 @@ fn variant_json(v: &VariantResult) -> Value {
     }
     out
 }
+
+/// A call graph's services and calls by name, in the order of `metrics.services` and
+/// `metrics.calls`: `{"services": [{"name", "entry"}], "calls": [{"from", "to", "fraction"}]}`.
+pub(super) fn graph_json(scenario: &Scenario) -> Value {
+    let services: Vec<Value> = scenario
+        .services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| json!({"name": s.name, "entry": i == 0}))
+        .collect();
+    let name = |i: usize| scenario.services.get(i).map_or("", |s| s.name.as_str());
+    let calls: Vec<Value> = scenario
+        .services
+        .iter()
+        .flat_map(|s| {
+            s.calls
+                .iter()
+                .map(|c| json!({"from": s.name, "to": name(c.to), "fraction": c.fraction}))
+        })
+        .collect();
+    json!({"services": services, "calls": calls})
+}
+
+/// A metrics (or ci95) document with `degraded_rate` right after `degraded`, when the variant
+/// has one. The share is folded apart from [`crate::metrics::Metrics`] (see
+/// [`VariantResult::degraded_rate`]) and read back apart by `report DIR`.
+fn with_degraded_rate(doc: Value, rate: Option<f64>) -> Value {
+    let (Value::Object(map), Some(rate)) = (&doc, rate) else {
+        return doc;
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in map {
+        out.insert(k.clone(), v.clone());
+        if k == "degraded" {
+            out.insert(DEGRADED_RATE.to_string(), json!(rate));
+        }
+    }
+    if !out.contains_key(DEGRADED_RATE) {
+        out.insert(DEGRADED_RATE.to_string(), json!(rate));
+    }
+    Value::Object(out)
+}
+
+/// The key of the degraded share in a variant's `metrics` and `ci95`.
+pub(super) const DEGRADED_RATE: &str = "degraded_rate";
 
 /// summary.json's bytes: [`summary_json`] pretty-printed with a final newline, byte for byte,
 /// but written as it is serialized. Only one sweep point's part of the document is built as a
@@ -98,7 +164,10 @@ impl Serialize for Document<'_> {
             doc.serialize_entry("description", d)?;
         }
         match &experiment.sweep {
-            None => doc.serialize_entry("variants", &Variants(&result.points[0].variants))?,
+            None => doc.serialize_entry(
+                "variants",
+                &Variants(&result.points[0].variants, &experiment.points[0].variants),
+            )?,
             Some(sweep) => {
                 doc.serialize_entry("variants", &json!([]))?;
                 doc.serialize_entry(
@@ -120,14 +189,15 @@ impl Serialize for Document<'_> {
     }
 }
 
-/// A list of variants, each built as a `Value` when its turn comes.
-struct Variants<'a>(&'a [VariantResult]);
+/// A list of variants (with the scenarios they ran), each built as a `Value` when its turn
+/// comes.
+struct Variants<'a>(&'a [VariantResult], &'a [Variant]);
 
 impl Serialize for Variants<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for v in self.0 {
-            seq.serialize_element(&variant_json(v))?;
+        for (v, ran) in self.0.iter().zip(self.1) {
+            seq.serialize_element(&variant_json(v, &ran.scenario))?;
         }
         seq.end()
     }
@@ -161,7 +231,12 @@ impl Serialize for Points<'_> {
         let Points(experiment, result) = *self;
         let mut seq = serializer.serialize_seq(Some(result.points.len()))?;
         for (p, at) in result.points.iter().zip(&experiment.points) {
-            let variants: Vec<Value> = p.variants.iter().map(variant_json).collect();
+            let variants: Vec<Value> = p
+                .variants
+                .iter()
+                .zip(&at.variants)
+                .map(|(v, ran)| variant_json(v, &ran.scenario))
+                .collect();
             seq.serialize_element(&match &at.second_value {
                 None => json!({"value": p.value, "variants": variants}),
                 Some(y) => json!({"value": p.value, "second_value": y, "variants": variants}),
@@ -204,5 +279,38 @@ mod tests {
             whole.push(b'\n');
             assert!(summary_bytes(&experiment, &result).unwrap() == whole);
         }
+    }
+
+    #[test]
+    fn a_call_graph_names_its_services_and_calls_and_gives_the_degraded_share() {
+        let (experiment, result) = super::super::fixture::graph_run(&LoadOptions::default());
+        let doc = summary_json(&experiment, &result);
+        let v = &doc["variants"][1];
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["name", "graph", "metrics", "ci95"]);
+        assert_eq!(
+            v["graph"]["services"],
+            json!([
+                {"name": "frontend", "entry": true},
+                {"name": "backend", "entry": false},
+                {"name": "cache", "entry": false},
+                {"name": "db", "entry": false}
+            ])
+        );
+        assert_eq!(
+            v["graph"]["calls"][1],
+            json!({"from": "frontend", "to": "cache", "fraction": 0.5})
+        );
+        for doc in ["metrics", "ci95"] {
+            let m = v[doc].as_object().unwrap();
+            let at = |k: &str| m.keys().position(|x| x == k).unwrap();
+            assert_eq!(at("degraded_rate"), at("degraded") + 1, "{doc}");
+            assert_eq!(m["services"].as_array().unwrap().len(), 4);
+            assert_eq!(m["calls"].as_array().unwrap().len(), 3);
+        }
+        assert_eq!(v["metrics"]["degraded_rate"], json!(0.01));
+        let mut whole = serde_json::to_vec_pretty(&doc).unwrap();
+        whole.push(b'\n');
+        assert!(summary_bytes(&experiment, &result).unwrap() == whole);
     }
 }

@@ -1,10 +1,12 @@
-//! The terminal table: a row per variant (and sweep value) with the headline numbers.
+//! The terminal table: a row per variant (and sweep value) with the headline numbers. A call
+//! graph adds the share of requests a fallback answered beside the success share, and a table
+//! per service and per call (at the sweep's focus value).
 
 use std::fmt::Write as _;
 
-use crate::metrics::{Metric, Metrics};
+use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
 use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::Experiment;
+use crate::scenario::{Experiment, Variant};
 
 /// One column: its header and its metric (printed with the metric's scale and decimals).
 struct Col {
@@ -82,7 +84,19 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
         header.push(axis.path.clone());
     }
     header.push("variant".into());
-    header.extend(COLS.iter().map(|c| c.header.to_string()));
+    // A call graph's requests a fallback answered are neither successes nor failures: their
+    // share stands between the two, and their latency is counted with the successes'.
+    let graph = any_graph(experiment);
+    for c in &COLS {
+        header.push(match (graph, c.header) {
+            (true, "success p50 ms") => "answered p50 ms".to_string(),
+            (true, "success p99 ms") => "answered p99 ms".to_string(),
+            (_, h) => h.to_string(),
+        });
+        if graph && c.header == "success %" {
+            header.push("degraded %".to_string());
+        }
+    }
     let variants = || result.points.iter().flat_map(|p| &p.variants);
     let policy_cols: Vec<&Col> = POLICY_COLS
         .iter()
@@ -112,7 +126,12 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
             } else {
                 v.name.clone()
             });
-            row.extend(COLS.iter().map(|c| cell(v, c, with_ci)));
+            for c in &COLS {
+                row.push(cell(v, c, with_ci));
+                if graph && c.header == "success %" {
+                    row.push(degraded_cell(v, with_ci));
+                }
+            }
             row.extend(policy_cols.iter().map(|c| cell(v, c, with_ci)));
             if with_recovery {
                 row.push(recovery_cell(&v.metrics).unwrap_or_default());
@@ -176,6 +195,9 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     for r in &rows {
         let _ = writeln!(out, "{}", line(r));
     }
+    if graph {
+        graph_tables(&mut out, experiment, result, with_ci);
+    }
     for point in &result.points {
         for v in &point.variants {
             if let Some((rep, why)) = v.truncations.first() {
@@ -194,6 +216,227 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
 
 fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
     c.metric.format_estimate(&v.metrics, &v.ci95, with_ci)
+}
+
+/// The share of requests a fallback answered, in % as the success share is printed; `-` for
+/// a variant without a call graph.
+pub(super) fn degraded_cell(v: &VariantResult, with_ci: bool) -> String {
+    let d = Metric::SUCCESS_RATE.decimals;
+    match v.degraded_rate {
+        None => "-".to_string(),
+        Some(e) if with_ci => format!("{:.d$} ± {:.d$}", 100.0 * e.mean, 100.0 * e.half_width),
+        Some(e) => format!("{:.d$}", 100.0 * e.mean),
+    }
+}
+
+/// Whether some variant of the run is a call graph.
+pub(super) fn any_graph(experiment: &Experiment) -> bool {
+    experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.scenario.is_graph())
+}
+
+/// The per-service columns: always shown, then those shown only when some service of some
+/// variant has a non-zero value.
+pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<ServiceMetric> {
+    const ALWAYS: [ServiceMetric; 8] = [
+        ServiceMetric::ATTEMPTS,
+        ServiceMetric::AMPLIFICATION,
+        ServiceMetric::SERVED,
+        ServiceMetric::WASTED,
+        ServiceMetric::REJECTED,
+        ServiceMetric::UTILIZATION,
+        ServiceMetric::MAX_QUEUE,
+        ServiceMetric::GOODPUT,
+    ];
+    const SOMETIMES: [ServiceMetric; 2] =
+        [ServiceMetric::THROTTLED, ServiceMetric::EXPIRED_DROPPED];
+    let mut cols = ALWAYS.to_vec();
+    cols.extend(SOMETIMES.into_iter().filter(|k| {
+        variants
+            .iter()
+            .any(|(v, _)| v.metrics.services.iter().any(|s| k.value(s) != 0.0))
+    }));
+    cols
+}
+
+/// The per-call columns.
+pub(super) const CALL_COLUMNS: [CallMetric; 5] = [
+    CallMetric::ATTEMPTS_PER_REQUEST,
+    CallMetric::RETRIES,
+    CallMetric::FAILED,
+    CallMetric::DEGRADED,
+    CallMetric::BULKHEAD_FULL,
+];
+
+/// A short header for a per-service or per-call column.
+fn part_header<T>(k: &PartMetric<T>) -> String {
+    use crate::metrics::Unit;
+    match (k.unit, k.key) {
+        (Unit::Times, _) => "attempts/request".to_string(),
+        // The table's title says they are the attempts the service received.
+        (Unit::Count, "attempts") => "attempts".to_string(),
+        (Unit::Count, _) => k.label.to_string(),
+        (Unit::PerSecond, _) => format!("{}/s", k.label),
+        (u, _) => format!("{} {}", k.label, u.suffix()),
+    }
+}
+
+/// The names of a call graph's calls, in the order of `metrics.calls`: `from -> to`.
+pub(super) fn call_names(variant: &Variant) -> Vec<(String, String)> {
+    let services = &variant.scenario.services;
+    services
+        .iter()
+        .flat_map(|s| {
+            s.calls.iter().map(move |c| {
+                let to = services.get(c.to).map_or("?", |t| t.name.as_str());
+                (s.name.clone(), to.to_string())
+            })
+        })
+        .collect()
+}
+
+/// The per-service and per-call tables of the call-graph variants at the focus point: a row
+/// per (variant, service) and per (variant, call), the variant named on its first row.
+fn graph_tables(
+    out: &mut String,
+    experiment: &Experiment,
+    result: &ExperimentResult,
+    with_ci: bool,
+) {
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+    let (Some(point), Some(at)) = (result.points.get(focus), experiment.points.get(focus)) else {
+        return;
+    };
+    let variants: Vec<(&VariantResult, &Variant)> = point
+        .variants
+        .iter()
+        .zip(&at.variants)
+        .filter(|(_, ran)| ran.scenario.is_graph())
+        .collect();
+    let where_ = match (&experiment.sweep, &point.value) {
+        (Some(s), Some(x)) => {
+            let mut w = format!(" at {} = {}", s.path, super::value_text(Some(x)));
+            if let (Some(second), Some(y)) = (&s.second, &at.second_value) {
+                let _ = write!(w, ", {} = {}", second.path, super::value_text(Some(y)));
+            }
+            w
+        }
+        _ => String::new(),
+    };
+    let cols = service_columns(&variants);
+    let mut header = vec!["variant".to_string(), "service".to_string()];
+    header.extend(cols.iter().map(part_header));
+    let mut rows = Vec::new();
+    for (v, ran) in &variants {
+        let names = ran.scenario.services.iter().map(|s| s.name.as_str());
+        for (i, ((m, h), name)) in v
+            .metrics
+            .services
+            .iter()
+            .zip(&v.ci95.services)
+            .zip(names)
+            .enumerate()
+        {
+            let mut row = vec![
+                if i == 0 { shown(v) } else { String::new() },
+                if i == 0 {
+                    format!("{name} (entry)")
+                } else {
+                    name.to_string()
+                },
+            ];
+            row.extend(cols.iter().map(|k| k.format_estimate(m, h, with_ci)));
+            rows.push(row);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nper service{where_} (attempts/request: attempts that reached the service per logical request the clients started)"
+    );
+    write_rows(out, &header, &rows, 2);
+    let mut header = vec!["variant".to_string(), "call".to_string()];
+    header.extend(CALL_COLUMNS.iter().map(part_header));
+    let mut rows = Vec::new();
+    for (v, ran) in &variants {
+        let names = call_names(ran);
+        for (i, ((m, h), (from, to))) in v
+            .metrics
+            .calls
+            .iter()
+            .zip(&v.ci95.calls)
+            .zip(&names)
+            .enumerate()
+        {
+            let mut row = vec![
+                if i == 0 { shown(v) } else { String::new() },
+                format!("{from} → {to}"),
+            ];
+            row.extend(
+                CALL_COLUMNS
+                    .iter()
+                    .map(|k| k.format_estimate(m, h, with_ci)),
+            );
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered)"
+    );
+    write_rows(out, &header, &rows, 2);
+}
+
+/// A variant's name as the table shows it.
+fn shown(v: &VariantResult) -> String {
+    if v.is_truncated() {
+        format!("{} (truncated)", v.name)
+    } else {
+        v.name.clone()
+    }
+}
+
+/// Writes a table: the header, a rule and the rows, columns padded to their widest cell, the
+/// first `text_cols` left-aligned and the rest right-aligned.
+fn write_rows(out: &mut String, header: &[String], rows: &[Vec<String>], text_cols: usize) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = " ".repeat(w - c.chars().count());
+            if i < text_cols {
+                s.push_str(c);
+                s.push_str(&pad);
+            } else {
+                s.push_str(&pad);
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header));
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    let _ = writeln!(out, "{}", rule.join("  "));
+    for r in rows {
+        let _ = writeln!(out, "{}", line(r));
+    }
 }
 
 /// The recovery column: "recovered 25 % (median 6.2 s)" or "metastable (0/200)" (none
@@ -215,4 +458,66 @@ fn recovery_cell(metrics: &Metrics) -> Option<String> {
         format!("{pct:.0}")
     };
     Some(format!("recovered {pct} %{median}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::graph_run;
+    use crate::scenario::LoadOptions;
+
+    #[test]
+    fn a_call_graph_shows_the_degraded_share_and_a_table_per_service_and_per_call() {
+        let (experiment, result) = graph_run(&LoadOptions::default());
+        let text = table(&experiment, &result);
+        println!("{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines[1];
+        let (success, degraded, failed) = (
+            header.find("success %").unwrap(),
+            header.find("degraded %").unwrap(),
+            header.find("failed %").unwrap(),
+        );
+        assert!(success < degraded && degraded < failed, "{header}");
+        assert!(header.contains("answered p99 ms") && !header.contains("success p99"));
+        assert!(text.contains("\nper service (attempts/request:"));
+        assert!(text.contains("\nper call (attempts/request:"));
+        let services: Vec<&&str> = lines
+            .iter()
+            .skip_while(|l| !l.starts_with("per service"))
+            .skip(3)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(services.len(), 3 * 4, "a row per variant and service");
+        assert!(services[0].starts_with("no retries") && services[0].contains("frontend (entry)"));
+        assert!(services[1].starts_with("  ") && services[1].contains("backend"));
+        assert!(text.contains("frontend → cache"));
+        // Every row of a table has its columns where the header has them.
+        let width = |l: &str| l.chars().count();
+        let rule = lines
+            .iter()
+            .skip_while(|l| !l.starts_with("per call"))
+            .nth(2)
+            .unwrap();
+        for row in lines
+            .iter()
+            .skip_while(|l| !l.starts_with("per call"))
+            .skip(3)
+        {
+            assert_eq!(width(row), width(rule), "{row}");
+        }
+    }
+
+    #[test]
+    fn a_single_server_table_has_no_graph_columns() {
+        let text = r#"{"name": "s", "duration": "1s", "replications": 2,
+          "clients": {"count": 3, "workload": {"open": {"rate_per_s": 20}}},
+          "server": {"concurrency": 1, "service_time": {"constant": "10ms"}}}"#;
+        let experiment = crate::scenario::load_str(text, "s", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let text = table(&experiment, &result);
+        for word in ["degraded", "answered", "per service", "per call"] {
+            assert!(!text.contains(word), "{word}: {text}");
+        }
+    }
 }

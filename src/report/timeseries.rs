@@ -3,6 +3,9 @@
 //! the state at the end of the bucket. A two-axis sweep adds a `second_value` column after
 //! `sweep_value`. Names and sweep values go through [`csv_text`], so that no cell reads as a
 //! spreadsheet formula.
+//!
+//! A call graph adds `service-timeseries.csv`: the same rows per service, with the columns a
+//! service has ([`SERVICE_COLUMNS`]).
 
 use super::{csv_text, value_text};
 use crate::metrics::Column;
@@ -50,6 +53,80 @@ pub fn timeseries_csv(
         }
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The columns a service's load over time fills (the others are zero).
+pub(crate) const SERVICE_COLUMNS: [Column; 5] = [
+    Column::Attempts,
+    Column::Served,
+    Column::Wasted,
+    Column::QueueLen,
+    Column::InService,
+];
+
+/// The header of service-timeseries.csv, which the writer and `report DIR`'s reader share.
+pub(super) fn service_timeseries_header(two_axes: bool) -> Vec<&'static str> {
+    let mut header = vec!["sweep_value"];
+    if two_axes {
+        header.push("second_value");
+    }
+    header.extend(["variant", "service", "bucket_start_s", "bucket_s"]);
+    header.extend(SERVICE_COLUMNS.iter().map(|c| c.name()));
+    header
+}
+
+/// `service-timeseries.csv`: for a call graph, one row per time bucket per service per
+/// variant (and sweep value), means over replications, in the order of the scenario's
+/// services: attempts that reached the service, attempts served and wasted per bucket, and
+/// the queue and attempts holding a worker at the bucket's end. `None` when no variant is a
+/// call graph.
+pub fn service_timeseries_csv(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let any_graph = experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.scenario.is_graph());
+    if !any_graph {
+        return Ok(None);
+    }
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(service_timeseries_header(two_axes))?;
+    for (point, at) in result.points.iter().zip(&experiment.points) {
+        let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
+        let mut values = vec![text(point.value.as_ref())];
+        if two_axes {
+            values.push(text(at.second_value.as_ref()));
+        }
+        for (v, ran) in point.variants.iter().zip(&at.variants) {
+            for (series, service) in v.service_series.iter().zip(&ran.scenario.services) {
+                let width = series.bucket.as_nanos();
+                for (i, row) in series.rows.iter().enumerate() {
+                    let start = crate::engine::SimTime(i as u64 * width);
+                    let mut record = values.clone();
+                    record.extend([
+                        csv_text(&v.name).into_owned(),
+                        csv_text(&service.name).into_owned(),
+                        format_number(start.as_nanos() as f64 / 1e9),
+                        format_number(width as f64 / 1e9),
+                    ]);
+                    record.extend(
+                        SERVICE_COLUMNS
+                            .iter()
+                            .map(|c| format_number(row[*c as usize])),
+                    );
+                    w.write_record(&record)?;
+                }
+            }
+        }
+    }
+    Ok(Some(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?))
 }
 
 /// `example-runs.csv`: the raw time series of the typical replications of the variants whose

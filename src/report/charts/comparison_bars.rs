@@ -30,12 +30,13 @@ where
     DB::ErrorType: 'static,
 {
     let (point, at) = super::focus_point(experiment, result);
+    let graph = super::is_graph_run(experiment);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["metric", "variant", "mean", "ci95"])?;
     for k in PANELS {
         for v in &point.variants {
             w.write_record([
-                k.title(),
+                super::metric_title(&k, graph),
                 v.name.clone(),
                 super::estimate(&k, v).0.to_string(),
                 super::estimate(&k, v).1.to_string(),
@@ -74,7 +75,7 @@ where
     super::draw_legend(&legend_area, &keys)?;
     let areas = panels_area.split_evenly((1, PANELS.len()));
     for (k, area) in PANELS.iter().zip(&areas) {
-        let title = k.title();
+        let title = super::metric_title(k, graph);
         let bars: Vec<(f64, f64)> = point
             .variants
             .iter()

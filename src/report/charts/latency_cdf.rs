@@ -23,6 +23,17 @@ where
     DB::ErrorType: 'static,
 {
     let (point, at) = super::focus_point(experiment, result);
+    // In a call graph a fallback's answer counts with the successes.
+    let graph = super::is_graph_run(experiment);
+    let x_desc = format!(
+        "latency of {}, start to {} (ms, log scale)",
+        if graph {
+            "answered requests"
+        } else {
+            "successful requests"
+        },
+        if graph { "answer" } else { "success" }
+    );
     // Per variant: (upper edge in ms, fraction of requests at or below it), non-empty range.
     let curves: Vec<Vec<(f64, f64)>> = point
         .variants
@@ -73,7 +84,11 @@ where
     let (title_area, body) = root.split_vertically(48);
     super::draw_title(
         &title_area,
-        &format!("{}: latency of successful requests{at}", experiment.name),
+        &format!(
+            "{}: latency of {}{at}",
+            experiment.name,
+            super::latency_of(experiment)
+        ),
         20,
     )?;
     // The legend sits above the plot, never over the curves. A curve starts at the share it has
@@ -81,7 +96,11 @@ where
     let mut keys = super::variant_keys(&point.variants, true);
     for (key, v) in keys.iter_mut().zip(&point.variants) {
         if v.metrics.succeeded == 0.0 {
-            key.label.push_str(" (no successes)");
+            key.label.push_str(if graph {
+                " (no answers)"
+            } else {
+                " (no successes)"
+            });
             continue;
         }
         if let Some(note) = failed_share(v) {
@@ -99,8 +118,12 @@ where
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("latency of successful requests, start to success (ms, log scale)")
-        .y_desc("share of successes at or below")
+        .x_desc(x_desc.as_str())
+        .y_desc(if graph {
+            "share of answers at or below"
+        } else {
+            "share of successes at or below"
+        })
         .x_label_formatter(&latency_histogram::log_tick)
         .x_labels(30)
         .y_label_formatter(&|y| format!("{:.0} %", y * 100.0))

@@ -110,6 +110,17 @@ where
     DB::ErrorType: 'static,
 {
     let (point, at) = super::focus_point(experiment, result);
+    // In a call graph a fallback's answer counts with the successes.
+    let graph = super::is_graph_run(experiment);
+    let x_desc = format!(
+        "latency of {}, start to {} (ms, log scale)",
+        if graph {
+            "answered requests"
+        } else {
+            "successful requests"
+        },
+        if graph { "answer" } else { "success" }
+    );
     // shares[variant][bin] in % of the variant's requests.
     let shares: Vec<Vec<f64>> = point
         .variants
@@ -163,8 +174,10 @@ where
     super::draw_title(
         &title_area,
         &format!(
-            "{}: latency histogram of successful requests{at} (share per bin, {} bins per decade)",
-            experiment.name, LATENCY_BINS_PER_DECADE
+            "{}: latency histogram of {}{at} (share per bin, {} bins per decade)",
+            experiment.name,
+            super::latency_of(experiment),
+            LATENCY_BINS_PER_DECADE
         ),
         18,
     )?;
@@ -202,9 +215,9 @@ where
             .light_line_style(WHITE.mix(0.0))
             .bold_line_style(BLACK.mix(0.08))
             .axis_desc_style((FONT, 13))
-            .y_desc("successes");
+            .y_desc(if graph { "answers" } else { "successes" });
         if last_panel {
-            mesh.x_desc("latency of successful requests, start to success (ms, log scale)");
+            mesh.x_desc(x_desc.as_str());
         }
         mesh.draw().map_err(err)?;
         let style = if super::is_truncated(v) {

@@ -6,6 +6,7 @@
 //! on every machine and need no fonts from the operating system. A variant keeps one colour in
 //! every figure of a run.
 
+mod call_graph;
 mod comparison_bars;
 mod latency_cdf;
 mod latency_histogram;
@@ -15,6 +16,7 @@ mod phase_diagram;
 mod policy_over_time;
 mod replications;
 mod server_over_time;
+mod service_load;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
@@ -142,6 +144,21 @@ pub enum Chart {
     /// A typical recovered and a typical collapsed run of each variant whose replications
     /// split.
     Replications {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A call graph's attempts received per second, a panel per service, a line per variant.
+    ServiceLoad {
+        /// File stem.
+        stem: &'static str,
+        /// Caption.
+        caption: &'static str,
+    },
+    /// A call graph's services as boxes and calls as arrows labelled with attempts per
+    /// logical request, a panel per variant.
+    CallGraph {
         /// File stem.
         stem: &'static str,
         /// Caption.
@@ -436,6 +453,10 @@ impl Chart {
             Chart::TimeHistogram { .. }
             | Chart::LoadOverTime { .. }
             | Chart::PolicyOverTime { .. } => (SIZE.0, (150 * variants as u32 + 66).max(400)),
+            // Panels are services here, with the variants' legend above them.
+            Chart::ServiceLoad { .. } => (SIZE.0, (150 * variants as u32 + 110).max(400)),
+            // Drawn by `render` from the graph's layout.
+            Chart::CallGraph { .. } => SIZE,
             Chart::ServerOverTime { .. } => (SIZE.0, (160 * variants as u32 + 100).max(400)),
             Chart::LatencyHistogram { .. } => (SIZE.0, (120 * variants as u32 + 60).max(400)),
             Chart::Replications { .. } => (
@@ -460,6 +481,7 @@ pub fn figures(
 
 /// Which charts a run gets.
 pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Chart> {
+    let graph = is_graph_run(experiment);
     let mut charts = vec![Chart::ComparisonBars {
         stem: "comparison",
         caption: "The headline numbers side by side; a bar's whisker is its 95 % confidence interval.",
@@ -506,21 +528,41 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         charts.push(Chart::SweepCurve {
             stem: "latency-p99",
             metric: Metric::SUCCESS_P99,
-            label: "p99 latency of successful requests (ms)",
-            caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
+            label: if graph {
+                "p99 latency of answered requests (ms)"
+            } else {
+                "p99 latency of successful requests (ms)"
+            },
+            caption: if graph {
+                "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in success-rate."
+            } else {
+                "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate."
+            },
         });
     }
     charts.push(Chart::LatencyCdf {
         stem: "latency",
-        caption: "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast.",
+        caption: if graph {
+            "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out."
+        } else {
+            "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast."
+        },
     });
     charts.push(Chart::LatencyHistogram {
         stem: "latency-histogram",
-        caption: "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry.",
+        caption: if graph {
+            "The shape of the latency distribution of answered requests (successes and fallback answers alike), a panel per variant on one log axis and one scale (share of answers per bin), its failure share in the title: two humps are a bimodal run, answers after a retry, or fast fallbacks beside real answers."
+        } else {
+            "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry."
+        },
     });
     charts.push(Chart::LoadOverTime {
         stem: "load-over-time",
-        caption: "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
+        caption: if graph {
+            "What the clients sent to the entry service over time (pale: first attempts, dark: retries), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time."
+        } else {
+            "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls."
+        },
     });
     if policy_over_time::applies(experiment) {
         charts.push(Chart::PolicyOverTime {
@@ -537,6 +579,16 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
         charts.push(Chart::Replications {
             stem: "replications",
             caption: "Where a variant's replications split between recovering and staying collapsed, the mean describes no run: a typical recovered and a typical collapsed replication (median goodput within each group), on one time axis and scale.",
+        });
+    }
+    if service_load::applies(experiment) {
+        charts.push(Chart::CallGraph {
+            stem: "call-graph",
+            caption: "The call graph, a panel per variant in one layout: the clients and the services as boxes, each call as an arrow labelled with the attempts it carried per logical request the clients started (mean over replications ± its 95 % half-width), its width on one scale for every panel. The arrow into the entry counts the clients' own attempts; a number that grows along the arrows is retries multiplying down the graph.",
+        });
+        charts.push(Chart::ServiceLoad {
+            stem: "service-load-over-time",
+            caption: "Attempts each service of the call graph received per second, a panel per service on one time axis and one scale, a line per variant: where the retries of the callers above pile up, and for how long after the trigger.",
         });
     }
     if server_over_time::applies(result, focus) {
@@ -585,6 +637,8 @@ fn render(
         | Chart::PolicyOverTime { stem, caption }
         | Chart::LatencyCdf { stem, caption }
         | Chart::PhaseDiagram { stem, caption }
+        | Chart::ServiceLoad { stem, caption }
+        | Chart::CallGraph { stem, caption }
         | Chart::SweepGrid { stem, caption } => (*stem, *caption),
     };
     // Curves against the first axis of a two-axis sweep show one value of the second.
@@ -606,9 +660,13 @@ fn render(
             let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
             replications::shown(&result.points[focus].variants).len()
         }
+        Chart::ServiceLoad { .. } => service_load::panel_count(experiment),
         _ => result.points[0].variants.len(),
     };
-    let size = chart.size(panels);
+    let size = match chart {
+        Chart::CallGraph { .. } => call_graph::size(experiment),
+        _ => chart.size(panels),
+    };
     let (image, csv) = match format {
         ImageFormat::Png => {
             let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
@@ -675,10 +733,44 @@ where
         Chart::LatencyHistogram { .. } => latency_histogram::draw(experiment, result, &root)?,
         Chart::ServerOverTime { .. } => server_over_time::draw(experiment, result, &root)?,
         Chart::Replications { .. } => replications::draw(experiment, result, &root)?,
+        Chart::ServiceLoad { .. } => service_load::draw(experiment, result, &root)?,
+        Chart::CallGraph { .. } => call_graph::draw(experiment, result, &root)?,
     };
     root.present()
         .map_err(|e| anyhow::anyhow!("drawing failed: {e}"))?;
     Ok(csv)
+}
+
+/// Whether some variant of the run is a call graph: its "successful" requests' latency then
+/// counts the requests a fallback answered too (see [`metric_title`]).
+pub fn is_graph_run(experiment: &Experiment) -> bool {
+    experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.scenario.is_graph())
+}
+
+/// A metric's title as figures and report.md show it: [`Metric::title`], except that in a
+/// call graph the latency of successful requests is that of answered ones (a fallback's answer
+/// counts with the successes), and says so.
+pub fn metric_title(k: &Metric, graph: bool) -> String {
+    match (graph, k.key.strip_prefix("success_latency_ms.")) {
+        (true, Some(_)) => {
+            let which = k.label.split(' ').next().unwrap_or(k.label);
+            format!("{which} latency of answers ({})", k.unit.suffix())
+        }
+        _ => k.title(),
+    }
+}
+
+/// The words for the requests whose latency the latency figures draw.
+fn latency_of(experiment: &Experiment) -> &'static str {
+    if is_graph_run(experiment) {
+        "answered requests (successes and fallback answers)"
+    } else {
+        "successful requests"
+    }
 }
 
 /// A variant's scaled mean and 95 % half-width of `k` as a figure draws it: (0, 0) where the

@@ -38,6 +38,7 @@ where
         .sweep
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("a sweep grid needs a sweep"))?;
+    let graph = super::is_graph_run(experiment);
     let mut w = csv::Writer::from_writer(Vec::new());
     // With two axes, the second axis' value follows the first's in every row.
     let second = sweep.second.as_ref();
@@ -58,7 +59,7 @@ where
                 let mut record = values.clone();
                 record.extend([
                     v.name.clone(),
-                    k.title(),
+                    super::metric_title(&k, graph),
                     cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.0)),
                     cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.1)),
                 ]);
@@ -85,7 +86,8 @@ where
     let (legend_area, grid) = body.split_vertically(super::legend_height(&keys, super::SIZE.0));
     super::draw_legend(&legend_area, &keys)?;
     for (k, area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
-        sweep_curves::draw(experiment, result, k, &k.title(), true, &area)?;
+        let title = super::metric_title(k, graph);
+        sweep_curves::draw(experiment, result, k, &title, true, &area)?;
     }
     Ok(csv)
 }
