@@ -715,7 +715,7 @@ fn wrong_types_are_described_in_the_formats_words() {
         (
             "\"max_attempts\": 3",
             "\"max_attempts\": 3, \"retry_on\": [\"timeouts\"]",
-            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent (got \"timeouts\"); did you mean \"timeout\"?",
+            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent, bulkhead_full (got \"timeouts\"); did you mean \"timeout\"?",
         ),
         (
             "\"constant\": \"1ms\"",
