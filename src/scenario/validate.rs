@@ -1808,6 +1808,29 @@ mod tests {
         );
     }
 
+    /// `scenario.resolved.json` of a call graph is a scenario itself (`retrystorm report`
+    /// loads it again): it loads to the same resolved form.
+    #[test]
+    fn a_resolved_graph_loads_again_to_itself() {
+        let mut doc = three_tier();
+        doc["services"]["frontend"]["call_mode"] = json!("parallel");
+        doc["services"]["frontend"]["calls"][0]["fraction"] = json!(0.25);
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({"timeout": "50ms",
+            "bulkhead": {"max_concurrent": 2}, "fallback": {"latency": {"constant": "3ms"}},
+            "propagate_deadline": true, "budget": {"ratio": {"percent": 0.2}},
+            "breaker": {"window": {"count": 10}}});
+        doc["policy"]["fallback"] = json!({});
+        let resolved = resolved_json(&load(&doc));
+        let first = &resolved["variants"][0]["scenario"];
+        assert_eq!(first["clients"]["entry"], "frontend");
+        let order: Vec<&String> = first["services"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["frontend", "backend", "cache"]);
+        assert!(first.get("server").is_none());
+        let mut again = first.clone();
+        again["name"] = json!("three-tier");
+        assert_eq!(resolved_json(&load(&again)), resolved);
+    }
+
     #[test]
     fn an_existing_rule_names_the_service_or_call() {
         let mut doc = three_tier();
