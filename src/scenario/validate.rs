@@ -708,7 +708,11 @@ fn graph(
         });
     }
     cycles(c, &names, &targets);
-    if let Some(entry) = entry {
+    // A call whose `to` names no service may have been meant for the one it leaves uncalled:
+    // one mistake, one message.
+    if let Some(entry) = entry
+        && targets.iter().flatten().all(Option::is_some)
+    {
         never_called(c, &names, &targets, entry);
     }
     // The entry first, then the others in file order; each call follows its target.
