@@ -280,7 +280,7 @@ pub fn load_str(
         } else {
             let pairs: Vec<String> = settings
                 .iter()
-                .map(|s| format!("{} = {}", cut(s.path), short(s.value)))
+                .map(|s| format!("{} = {}", cut_path(s.path), short(s.value)))
                 .collect();
             format!("with {}", pairs.join(", "))
         };
@@ -730,6 +730,19 @@ fn check_name(name: &str, problems: &mut Vec<Problem>) {
                 quote(name)
             ),
         ));
+    }
+}
+
+/// Characters of a sweep path that a message shows before it cuts it off: enough for a path
+/// into a call's policy (`services.frontend.calls.0.policy.retry.max_attempts`), so that two
+/// such paths read apart.
+const SHOWN_PATH_CHARS: usize = 120;
+
+/// A sweep path for messages, cut off (with "...") after [`SHOWN_PATH_CHARS`] characters.
+fn cut_path(path: &str) -> String {
+    match path.char_indices().nth(SHOWN_PATH_CHARS) {
+        Some((end, _)) => format!("{}...", &path[..end]),
+        None => path.to_string(),
     }
 }
 
