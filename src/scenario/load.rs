@@ -16,7 +16,7 @@ use super::error::{Problem, ScenarioError, cut, quote, short};
 use super::locate::{Place, locate};
 use super::schema::{RawScenario, RawSweep, RawVariant};
 use super::shape::{self, Step, parse, show};
-use super::validate::validate;
+use super::validate::{name_hint, validate};
 use super::{Axis, Experiment, Point, Sweep, Variant};
 
 /// Settings given on the command line that override the file.
@@ -174,6 +174,10 @@ pub fn load_str(
             second.base_value = get_path(&doc, &second.path).cloned();
         }
         expand &= check_sweep(s, &mut problems);
+        expand &= check_service_in_path("sweep", &s.path, &doc, &mut problems);
+        if let Some(second) = &s.second {
+            expand &= check_service_in_path("sweep.second", &second.path, &doc, &mut problems);
+        }
     }
     // The variants to build: (index in the file, name, patch). One whose entry or patch
     // has the wrong shape is left out; its problem is listed.
@@ -276,7 +280,7 @@ pub fn load_str(
         } else {
             let pairs: Vec<String> = settings
                 .iter()
-                .map(|s| format!("{} = {}", cut(s.path), short(s.value)))
+                .map(|s| format!("{} = {}", cut_path(s.path), short(s.value)))
                 .collect();
             format!("with {}", pairs.join(", "))
         };
@@ -288,7 +292,7 @@ pub fn load_str(
                 std::borrow::Cow::Borrowed(&base)
             } else {
                 let mut merged = base.clone();
-                json_patch::merge(&mut merged, patch);
+                merge(&mut merged, patch);
                 std::borrow::Cow::Owned(merged)
             };
             // A variant's problem names the sweep values only where a swept setting holds
@@ -624,6 +628,29 @@ fn unreadable(e: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
     )
 }
 
+/// Applies JSON merge `patch` (RFC 7396) to `doc`, keeping the order of keys: a key removed
+/// with `null` leaves the others where they were, and a new key goes last. The order of
+/// `services` is the order of the scenario's services, so a variant keeps the file's order,
+/// with the services its patch adds at the end.
+fn merge(doc: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *doc = patch.clone();
+        return;
+    };
+    if !doc.is_object() {
+        *doc = Value::Object(Default::default());
+    }
+    if let Value::Object(map) = doc {
+        for (key, value) in patch {
+            if value.is_null() {
+                map.shift_remove(key);
+            } else {
+                merge(map.entry(key.as_str()).or_insert(Value::Null), value);
+            }
+        }
+    }
+}
+
 /// Puts `value` at dotted `path` in `doc`, creating objects on the way. A key that is a
 /// number indexes an array (`server.faults.0.to`).
 pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
@@ -706,6 +733,19 @@ fn check_name(name: &str, problems: &mut Vec<Problem>) {
     }
 }
 
+/// Characters of a sweep path that a message shows before it cuts it off: enough for a path
+/// into a call's policy (`services.frontend.calls.0.policy.retry.max_attempts`), so that two
+/// such paths read apart.
+const SHOWN_PATH_CHARS: usize = 120;
+
+/// A sweep path for messages, cut off (with "...") after [`SHOWN_PATH_CHARS`] characters.
+fn cut_path(path: &str) -> String {
+    match path.char_indices().nth(SHOWN_PATH_CHARS) {
+        Some((end, _)) => format!("{}...", &path[..end]),
+        None => path.to_string(),
+    }
+}
+
 /// The value at dotted `path` in `doc`, if there is one.
 fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(doc, |v, key| match v {
@@ -758,6 +798,34 @@ fn check_sweep(s: &Sweep, problems: &mut Vec<Problem>) -> bool {
         }
     }
     problems.len() == before
+}
+
+/// A sweep of a setting inside a service (`services.<name>.<key>...`) names a service that
+/// the file has: otherwise the sweep would add a service holding only that setting, which is
+/// never what was meant (sweeping a whole `services.<name>` may add one). Says whether it
+/// does.
+fn check_service_in_path(at: &str, path: &str, doc: &Value, problems: &mut Vec<Problem>) -> bool {
+    let mut keys = path.split('.');
+    let (Some("services"), Some(name), Some(_)) = (keys.next(), keys.next(), keys.next()) else {
+        return true;
+    };
+    let Some(services) = doc.get("services").and_then(Value::as_object) else {
+        return true;
+    };
+    if services.contains_key(name) {
+        return true;
+    }
+    let names: Vec<&str> = services.keys().map(String::as_str).collect();
+    problems.push(Problem::new(
+        format!("{at}.path"),
+        format!(
+            "{} names no service of the file (got {}){}",
+            quote(path),
+            quote(name),
+            name_hint(name, &names)
+        ),
+    ));
+    false
 }
 
 fn check_label(at: &str, label: &str, problems: &mut Vec<Problem>) {

@@ -216,7 +216,9 @@ pub struct Scenario {
     /// One-way message delays.
     pub network: Network,
     /// The services, the entry first: one (a file's `server`), or a file's `services`
-    /// with the clients' entry service at index 0 and the others in file order. Never empty.
+    /// with the clients' entry service at index 0 and the others in file order: the order in
+    /// which the file writes the keys of `services` (serde_json keeps it, `preserve_order`);
+    /// a variant's patch keeps it and appends the services it adds. Never empty.
     pub services: Vec<Service>,
     /// The clients' policy towards the entry service.
     pub policy: Policy,
@@ -364,7 +366,8 @@ pub struct Call {
     /// order (their sum is at most 1), and one draw per logical request and service picks
     /// the slice; calls with fraction 1 are made by every attempt.
     pub fraction: f64,
-    /// The caller's policy on this call.
+    /// The caller's policy on this call. Its budget and breaker are one per call edge,
+    /// shared by every attempt on it (their `scope` reads `Shared`).
     pub policy: Policy,
 }
 

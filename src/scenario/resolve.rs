@@ -1,5 +1,7 @@
 //! A validated [`Scenario`] written back in the scenario syntax with every default filled in,
-//! for `scenario.resolved.json`: what ran, not what was typed.
+//! for `scenario.resolved.json`: what ran, not what was typed. One server is written as
+//! `server` (as it always was, byte for byte); a call graph as `services`, the entry first,
+//! with `clients.entry`. Either loads again as a scenario (`retrystorm report` does).
 
 use serde_json::{Map, Value, json};
 
@@ -9,7 +11,7 @@ use crate::model::{
     Fault, FaultEffect, Outage,
 };
 
-use super::{Experiment, RetryAfter, Scenario, ServerKind, Workload};
+use super::{Experiment, Policy, RetryAfter, Scenario, Server, ServerKind, Service, Workload};
 
 /// The resolved form of an experiment: file-level settings, the sweep (with its second axis,
 /// if any), and every variant (at the first sweep point) in full.
@@ -80,7 +82,33 @@ fn scenario_json(s: &Scenario) -> Value {
         "network".into(),
         json!({"latency": dist_json(&s.network.latency)}),
     );
-    let server = match &s.server().kind {
+    if s.is_graph() {
+        // A call graph names its entry and writes every service under its name, the entry
+        // first; a single server keeps the form it always had.
+        if let Some(clients) = out.get_mut("clients") {
+            clients["entry"] = json!(s.services[0].name);
+        }
+        let services: Map<String, Value> = s
+            .services
+            .iter()
+            .map(|service| (service.name.clone(), service_json(s, service)))
+            .collect();
+        out.insert("services".into(), Value::Object(services));
+    } else {
+        out.insert("server".into(), server_json(s.server()));
+    }
+    out.insert("policy".into(), policy_json(&s.policy, false));
+    out.insert("metrics".into(), json!({"bucket": s.bucket.to_string()}));
+    out.insert(
+        "limits".into(),
+        json!({"max_events": s.limits.max_events, "max_in_flight": s.limits.max_in_flight}),
+    );
+    Value::Object(out)
+}
+
+/// A server's settings, every default filled in.
+fn server_json(s: &Server) -> Value {
+    let server = match &s.kind {
         ServerKind::Queue(q) => json!({
             "kind": "queue",
             "concurrency": q.concurrency.map_or(json!("unlimited"), |c| json!(c)),
@@ -89,28 +117,55 @@ fn scenario_json(s: &Scenario) -> Value {
             "service_time": dist_json(&q.service_time),
             "slowdown_per_inflight": q.slowdown_per_inflight.to_string(),
             "error_rate": q.error_rate,
-            "permanent_error_rate": s.server().permanent_error_rate,
+            "permanent_error_rate": s.permanent_error_rate,
             "drop_expired": q.drop_expired,
         }),
         ServerKind::Occ => json!({
             "kind": "occ",
-            "permanent_error_rate": s.server().permanent_error_rate,
+            "permanent_error_rate": s.permanent_error_rate,
         }),
     };
     let mut server = server;
-    if !s.server().faults.is_empty() {
-        let faults: Vec<Value> = s.server().faults.windows().iter().map(fault_json).collect();
+    if !s.faults.is_empty() {
+        let faults: Vec<Value> = s.faults.windows().iter().map(fault_json).collect();
         server["faults"] = json!(faults);
     }
-    if let Some(r) = &s.server().rate_limit {
+    if let Some(r) = &s.rate_limit {
         let mut limit = json!({"rate_per_s": r.rate_per_s, "burst": r.burst});
         if let Some(after) = r.retry_after {
             limit["retry_after"] = json!(after.to_string());
         }
         server["rate_limit"] = limit;
     }
-    out.insert("server".into(), server);
-    let p = &s.policy;
+    server
+}
+
+/// A service of a call graph: its server's settings, its call mode and its calls.
+fn service_json(s: &Scenario, service: &Service) -> Value {
+    let mut out = server_json(&service.server);
+    out["call_mode"] = json!(if service.parallel {
+        "parallel"
+    } else {
+        "sequential"
+    });
+    let calls: Vec<Value> = service
+        .calls
+        .iter()
+        .map(|call| {
+            json!({
+                "to": s.services[call.to].name,
+                "fraction": call.fraction,
+                "policy": policy_json(&call.policy, true),
+            })
+        })
+        .collect();
+    out["calls"] = json!(calls);
+    out
+}
+
+/// A policy, every default filled in; `on_call` for a call between services, whose policy
+/// also says whether it propagates its deadline.
+fn policy_json(p: &Policy, on_call: bool) -> Value {
     let mut policy = Map::new();
     if let Some(t) = p.timeout {
         policy.insert("timeout".into(), json!(t.to_string()));
@@ -145,13 +200,19 @@ fn scenario_json(s: &Scenario) -> Value {
     if let Some(b) = &p.breaker {
         policy.insert("breaker".into(), breaker_json(b));
     }
-    out.insert("policy".into(), Value::Object(policy));
-    out.insert("metrics".into(), json!({"bucket": s.bucket.to_string()}));
-    out.insert(
-        "limits".into(),
-        json!({"max_events": s.limits.max_events, "max_in_flight": s.limits.max_in_flight}),
-    );
-    Value::Object(out)
+    if let Some(b) = &p.bulkhead {
+        policy.insert(
+            "bulkhead".into(),
+            json!({"max_concurrent": b.max_concurrent, "max_wait": b.max_wait.to_string()}),
+        );
+    }
+    if let Some(latency) = &p.fallback {
+        policy.insert("fallback".into(), json!({"latency": dist_json(latency)}));
+    }
+    if on_call {
+        policy.insert("propagate_deadline".into(), json!(p.propagate_deadline));
+    }
+    Value::Object(policy)
 }
 
 fn budget_json(b: &BudgetConfig) -> Value {

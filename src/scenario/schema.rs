@@ -43,10 +43,14 @@ pub struct RawScenario {
     /// One-way message delays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<RawNetwork>,
-    /// The server the clients call.
+    /// The server the clients call (a file has `server` or `services`, not both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<RawServer>,
-    /// The clients' timeout, deadline and retry policy.
+    /// A call graph: services by name, each a server that may call others (instead of
+    /// `server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<RawServices>,
+    /// The clients' timeout, deadline and retry policy (towards the entry service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RawPolicy>,
     /// Variants of the scenario, each the base with a JSON merge patch applied.
@@ -71,6 +75,10 @@ pub struct RawClients {
     pub count: u64,
     /// Open (Poisson arrivals) or closed (one request at a time per client).
     pub workload: RawWorkload,
+    /// The service the clients call, by name (with `services` only; required with more than
+    /// one service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 }
 
 /// `clients.workload`.
@@ -199,43 +207,168 @@ pub enum RawDiscipline {
     Lifo,
 }
 
-/// `server`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+/// Declares a struct with every key of a server followed by `extra` keys: `server` and each
+/// service of `services` share one list of server settings (and the serde attributes that go
+/// with them), so a new server setting is written once and reaches both.
+macro_rules! with_server_keys {
+    ($(#[$attr:meta])* pub struct $name:ident { $($extra:tt)* }) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// "queue" (default) or "occ".
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub kind: Option<RawServerKind>,
+            /// Workers: an integer >= 1 or "unlimited" (default 1).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub concurrency: Option<Count>,
+            /// Waiting places: an integer >= 0 or "unlimited" (default "unlimited").
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub queue_limit: Option<Count>,
+            /// Order in which waiting attempts are served (default "fifo").
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub discipline: Option<RawDiscipline>,
+            /// Time one attempt keeps a worker busy (required for a queue server).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub service_time: Option<RawDist>,
+            /// Extra service time per attempt already in service when one starts.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub slowdown_per_inflight: Option<DurationText>,
+            /// Probability that a served attempt ends `error` (default 0).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub error_rate: Option<f64>,
+            /// Probability that a logical request (for a service other than the entry: a call
+            /// to it) is bad: every attempt ends `permanent` (default 0).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub permanent_error_rate: Option<f64>,
+            /// Discard attempts whose caller has already given up, at arrival and at dequeue
+            /// (and, for a service, before each downstream call; default false).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub drop_expired: Option<bool>,
+            /// An admission token bucket that answers `throttled`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub rate_limit: Option<RawRateLimit>,
+            /// Windows of trouble: outages, error bursts, slowdowns, stalls.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub faults: Option<Vec<RawFault>>,
+            $($extra)*
+        }
+    };
+}
+
+with_server_keys! {
+    /// `server`.
+    pub struct RawServer {}
+}
+
+with_server_keys! {
+    /// `services.<name>`: one service of a call graph: every key of a server, and the calls
+    /// each attempt it serves makes.
+    pub struct RawService {
+        /// "sequential" (default: one call after another, stopping at the first that fails
+        /// for good) or "parallel" (all at once, waiting for all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub call_mode: Option<RawCallMode>,
+        /// Downstream calls, in order: each names another service and the caller's policy on
+        /// the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub calls: Option<Vec<RawCall>>,
+    }
+}
+
+impl RawService {
+    /// The service's server settings, as `server` would hold them.
+    pub fn server(&self) -> RawServer {
+        RawServer {
+            kind: self.kind,
+            concurrency: self.concurrency,
+            queue_limit: self.queue_limit,
+            discipline: self.discipline,
+            service_time: self.service_time.clone(),
+            slowdown_per_inflight: self.slowdown_per_inflight.clone(),
+            error_rate: self.error_rate,
+            permanent_error_rate: self.permanent_error_rate,
+            drop_expired: self.drop_expired,
+            rate_limit: self.rate_limit.clone(),
+            faults: self.faults.clone(),
+        }
+    }
+}
+
+/// `services.<name>.call_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawCallMode {
+    /// One call after another, stopping at the first that fails for good.
+    Sequential,
+    /// Every call at once; the attempt waits for all of them.
+    Parallel,
+}
+
+/// `services.<name>.calls[i]`: one downstream call.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawServer {
-    /// "queue" (default) or "occ".
+pub struct RawCall {
+    /// The name of the service called (another service of `services`).
+    pub to: String,
+    /// Share of the caller's attempts that make this call, above 0 and at most 1 (default
+    /// 1). Calls with a fraction below 1 are exclusive routes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<RawServerKind>,
-    /// Workers: an integer >= 1 or "unlimited" (default 1).
+    pub fraction: Option<f64>,
+    /// The caller's policy on this call: every key of `policy`, and `bulkhead` and
+    /// `propagate_deadline` (default: no timeout, 3 attempts, immediate retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<Count>,
-    /// Waiting places: an integer >= 0 or "unlimited" (default "unlimited").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue_limit: Option<Count>,
-    /// Order in which waiting attempts are served (default "fifo").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discipline: Option<RawDiscipline>,
-    /// Time one attempt keeps a worker busy (required for a queue server).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_time: Option<RawDist>,
-    /// Extra service time per attempt already in service when one starts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slowdown_per_inflight: Option<DurationText>,
-    /// Probability that a served attempt ends `error` (default 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<f64>,
-    /// Probability that a logical request is bad: every attempt ends `permanent` (default 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permanent_error_rate: Option<f64>,
-    /// Discard, at dequeue, attempts whose client has already given up (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drop_expired: Option<bool>,
-    /// An admission token bucket that answers `throttled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_limit: Option<RawRateLimit>,
-    /// Windows of trouble: outages, error bursts, slowdowns, stalls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults: Option<Vec<RawFault>>,
+    pub policy: Option<RawPolicy>,
+}
+
+/// `services`: the services of a call graph under their names, in the order the file writes
+/// them (serde_json keeps the order of an object's keys).
+#[derive(Debug, Clone, Default)]
+pub struct RawServices(pub Vec<(String, RawService)>);
+
+impl<'de> Deserialize<'de> for RawServices {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawServices;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of services by name")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawServices, A::Error> {
+                let mut services = Vec::new();
+                while let Some((name, service)) = map.next_entry::<String, RawService>()? {
+                    services.push((name, service));
+                }
+                Ok(RawServices(services))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Serialize for RawServices {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, service) in &self.0 {
+            map.serialize_entry(name, service)?;
+        }
+        map.end()
+    }
+}
+
+impl JsonSchema for RawServices {
+    fn schema_name() -> Cow<'static, str> {
+        "Services".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let service = generator.subschema_for::<RawService>();
+        json_schema!({
+            "type": "object",
+            "description": "Services by name (at most 64), each a server that may call others; the clients call the one clients.entry names",
+            "additionalProperties": service
+        })
+    }
 }
 
 /// `server.rate_limit`.
@@ -302,6 +435,38 @@ pub struct RawPolicy {
     /// A circuit breaker that can refuse attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<RawBreaker>,
+    /// A semaphore bulkhead on the call (in a call's policy only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<RawBulkhead>,
+    /// Answers a call that fails for good after a latency instead: the request ends
+    /// `degraded` rather than failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<RawFallback>,
+    /// Bound the call's deadline by the time its caller still waits (in a call's policy
+    /// only; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagate_deadline: Option<bool>,
+}
+
+/// `bulkhead`: Resilience4j's semaphore bulkhead on one call edge.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBulkhead {
+    /// Attempts in flight on the call at once (at least 1).
+    pub max_concurrent: u64,
+    /// Longest wait for a permit, in arrival order, before the attempt fails
+    /// `bulkhead_full` (default "0ms": at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait: Option<DurationText>,
+}
+
+/// `fallback`: what answers a call that failed for good.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFallback {
+    /// How long the fallback takes to answer (default {"constant": "0ms"}).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<RawDist>,
 }
 
 /// Outcome classes of one attempt, as named in `retry_on`.
@@ -322,6 +487,8 @@ pub enum RawAttemptOutcome {
     Conflict,
     /// 4xx: never retried (listing it is an error).
     Permanent,
+    /// A full bulkhead gave no permit within its `max_wait` (not retried by default).
+    BulkheadFull,
 }
 
 /// `policy.retry.retry_after`.
@@ -342,7 +509,7 @@ pub struct RawRetry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<Count>,
     /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
-    /// conflict).
+    /// conflict; bulkhead_full may be added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_on: Option<Vec<RawAttemptOutcome>>,
     /// "none" (retry at once, the default) or exponential backoff.

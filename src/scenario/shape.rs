@@ -140,6 +140,9 @@ struct Typed {
     required: Vec<String>,
     /// Whether an object may have no other keys.
     closed: bool,
+    /// The node of the values under keys it does not list (a map such as `services`, whose
+    /// keys are names).
+    values: Option<usize>,
     /// The node of a list's items.
     items: Option<usize>,
 }
@@ -399,6 +402,10 @@ impl Compiler {
             })
             .unwrap_or_default();
         let items = schema.get("items").map(|s| self.compile(s));
+        let values = match schema.get("additionalProperties") {
+            Some(s @ Value::Object(_)) => Some(self.compile(s)),
+            _ => None,
+        };
         Node::Typed(Typed {
             types,
             minimum: schema.get("minimum").and_then(Value::as_f64),
@@ -406,6 +413,7 @@ impl Compiler {
             properties,
             required,
             closed: schema.get("additionalProperties") == Some(&Value::Bool(false)),
+            values,
             items,
         })
     }
@@ -572,7 +580,11 @@ impl<'d> Walk<'_, 'd> {
                     };
                     self.push_key(message);
                 }
-                None => {}
+                None => {
+                    if let Some(id) = t.values {
+                        self.value(id, x);
+                    }
+                }
             }
             self.path.pop();
         }
@@ -720,9 +732,57 @@ mod tests {
                           "backoff": {"base": "1ms", "cap": "1s", "jitter": "full"}}}})
     }
 
+    /// A call graph with every key a service, a call and a call's policy have.
+    fn good_graph() -> Value {
+        json!({"name": "g", "duration": "1s",
+               "clients": {"count": 2, "workload": {"open": {"rate_per_s": 10}}, "entry": "api"},
+               "policy": {"timeout": "1s", "fallback": {"latency": {"constant": "1ms"}}},
+               "services": {
+                   "api": {"service_time": {"constant": "1ms"}, "call_mode": "parallel",
+                           "calls": [{"to": "db", "fraction": 0.5,
+                                      "policy": {"timeout": "10ms",
+                                                 "retry": {"retry_on": ["bulkhead_full"]},
+                                                 "bulkhead": {"max_concurrent": 4, "max_wait": "1ms"},
+                                                 "fallback": {"latency": {"constant": "1ms"}},
+                                                 "propagate_deadline": true}}]},
+                   "db": {"kind": "occ", "permanent_error_rate": 0.1}}})
+    }
+
     #[test]
     fn a_good_document_has_no_shape_problems() {
         assert_eq!(messages(&good()), Vec::<String>::new());
+        assert_eq!(messages(&good_graph()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn services_calls_and_call_policies_are_walked_key_by_key() {
+        let mut doc = good_graph();
+        let api = &mut doc["services"]["api"];
+        api["concurency"] = json!(2);
+        api["call_mode"] = json!("paralel");
+        let call = &mut api["calls"][0];
+        call["fraction"] = json!("half");
+        call["policy"]["bulkhed"] = json!({"max_concurrent": 1});
+        call["policy"]["bulkhead"]["max_concurrent"] = json!(-1);
+        call["policy"]["propagate_deadline"] = json!("yes");
+        doc["services"]["db"] = json!(5);
+        doc["clients"]["entry"] = json!(1);
+        let found = messages(&doc);
+        assert_eq!(
+            found,
+            [
+                "clients.entry: must be a string (got 1)",
+                "services.api.call_mode: must be one of: sequential, parallel (got \"paralel\"); did you mean \"parallel\"?",
+                "services.api.calls[0].fraction: must be a number (got \"half\")",
+                "services.api.calls[0].policy.bulkhead.max_concurrent: must be a whole number (got -1)",
+                "services.api.calls[0].policy.propagate_deadline: must be true or false (got \"yes\")",
+                "services.api.calls[0].policy.bulkhed: unknown key; did you mean `bulkhead`?",
+                "services.api.concurency: unknown key; did you mean `concurrency`?",
+                "services.db: must be an object (got 5)",
+            ]
+        );
+        doc["services"] = json!([]);
+        assert_eq!(messages(&doc)[1], "services: must be an object (got [])");
     }
 
     #[test]
@@ -845,6 +905,7 @@ mod tests {
             docs.push(serde_json::from_str::<Value>(&text).unwrap());
         }
         docs.push(good());
+        docs.push(good_graph());
         let replacements = [
             json!(null),
             json!(true),

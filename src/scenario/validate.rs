@@ -4,6 +4,8 @@
 //! and the fix. Defaults are filled in here too (and only here), so `scenario.resolved.json`
 //! shows exactly what ran.
 
+use std::collections::HashMap;
+
 use crate::engine::{SimDuration, SimTime};
 use crate::model::{
     Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
@@ -11,12 +13,12 @@ use crate::model::{
     RateProfile, RateStep, Scope,
 };
 
-use super::error::{Problem, num, short};
+use super::error::{Problem, num, quote, short};
 use super::schema::*;
 use super::units::parse_duration;
 use super::{
-    Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario, Server,
-    ServerKind, Service, Workload,
+    BulkheadConfig, Call, Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter,
+    RetryPolicy, Scenario, Server, ServerKind, Service, Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -306,14 +308,14 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             .and_then(|n| n.latency.as_ref())
             .map_or(Dist::ZERO, |d| c.dist("network.latency", d)),
     };
-    let default_server = RawServer::default();
-    let server = server(
-        &mut c,
-        raw.server.as_ref().unwrap_or(&default_server),
-        duration,
-    );
+    let services = services(&mut c, raw, duration);
     let default_policy = RawPolicy::default();
-    let policy = policy(&mut c, raw.policy.as_ref().unwrap_or(&default_policy));
+    let policy = policy(
+        &mut c,
+        "policy",
+        raw.policy.as_ref().unwrap_or(&default_policy),
+        Caller::Clients,
+    );
     let limits = Limits {
         max_events: raw
             .limits
@@ -357,22 +359,7 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    // Written, even if it failed: a timeout with a mistake in it is still meant as a timeout.
-    let gives_up = raw
-        .policy
-        .as_ref()
-        .is_some_and(|p| p.timeout.is_some() || p.deadline.is_some());
-    if !gives_up {
-        let faults = raw.server.as_ref().and_then(|s| s.faults.as_deref());
-        for (i, f) in faults.unwrap_or_default().iter().enumerate() {
-            if f.outage == Some(RawOutage::Drop) {
-                c.err(
-                    &format!("server.faults[{i}].outage"),
-                    "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers",
-                );
-            }
-        }
-    }
+    drop_outages(&mut c, raw);
     if let Workload::Closed(closed) = &clients.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
@@ -394,12 +381,7 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             bucket: bucket.unwrap_or_default(),
             clients,
             network,
-            services: vec![Service {
-                name: "server".to_owned(),
-                server,
-                calls: Vec::new(),
-                parallel: false,
-            }],
+            services,
             policy,
             limits,
         })
@@ -461,9 +443,506 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
     Clients { count, workload }
 }
 
-fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Server {
-    let permanent_error_rate =
-        c.probability("server.permanent_error_rate", raw.permanent_error_rate);
+/// The most services of a call graph.
+pub const MAX_SERVICES: usize = 64;
+/// The most calls one service makes.
+pub const MAX_CALLS: usize = 64;
+/// The most characters of a service's name.
+pub const MAX_SERVICE_NAME: usize = 64;
+/// How far the fractions of a service's routes may add up beyond 1: decimal fractions such as
+/// 0.7 + 0.2 + 0.1 do not add up to exactly 1 in binary.
+const ROUTE_SLACK: f64 = 1e-9;
+/// Names or calls a message lists before it counts the rest.
+const LISTED: usize = 8;
+
+/// The services of a scenario, the entry first: the one `server` (or the default server) as a
+/// service named "server", or the services of `services`.
+fn services(c: &mut Checker, raw: &RawScenario, duration: Option<SimDuration>) -> Vec<Service> {
+    let Some(list) = &raw.services else {
+        if let Some(entry) = &raw.clients.entry {
+            c.err(
+                "clients.entry",
+                format!(
+                    "applies only to a file with \"services\" (got {}): the clients call the file's one server; remove clients.entry, or describe the services under \"services\"",
+                    quote(entry)
+                ),
+            );
+        }
+        let default_server = RawServer::default();
+        let raw_server = raw.server.as_ref().unwrap_or(&default_server);
+        return vec![Service {
+            name: "server".to_owned(),
+            server: server(c, "server", raw_server, duration),
+            calls: Vec::new(),
+            parallel: false,
+        }];
+    };
+    if let Some(s) = &raw.server {
+        c.err(
+            "services",
+            "cannot be used together with \"server\": a file describes one server or a graph of services; put the server's keys under a name in \"services\" and remove \"server\" (a variant patch removes it with \"server\": null)",
+        );
+        // Its own problems are still worth knowing.
+        server(c, "server", s, duration);
+    }
+    graph(c, &list.0, raw.clients.entry.as_deref(), duration)
+}
+
+/// Whether `name` may name a service (see [`check_service_name`]).
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_SERVICE_NAME
+        && !name
+            .chars()
+            .any(|ch| ch.is_control() || matches!(ch, '.' | '[' | ']'))
+}
+
+/// `name` as messages write it: as it is, or quoted (escaped and cut short) when it breaks
+/// the rules for names, so that a message stays one line.
+fn shown_name(name: &str) -> String {
+    if plain_name(name) {
+        name.to_string()
+    } else {
+        quote(name)
+    }
+}
+
+/// The path of service `name`'s settings: `services.<name>`.
+fn service_path(name: &str) -> String {
+    format!("services.{}", shown_name(name))
+}
+
+fn check_service_name(c: &mut Checker, name: &str) {
+    let chars = name.chars().count();
+    if name.is_empty() {
+        c.err(
+            "services",
+            "a service's name must not be empty (got \"\"); name it, e.g. \"backend\"",
+        );
+    } else if chars > MAX_SERVICE_NAME {
+        c.err(
+            "services",
+            format!(
+                "the service name {} has {chars} characters, more than the {MAX_SERVICE_NAME} a name may have; shorten it",
+                quote(name)
+            ),
+        );
+    } else if name.chars().any(char::is_control) {
+        c.err(
+            "services",
+            format!(
+                "the service name {} must not contain control characters such as a newline or a tab: it is written into messages, tables and CSV files",
+                quote(name)
+            ),
+        );
+    } else if name.contains(['.', '[', ']']) {
+        c.err(
+            "services",
+            format!(
+                "the service name {} must not contain '.', '[' or ']': a path such as services.<name>.concurrency names a service's setting in messages, sweeps and --sweep; write \"-\" or \"_\" instead",
+                quote(name)
+            ),
+        );
+    }
+}
+
+/// `"a", "b", "c"`: up to [`LISTED`] names, then how many more.
+fn list_names(names: &[&str]) -> String {
+    let mut listed: Vec<String> = names.iter().take(LISTED).map(|n| quote(n)).collect();
+    if names.len() > LISTED {
+        listed.push(format!("and {} more", names.len() - LISTED));
+    }
+    listed.join(", ")
+}
+
+/// "; did you mean "x"?" for the name nearest to `name`, else "; the services are ...". Only
+/// a scenario of at most [`MAX_SERVICES`] services is searched for the nearest name, so that
+/// a hint costs at most a bounded amount of work.
+pub(super) fn name_hint(name: &str, names: &[&str]) -> String {
+    let near = if names.len() <= MAX_SERVICES {
+        super::shape::nearest(name, names)
+    } else {
+        None
+    };
+    match near {
+        Some(near) => format!("; did you mean {}?", quote(near)),
+        None if names.is_empty() => "; the file has no services".to_string(),
+        None => format!("; the services are {}", list_names(names)),
+    }
+}
+
+/// The services of `services` (`list`, in file order), the entry first and the others in file
+/// order, with every rule of a call graph checked.
+fn graph(
+    c: &mut Checker,
+    list: &[(String, RawService)],
+    entry: Option<&str>,
+    duration: Option<SimDuration>,
+) -> Vec<Service> {
+    if list.is_empty() {
+        c.err(
+            "services",
+            "must hold at least one service (got none): the services by name, e.g. {\"api\": {\"service_time\": {\"constant\": \"1ms\"}}}; or describe one server under \"server\"",
+        );
+        return Vec::new();
+    }
+    if list.len() > MAX_SERVICES {
+        c.err(
+            "services",
+            format!(
+                "has {} services, more than the {MAX_SERVICES} a scenario may have; merge services or split the scenario",
+                list.len()
+            ),
+        );
+    }
+    let names: Vec<&str> = list.iter().map(|(name, _)| name.as_str()).collect();
+    for name in &names {
+        check_service_name(c, name);
+    }
+    // Looked up, never iterated: the order of services is the file's.
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let entry = match entry {
+        Some(e) => {
+            let found = index.get(e).copied();
+            if found.is_none() {
+                c.err(
+                    "clients.entry",
+                    format!(
+                        "names no service (got {}){}",
+                        quote(e),
+                        name_hint(e, &names)
+                    ),
+                );
+            }
+            found
+        }
+        None if list.len() == 1 => Some(0),
+        None => {
+            c.err(
+                "clients.entry",
+                format!(
+                    "is required with more than one service: it names the service the clients call, one of {}",
+                    list_names(&names)
+                ),
+            );
+            None
+        }
+    };
+    // Built in file order, each call's `to` the index of its target in the file; the targets
+    // of every call as written (`None` where `to` names no service), for the graph's rules.
+    let mut services = Vec::with_capacity(list.len());
+    let mut targets: Vec<Vec<Option<usize>>> = Vec::with_capacity(list.len());
+    for (name, raw) in list {
+        let at = service_path(name);
+        let server = server(c, &at, &raw.server(), duration);
+        let raw_calls = raw.calls.as_deref().unwrap_or_default();
+        if matches!(server.kind, ServerKind::Occ) {
+            if !raw_calls.is_empty() {
+                c.err(
+                    &format!("{at}.calls"),
+                    "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
+                );
+            }
+            if raw.call_mode.is_some() {
+                c.err(
+                    &format!("{at}.call_mode"),
+                    "applies to a service that makes calls; a service of kind \"occ\" makes none",
+                );
+            }
+        }
+        if raw_calls.len() > MAX_CALLS {
+            c.err(
+                &format!("{at}.calls"),
+                format!(
+                    "has {} calls, more than the {MAX_CALLS} a service may make",
+                    raw_calls.len()
+                ),
+            );
+        }
+        let mut calls = Vec::with_capacity(raw_calls.len());
+        let mut to_of = Vec::with_capacity(raw_calls.len());
+        let mut fractions = Vec::with_capacity(raw_calls.len());
+        for (k, call) in raw_calls.iter().enumerate() {
+            let p = format!("{at}.calls[{k}]");
+            let to = index.get(call.to.as_str()).copied();
+            if to.is_none() {
+                c.err(
+                    &format!("{p}.to"),
+                    format!(
+                        "names no service (got {}){}",
+                        quote(&call.to),
+                        name_hint(&call.to, &names)
+                    ),
+                );
+            }
+            let fraction = call.fraction.unwrap_or(1.0);
+            if !(fraction > 0.0 && fraction <= 1.0) {
+                c.err(
+                    &format!("{p}.fraction"),
+                    format!(
+                        "must be above 0 and at most 1 (got {}): it is the share of the caller's attempts that make this call",
+                        num(fraction)
+                    ),
+                );
+            }
+            let default_policy = RawPolicy::default();
+            let raw_policy = call.policy.as_ref().unwrap_or(&default_policy);
+            let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
+            if let Some(to) = to {
+                calls.push(Call {
+                    to,
+                    fraction,
+                    policy,
+                });
+            }
+            to_of.push(to);
+            fractions.push(fraction);
+        }
+        routes(c, &at, &fractions);
+        targets.push(to_of);
+        services.push(Service {
+            name: name.clone(),
+            server,
+            calls,
+            parallel: raw.call_mode == Some(RawCallMode::Parallel),
+        });
+    }
+    cycles(c, &names, &targets);
+    // A call whose `to` names no service may have been meant for the one it leaves uncalled:
+    // one mistake, one message.
+    if let Some(entry) = entry
+        && targets.iter().flatten().all(Option::is_some)
+    {
+        never_called(c, &names, &targets, entry);
+    }
+    // The entry first, then the others in file order; each call follows its target.
+    let entry = entry.unwrap_or(0);
+    let order: Vec<usize> = std::iter::once(entry)
+        .chain((0..list.len()).filter(|&i| i != entry))
+        .collect();
+    let mut position = vec![0; list.len()];
+    for (p, &i) in order.iter().enumerate() {
+        position[i] = p;
+    }
+    let mut slots: Vec<Option<Service>> = services.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&i| slots[i].take())
+        .map(|mut service| {
+            for call in &mut service.calls {
+                call.to = position[call.to];
+            }
+            service
+        })
+        .collect()
+}
+
+/// The calls of one service with a fraction below 1 are exclusive routes, consecutive slices
+/// of [0, 1) in file order: their fractions add up to at most 1.
+fn routes(c: &mut Checker, at: &str, fractions: &[f64]) {
+    let routes: Vec<(usize, f64)> = fractions
+        .iter()
+        .copied()
+        .enumerate()
+        // A fraction outside (0, 1] was reported on its own.
+        .filter(|(_, f)| *f > 0.0 && *f < 1.0)
+        .collect();
+    let sum: f64 = routes.iter().map(|(_, f)| f).sum();
+    if sum > 1.0 + ROUTE_SLACK {
+        let mut listed: Vec<String> = routes
+            .iter()
+            .take(LISTED)
+            .map(|(k, f)| format!("calls[{k}] {}", num(*f)))
+            .collect();
+        if routes.len() > LISTED {
+            listed.push(format!("and {} more", routes.len() - LISTED));
+        }
+        c.err(
+            &format!("{at}.calls"),
+            format!(
+                "the calls with a fraction below 1 are exclusive routes, taking consecutive slices of [0, 1) in file order (one draw per request picks one), so their fractions must add up to at most 1 (got {} from {}); lower them, or write 1 (the default) for a call that every attempt makes",
+                // Rounded to the slack: 0.7 + 0.6 reads 1.3, not 1.2999999999999998.
+                num((sum / ROUTE_SLACK).round() * ROUTE_SLACK),
+                listed.join(", ")
+            ),
+        );
+    }
+}
+
+/// The cycle of the services `on_path` and back to `to` (the first of them), `a -> b -> a`,
+/// cut in the middle when long: its cost does not grow with the cycle.
+fn show_cycle(names: &[&str], on_path: &[usize], to: usize) -> String {
+    let len = on_path.len() + 1;
+    let at = |i: usize| shown_name(names[on_path.get(i).copied().unwrap_or(to)]);
+    let join = |range: std::ops::Range<usize>| range.map(at).collect::<Vec<_>>().join(" -> ");
+    if len > LISTED {
+        format!(
+            "{} -> ... ({} more) -> {}",
+            join(0..3),
+            len - 6,
+            join(len - 3..len)
+        )
+    } else {
+        join(0..len)
+    }
+}
+
+/// Every call that closes a cycle (a call to the caller itself among them), each reported
+/// once at its `to` with the cycle it closes. Depth first from each service in file order,
+/// calls in file order, so the same file always gives the same messages; linear in the calls.
+fn cycles(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>]) {
+    const OFF_PATH: usize = usize::MAX;
+    // Each service's place on the current path from the root, and whether it is done: every
+    // service it reaches has been walked.
+    let mut depth = vec![OFF_PATH; names.len()];
+    let mut done = vec![false; names.len()];
+    for root in 0..names.len() {
+        if done[root] {
+            continue;
+        }
+        // The services on the path from the root, and the index of each one's next call.
+        let mut path = vec![root];
+        let mut next = vec![0];
+        depth[root] = 0;
+        while let (Some(&from), Some(k)) = (path.last(), next.last_mut()) {
+            let Some(to) = targets[from].get(*k) else {
+                done[from] = true;
+                depth[from] = OFF_PATH;
+                path.pop();
+                next.pop();
+                continue;
+            };
+            let call = *k;
+            *k += 1;
+            let Some(to) = *to else { continue };
+            if done[to] {
+                continue;
+            }
+            if depth[to] == OFF_PATH {
+                depth[to] = path.len();
+                path.push(to);
+                next.push(0);
+                continue;
+            }
+            c.err(
+                &format!("{}.calls[{call}].to", service_path(names[from])),
+                format!(
+                    "closes the cycle {} (got {}): an attempt would wait on a call that comes back to a service on its own path; the calls between services must not loop, so remove a call of the cycle",
+                    show_cycle(names, &path[depth[to]..], to),
+                    quote(names[to])
+                ),
+            );
+        }
+    }
+}
+
+/// Every service that no chain of calls from the entry reaches.
+fn never_called(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>], entry: usize) {
+    let mut reached = vec![false; names.len()];
+    reached[entry] = true;
+    let mut next = vec![entry];
+    while let Some(from) = next.pop() {
+        for &to in targets[from].iter().flatten() {
+            if !reached[to] {
+                reached[to] = true;
+                next.push(to);
+            }
+        }
+    }
+    for (i, name) in names.iter().enumerate() {
+        if !reached[i] {
+            c.err(
+                &service_path(name),
+                format!(
+                    "is never called: no chain of calls from the entry service {} reaches it; call it from a service that is reached, or remove it",
+                    quote(names[entry])
+                ),
+            );
+        }
+    }
+}
+
+/// A "drop" outage never answers, so whoever calls a service with one must give up on its
+/// own: the clients (for the one server, or the entry service) need a timeout or a deadline,
+/// and so does every call to another service. What is written counts, even with a mistake in
+/// it: a timeout with a mistake is still meant as a timeout.
+fn drop_outages(c: &mut Checker, raw: &RawScenario) {
+    let gives_up =
+        |p: Option<&RawPolicy>| p.is_some_and(|p| p.timeout.is_some() || p.deadline.is_some());
+    let clients_give_up = gives_up(raw.policy.as_ref());
+    let clients_message = "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers";
+    let drops = |faults: Option<&Vec<RawFault>>| -> Vec<usize> {
+        faults
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.outage == Some(RawOutage::Drop))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let Some(graph) = &raw.services else {
+        if !clients_give_up {
+            for i in drops(raw.server.as_ref().and_then(|s| s.faults.as_ref())) {
+                c.err(&format!("server.faults[{i}].outage"), clients_message);
+            }
+        }
+        return;
+    };
+    let entry = match &raw.clients.entry {
+        Some(e) => graph.0.iter().position(|(name, _)| name == e),
+        None => (graph.0.len() == 1).then_some(0),
+    };
+    // The calls that would wait for ever on each service: how many, and the first few.
+    let mut waiting: HashMap<&str, (usize, Vec<String>)> = HashMap::new();
+    for (caller, from) in &graph.0 {
+        for (k, call) in from.calls.iter().flatten().enumerate() {
+            if !gives_up(call.policy.as_ref()) {
+                let (count, listed) = waiting.entry(call.to.as_str()).or_default();
+                *count += 1;
+                if listed.len() < LISTED {
+                    listed.push(format!("{}.calls[{k}]", service_path(caller)));
+                }
+            }
+        }
+    }
+    for (i, (name, service)) in graph.0.iter().enumerate() {
+        let at = service_path(name);
+        for w in drops(service.faults.as_ref()) {
+            let path = format!("{at}.faults[{w}].outage");
+            if Some(i) == entry {
+                if !clients_give_up {
+                    c.err(&path, clients_message);
+                }
+                continue;
+            }
+            let Some((count, listed)) = waiting.get(name.as_str()) else {
+                continue;
+            };
+            let count = *count;
+            let mut waiting = listed.clone();
+            if count > LISTED {
+                waiting.push(format!("and {} more", count - LISTED));
+            }
+            c.err(
+                &path,
+                format!(
+                    "\"drop\" never answers, so every call to this service needs a timeout or a deadline in its policy, and {} {} neither: without one a caller would wait for ever; give {} a timeout or deadline, or use \"reject\" for an outage that answers",
+                    waiting.join(", "),
+                    if count == 1 { "has" } else { "have" },
+                    if count == 1 { "that call" } else { "each" },
+                ),
+            );
+        }
+    }
+}
+
+/// The server `at` (`server`, or `services.<name>` for a service) describes.
+fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDuration>) -> Server {
+    let permanent_error_rate = c.probability(
+        &format!("{at}.permanent_error_rate"),
+        raw.permanent_error_rate,
+    );
     if raw.kind == Some(RawServerKind::Occ) {
         let queue_only = [
             ("concurrency", raw.concurrency.is_some()),
@@ -478,7 +957,7 @@ fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Se
         ];
         for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
             c.err(
-                &format!("server.{key}"),
+                &format!("{at}.{key}"),
                 "applies to a queue server only; an occ server is one row whose reads are instant and whose writes conflict",
             );
         }
@@ -492,17 +971,17 @@ fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Se
     let concurrency = match raw.concurrency {
         None => Some(1),
         Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(n)) => Some(c.count_u32("server.concurrency", n, 1)),
+        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.concurrency"), n, 1)),
     };
     let queue_limit = match raw.queue_limit {
         None | Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(n)) => Some(c.count_u32("server.queue_limit", n, 0)),
+        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.queue_limit"), n, 0)),
     };
     let service_time = match &raw.service_time {
-        Some(d) => c.dist("server.service_time", d),
+        Some(d) => c.dist(&format!("{at}.service_time"), d),
         None => {
             c.err(
-                "server.service_time",
+                &format!("{at}.service_time"),
                 "is required for a queue server, e.g. {\"exponential\": {\"mean\": \"10ms\"}}",
             );
             Dist::ZERO
@@ -511,11 +990,11 @@ fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Se
     let slowdown_per_inflight = raw
         .slowdown_per_inflight
         .as_ref()
-        .and_then(|d| c.duration("server.slowdown_per_inflight", d))
+        .and_then(|d| c.duration(&format!("{at}.slowdown_per_inflight"), d))
         .unwrap_or_default();
     if slowdown_per_inflight > MAX_SLOWDOWN {
         c.err(
-            "server.slowdown_per_inflight",
+            &format!("{at}.slowdown_per_inflight"),
             format!(
                 "must be at most 10s (got {slowdown_per_inflight}): it is added once for every attempt in service, so a longer one would run simulated time out"
             ),
@@ -531,19 +1010,19 @@ fn server(c: &mut Checker, raw: &RawServer, duration: Option<SimDuration>) -> Se
             },
             service_time,
             slowdown_per_inflight,
-            error_rate: c.probability("server.error_rate", raw.error_rate),
+            error_rate: c.probability(&format!("{at}.error_rate"), raw.error_rate),
             drop_expired: raw.drop_expired.unwrap_or(false),
         }),
         permanent_error_rate,
-        faults: faults(c, raw.faults.as_deref().unwrap_or_default(), duration),
-        rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, r)),
+        faults: faults(c, at, raw.faults.as_deref().unwrap_or_default(), duration),
+        rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, at, r)),
     }
 }
 
-fn faults(c: &mut Checker, raw: &[RawFault], duration: Option<SimDuration>) -> Faults {
+fn faults(c: &mut Checker, at: &str, raw: &[RawFault], duration: Option<SimDuration>) -> Faults {
     let mut windows = Vec::new();
     for (i, f) in raw.iter().enumerate() {
-        let p = format!("server.faults[{i}]");
+        let p = format!("{at}.faults[{i}]");
         let from = c.duration(&format!("{p}.from"), &f.from);
         let to = c.duration(&format!("{p}.to"), &f.to);
         if let (Some(from), Some(to)) = (from, to)
@@ -616,15 +1095,25 @@ fn faults(c: &mut Checker, raw: &[RawFault], duration: Option<SimDuration>) -> F
     Faults::new(windows)
 }
 
-fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
+/// Whose policy `policy` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// The clients' `policy`, towards the entry service.
+    Clients,
+    /// A service's policy on one of its calls (`services.<name>.calls[i].policy`).
+    Service,
+}
+
+/// The policy `at` (`policy`, or a call's `services.<name>.calls[i].policy`) describes.
+fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy {
     let timeout = raw
         .timeout
         .as_ref()
-        .and_then(|d| c.positive_duration("policy.timeout", d));
+        .and_then(|d| c.positive_duration(&format!("{at}.timeout"), d));
     let deadline = raw
         .deadline
         .as_ref()
-        .and_then(|d| c.positive_duration("policy.deadline", d));
+        .and_then(|d| c.positive_duration(&format!("{at}.deadline"), d));
     let default_retry = RawRetry::default();
     let retry = raw.retry.as_ref().unwrap_or(&default_retry);
     let max_attempts = match retry.max_attempts {
@@ -632,21 +1121,21 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
         Some(Count::Unlimited(_)) => None,
         Some(Count::Finite(0)) => {
             c.err(
-                "policy.retry.max_attempts",
+                &format!("{at}.retry.max_attempts"),
                 "must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
             );
             Some(1)
         }
         Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
             c.err(
-                "policy.retry.max_attempts",
+                &format!("{at}.retry.max_attempts"),
                 format!(
                     "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
                 ),
             );
             None
         }
-        Some(Count::Finite(n)) => Some(c.count_u32("policy.retry.max_attempts", n, 1)),
+        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
     };
     let retry_on = match &retry.retry_on {
         None => OutcomeSet::default_retryable(),
@@ -654,9 +1143,9 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
             for (i, o) in list.iter().enumerate() {
                 if matches!(o, RawAttemptOutcome::Success | RawAttemptOutcome::Permanent) {
                     c.err(
-                        &format!("policy.retry.retry_on[{i}]"),
+                        &format!("{at}.retry.retry_on[{i}]"),
                         format!(
-                            "{} is never retried; list only timeout, error, rejected, throttled or conflict",
+                            "{} is never retried; list only timeout, error, rejected, throttled, conflict or bulkhead_full",
                             attempt_outcome(*o)
                         ),
                     );
@@ -668,7 +1157,7 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
     let backoff = match &retry.backoff {
         None | Some(RawBackoff::None(_)) => Backoff::None,
         Some(RawBackoff::Exponential(e)) => {
-            let p = "policy.retry.backoff";
+            let p = format!("{at}.retry.backoff");
             let base = c.duration(&format!("{p}.base"), &e.base);
             let cap = c.duration(&format!("{p}.cap"), &e.cap);
             let multiplier = e.multiplier.unwrap_or(2.0);
@@ -709,11 +1198,31 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
             }
         }
     };
+    let bulkhead = raw.bulkhead.as_ref().map(|b| bulkhead(c, at, b));
+    let fallback = raw.fallback.as_ref().map(|f| {
+        f.latency
+            .as_ref()
+            .map_or(Dist::ZERO, |d| c.dist(&format!("{at}.fallback.latency"), d))
+    });
+    if caller == Caller::Clients {
+        if raw.bulkhead.is_some() {
+            c.err(
+                &format!("{at}.bulkhead"),
+                "applies to calls between services; the clients call the entry service without one: set it in a call's policy, services.<name>.calls[i].policy.bulkhead",
+            );
+        }
+        if raw.propagate_deadline.is_some() {
+            c.err(
+                &format!("{at}.propagate_deadline"),
+                "applies to calls between services; the clients have no caller whose wait could bound their deadline: remove it (policy.deadline sets the clients' deadline), or set it in a call's policy",
+            );
+        }
+    }
     Policy {
         timeout,
         deadline,
-        budget: raw.budget.as_ref().map(|b| budget(c, b)),
-        breaker: raw.breaker.as_ref().map(|b| breaker(c, b)),
+        budget: raw.budget.as_ref().map(|b| budget(c, at, b, caller)),
+        breaker: raw.breaker.as_ref().map(|b| breaker(c, at, b, caller)),
         retry: RetryPolicy {
             max_attempts,
             retry_on,
@@ -723,21 +1232,52 @@ fn policy(c: &mut Checker, raw: &RawPolicy) -> Policy {
                 _ => RetryAfter::Honor,
             },
         },
-        bulkhead: None,
-        fallback: None,
-        propagate_deadline: false,
+        bulkhead,
+        fallback,
+        propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
     }
 }
 
-fn scope(s: Option<RawScope>) -> Scope {
-    match s {
-        Some(RawScope::Shared) => Scope::Shared,
+fn bulkhead(c: &mut Checker, at: &str, raw: &RawBulkhead) -> BulkheadConfig {
+    let p = format!("{at}.bulkhead");
+    let max_concurrent = if raw.max_concurrent == 0 {
+        c.err(
+            &format!("{p}.max_concurrent"),
+            "must be at least 1 (got 0): it is how many attempts may be in flight on the call at once",
+        );
+        1
+    } else {
+        c.count_u32(&format!("{p}.max_concurrent"), raw.max_concurrent, 1)
+    };
+    BulkheadConfig {
+        max_concurrent,
+        max_wait: raw
+            .max_wait
+            .as_ref()
+            .and_then(|d| c.duration(&format!("{p}.max_wait"), d))
+            .unwrap_or_default(),
+    }
+}
+
+/// The scope of a budget or breaker at `p`. On a call between services there is one per call
+/// edge, shared by every attempt on it: "per_client" is an error there, and the scope reads
+/// "shared".
+fn scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> Scope {
+    match (s, caller) {
+        (Some(RawScope::PerClient), Caller::Service) => {
+            c.err(
+                &format!("{p}.scope"),
+                "\"per_client\" does not apply to a call between services: a service's call has one instance per call edge, shared by every attempt on it; remove scope",
+            );
+            Scope::Shared
+        }
+        (_, Caller::Service) | (Some(RawScope::Shared), Caller::Clients) => Scope::Shared,
         _ => Scope::PerClient,
     }
 }
 
-fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
-    let p = "policy.budget";
+fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetConfig {
+    let p = &format!("{at}.budget");
     let set = [
         raw.token_bucket.is_some(),
         raw.retry_quota.is_some(),
@@ -806,12 +1346,12 @@ fn budget(c: &mut Checker, raw: &RawBudget) -> BudgetConfig {
     };
     BudgetConfig {
         kind,
-        scope: scope(raw.scope),
+        scope: scope(c, p, raw.scope, caller),
     }
 }
 
-fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
-    let p = "policy.breaker";
+fn breaker(c: &mut Checker, at: &str, raw: &RawBreaker, caller: Caller) -> BreakerConfig {
+    let p = &format!("{at}.breaker");
     let window = match &raw.window {
         None => BreakerWindow::Count(100),
         Some(w) => match (w.count, &w.time) {
@@ -896,12 +1436,12 @@ fn breaker(c: &mut Checker, raw: &RawBreaker) -> BreakerConfig {
             Some(RawBreakerMode::Retries) => BreakerMode::Retries,
             _ => BreakerMode::All,
         },
-        scope: scope(raw.scope),
+        scope: scope(c, p, raw.scope, caller),
     }
 }
 
-fn rate_limit(c: &mut Checker, raw: &RawRateLimit) -> RateLimit {
-    let p = "server.rate_limit";
+fn rate_limit(c: &mut Checker, at: &str, raw: &RawRateLimit) -> RateLimit {
+    let p = format!("{at}.rate_limit");
     let rate_per_s = c.rate(&format!("{p}.rate_per_s"), raw.rate_per_s);
     if !(1.0..=MAX_AMOUNT).contains(&raw.burst) {
         c.err(
@@ -931,5 +1471,389 @@ fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
         RawAttemptOutcome::Timeout => Outcome::Timeout,
         RawAttemptOutcome::Conflict => Outcome::Conflict,
         RawAttemptOutcome::Permanent => Outcome::Permanent,
+        RawAttemptOutcome::BulkheadFull => Outcome::BulkheadFull,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::model::{Outcome, OutcomeSet, Scope};
+    use crate::scenario::{
+        Experiment, LoadOptions, Problem, Scenario, ScenarioError, ServerKind, load_file, load_str,
+        resolved_json,
+    };
+
+    /// A three-tier graph, written with the entry in the middle of the file: `backend`, then
+    /// `frontend` (the entry, calling both others), then `cache`.
+    fn three_tier() -> Value {
+        json!({
+            "name": "three-tier", "duration": "2s",
+            "clients": {"count": 10, "workload": {"open": {"rate_per_s": 100}}, "entry": "frontend"},
+            "policy": {"timeout": "1s"},
+            "services": {
+                "backend": {"concurrency": 4, "service_time": {"constant": "2ms"}},
+                "frontend": {
+                    "concurrency": 8, "service_time": {"constant": "1ms"},
+                    "calls": [{"to": "cache"}, {"to": "backend", "policy": {"timeout": "50ms"}}]
+                },
+                "cache": {"service_time": {"constant": "100us"}}
+            }
+        })
+    }
+
+    fn load(doc: &Value) -> Experiment {
+        load_str(&doc.to_string(), "test", &LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn scenario(doc: &Value) -> Scenario {
+        load(doc).points[0].variants[0].scenario.clone()
+    }
+
+    fn problems(doc: &Value) -> Vec<Problem> {
+        match load_str(&doc.to_string(), "test", &LoadOptions::default()) {
+            Err(ScenarioError::Invalid { problems, .. }) => problems,
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    fn names(s: &Scenario) -> Vec<&str> {
+        s.services.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    fn concurrency(s: &Scenario, i: usize) -> Option<u32> {
+        match &s.services[i].server.kind {
+            ServerKind::Queue(q) => q.concurrency,
+            ServerKind::Occ => panic!("an occ server"),
+        }
+    }
+
+    #[test]
+    fn the_entry_comes_first_and_the_others_follow_in_file_order() {
+        let s = scenario(&three_tier());
+        assert_eq!(names(&s), ["frontend", "backend", "cache"]);
+        assert!(s.is_graph());
+        assert_eq!(concurrency(&s, 0), Some(8));
+        // Calls point at the reordered services.
+        let targets: Vec<&str> = s.services[0]
+            .calls
+            .iter()
+            .map(|c| s.services[c.to].name.as_str())
+            .collect();
+        assert_eq!(targets, ["cache", "backend"]);
+        assert_eq!(
+            s.services[0].calls[1].policy.timeout.unwrap().as_nanos(),
+            50_000_000
+        );
+        assert!(s.services[1].calls.is_empty() && s.services[2].calls.is_empty());
+    }
+
+    #[test]
+    fn services_calls_and_call_policies_take_their_defaults() {
+        let mut doc = three_tier();
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({
+            "bulkhead": {"max_concurrent": 3},
+            "fallback": {},
+            "budget": {"ratio": {"percent": 0.1}},
+            "breaker": {}
+        });
+        let s = scenario(&doc);
+        let frontend = &s.services[0];
+        assert!(!frontend.parallel, "call_mode defaults to sequential");
+        let cache = &frontend.calls[0];
+        assert_eq!(cache.fraction, 1.0);
+        let p = &cache.policy;
+        assert_eq!((p.timeout, p.deadline), (None, None));
+        assert_eq!(p.retry.max_attempts, Some(3));
+        assert_eq!(p.retry.retry_on, OutcomeSet::default_retryable());
+        assert!(p.bulkhead.is_none() && p.fallback.is_none() && !p.propagate_deadline);
+        assert!(p.budget.is_none() && p.breaker.is_none());
+        let p = &frontend.calls[1].policy;
+        let bulkhead = p.bulkhead.unwrap();
+        assert_eq!(bulkhead.max_concurrent, 3);
+        assert_eq!(bulkhead.max_wait.as_nanos(), 0);
+        assert_eq!(
+            format!("{:?}", p.fallback.as_ref().unwrap()),
+            format!("{:?}", crate::model::Dist::ZERO)
+        );
+        // One budget and one breaker per call edge: the scope reads "shared".
+        assert_eq!(p.budget.unwrap().scope, Scope::Shared);
+        assert_eq!(p.breaker.unwrap().scope, Scope::Shared);
+        // The clients' policy keeps its own defaults.
+        assert!(s.policy.bulkhead.is_none() && !s.policy.propagate_deadline);
+
+        doc["services"]["frontend"]["call_mode"] = json!("parallel");
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({
+            "bulkhead": {"max_concurrent": 3, "max_wait": "5ms"},
+            "fallback": {"latency": {"constant": "2ms"}},
+            "propagate_deadline": true,
+            "retry": {"retry_on": ["bulkhead_full", "timeout"]}
+        });
+        let s = scenario(&doc);
+        assert!(s.services[0].parallel);
+        let p = &s.services[0].calls[1].policy;
+        assert_eq!(p.bulkhead.unwrap().max_wait.as_nanos(), 5_000_000);
+        assert!(p.propagate_deadline);
+        let retry_on: Vec<Outcome> = p.retry.retry_on.iter().collect();
+        assert_eq!(retry_on, [Outcome::Timeout, Outcome::BulkheadFull]);
+    }
+
+    #[test]
+    fn one_service_without_calls_loads_like_one_server() {
+        let server = json!({"concurrency": 3, "service_time": {"exponential": {"mean": "2ms"}},
+                            "faults": [{"from": "0.5s", "to": "1s", "outage": "reject"}],
+                            "rate_limit": {"rate_per_s": 50, "burst": 5}});
+        let mut doc = three_tier();
+        doc["clients"].as_object_mut().unwrap().remove("entry");
+        doc.as_object_mut().unwrap().remove("services");
+        doc["server"] = server.clone();
+        let plain = scenario(&doc);
+        assert_eq!(names(&plain), ["server"]);
+        assert!(!plain.is_graph());
+        doc.as_object_mut().unwrap().remove("server");
+        doc["services"] = json!({ "api": server });
+        let graph = scenario(&doc);
+        assert_eq!(names(&graph), ["api"], "the one service is the entry");
+        assert!(graph.services[0].calls.is_empty() && !graph.is_graph());
+        let simulated = |s: &Scenario| {
+            let mut s = s.clone();
+            s.services[0].name.clear();
+            format!("{s:?}")
+        };
+        assert_eq!(simulated(&plain), simulated(&graph));
+        // So their resolved forms are the same too: one server.
+        let resolved = |doc: &Value| resolved_json(&load(doc));
+        doc["clients"]["entry"] = json!("api");
+        let mut plain_doc = doc.clone();
+        plain_doc["server"] = plain_doc["services"]["api"].take();
+        plain_doc.as_object_mut().unwrap().remove("services");
+        plain_doc["clients"]
+            .as_object_mut()
+            .unwrap()
+            .remove("entry");
+        assert_eq!(resolved(&doc), resolved(&plain_doc));
+    }
+
+    /// The bundled scenarios are single servers, and load as one service named "server".
+    #[test]
+    fn bundled_scenarios_load_as_one_server() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let e = load_file(&path, &LoadOptions::default()).unwrap();
+            for v in e.points.iter().flat_map(|p| &p.variants) {
+                let s = &v.scenario;
+                assert_eq!(names(s), ["server"], "{}", path.display());
+                assert!(s.services[0].calls.is_empty() && !s.services[0].parallel);
+                assert!(!s.is_graph());
+                let p = &s.policy;
+                assert!(p.bulkhead.is_none() && p.fallback.is_none() && !p.propagate_deadline);
+                checked += 1;
+            }
+            // The resolved form keeps its single-server shape.
+            let resolved = resolved_json(&e);
+            let first = &resolved["variants"][0]["scenario"];
+            assert!(first["server"].is_object() && first.get("services").is_none());
+            assert!(first["clients"].get("entry").is_none());
+        }
+        assert!(checked >= 13, "{checked}");
+    }
+
+    #[test]
+    fn route_fractions_add_up_to_at_most_one() {
+        let with_fractions = |fractions: &[Value]| {
+            let mut doc = three_tier();
+            let calls: Vec<Value> = fractions
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let to = if i % 2 == 0 { "cache" } else { "backend" };
+                    let mut call = json!({"to": to, "policy": {"timeout": "1s"}});
+                    if !f.is_null() {
+                        call["fraction"] = f.clone();
+                    }
+                    call
+                })
+                .collect();
+            doc["services"]["frontend"]["calls"] = json!(calls);
+            doc
+        };
+        for ok in [
+            vec![json!(0.5), json!(0.5)],
+            vec![json!(0.7), json!(0.2), json!(0.1)],
+            vec![json!(1), json!(0.9)],
+            vec![Value::Null, json!(0.3), Value::Null],
+        ] {
+            let s = scenario(&with_fractions(&ok));
+            let fractions: Vec<f64> = s.services[0].calls.iter().map(|c| c.fraction).collect();
+            let expected: Vec<f64> = ok.iter().map(|f| f.as_f64().unwrap_or(1.0)).collect();
+            assert_eq!(fractions, expected);
+        }
+        let found = problems(&with_fractions(&[json!(0.7), json!(0.6)]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "services.frontend.calls");
+        for needle in [
+            "exclusive routes",
+            "consecutive slices of [0, 1) in file order",
+            "add up to at most 1 (got 1.3 from calls[0] 0.7, calls[1] 0.6)",
+        ] {
+            assert!(
+                found[0].message.contains(needle),
+                "{needle}: {}",
+                found[0].message
+            );
+        }
+        for bad in [json!(0), json!(1.5), json!(-0.1)] {
+            let found = problems(&with_fractions(&[bad.clone(), Value::Null]));
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].path, "services.frontend.calls[0].fraction");
+            assert!(
+                found[0]
+                    .message
+                    .starts_with("must be above 0 and at most 1 (got")
+            );
+        }
+    }
+
+    #[test]
+    fn a_sweep_reaches_a_services_setting_and_a_calls_policy() {
+        let mut doc = three_tier();
+        doc["sweep"] = json!({"path": "services.backend.concurrency", "values": [1, 2, 16],
+            "second": {"path": "services.frontend.calls.1.policy.retry.max_attempts", "values": [1, 5]}});
+        let e = load(&doc);
+        assert_eq!(e.points.len(), 6);
+        let sweep = e.sweep.as_ref().unwrap();
+        assert_eq!(sweep.base_value, Some(json!(4)));
+        assert_eq!(sweep.label, "backend concurrency");
+        for (k, point) in e.points.iter().enumerate() {
+            let s = &point.variants[0].scenario;
+            assert_eq!(names(s), ["frontend", "backend", "cache"]);
+            assert_eq!(concurrency(s, 1), Some([1, 2, 16][k / 2]));
+            let attempts = s.services[0].calls[1].policy.retry.max_attempts;
+            assert_eq!(attempts, Some([1, 5][k % 2]));
+            assert_eq!(s.services[0].calls[0].policy.retry.max_attempts, Some(3));
+        }
+        // A sweep value that breaks a rule says where and which value.
+        doc["sweep"] = json!({"path": "services.backend.concurrency", "values": [0]});
+        let found = problems(&doc);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "services.backend.concurrency");
+        assert!(
+            found[0]
+                .message
+                .contains("(with services.backend.concurrency = 0)"),
+            "{}",
+            found[0].message
+        );
+        // A misspelt service is not silently added as a service of one setting.
+        doc["sweep"] = json!({"path": "services.bakend.concurrency", "values": [1]});
+        let found = problems(&doc);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "sweep.path");
+        assert!(
+            found[0].message.starts_with(
+                "\"services.bakend.concurrency\" names no service of the file (got \"bakend\"); did you mean \"backend\"?"
+            ),
+            "{}",
+            found[0].message
+        );
+    }
+
+    #[test]
+    fn a_variant_overrides_a_calls_policy() {
+        let mut doc = three_tier();
+        // A merge patch replaces a list whole: the variant writes the calls out again.
+        doc["variants"] = json!([
+            {"name": "base"},
+            {"name": "bulkhead", "patch": {"services": {"frontend": {"calls": [
+                {"to": "cache"},
+                {"to": "backend", "policy": {"timeout": "50ms",
+                    "bulkhead": {"max_concurrent": 2, "max_wait": "1ms"},
+                    "retry": {"max_attempts": 1}}}
+            ]}}}},
+            {"name": "no cache", "patch": {"services": {"cache": null, "frontend": {"calls": [
+                {"to": "backend", "policy": {"timeout": "50ms"}}
+            ]}}}},
+            {"name": "extra", "patch": {"services": {"audit": {"service_time": {"constant": "1ms"}},
+                "frontend": {"calls": [{"to": "audit"}, {"to": "backend"}, {"to": "cache"}]}}}}
+        ]);
+        let e = load(&doc);
+        let v = &e.points[0].variants;
+        assert!(v[0].scenario.services[0].calls[1].policy.bulkhead.is_none());
+        let p = &v[1].scenario.services[0].calls[1].policy;
+        assert_eq!(p.bulkhead.unwrap().max_concurrent, 2);
+        assert_eq!(p.retry.max_attempts, Some(1));
+        // A service removed with null leaves the others in their order; one a patch adds
+        // comes last.
+        assert_eq!(names(&v[2].scenario), ["frontend", "backend"]);
+        assert_eq!(
+            names(&v[3].scenario),
+            ["frontend", "backend", "cache", "audit"]
+        );
+        // A variant that calls nothing new leaves a service never called.
+        doc["variants"] = json!([{"name": "orphan", "patch": {"services": {"frontend": {"calls": [
+            {"to": "backend"}
+        ]}}}}]);
+        let found = problems(&doc);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "services.cache");
+        assert!(
+            found[0].message.starts_with("is never called"),
+            "{}",
+            found[0].message
+        );
+        assert!(
+            found[0].message.ends_with("(in variants[0] \"orphan\")"),
+            "{}",
+            found[0].message
+        );
+    }
+
+    /// `scenario.resolved.json` of a call graph is a scenario itself (`retrystorm report`
+    /// loads it again): it loads to the same resolved form.
+    #[test]
+    fn a_resolved_graph_loads_again_to_itself() {
+        let mut doc = three_tier();
+        doc["services"]["frontend"]["call_mode"] = json!("parallel");
+        doc["services"]["frontend"]["calls"][0]["fraction"] = json!(0.25);
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({"timeout": "50ms",
+            "bulkhead": {"max_concurrent": 2}, "fallback": {"latency": {"constant": "3ms"}},
+            "propagate_deadline": true, "budget": {"ratio": {"percent": 0.2}},
+            "breaker": {"window": {"count": 10}}});
+        doc["policy"]["fallback"] = json!({});
+        let resolved = resolved_json(&load(&doc));
+        let first = &resolved["variants"][0]["scenario"];
+        assert_eq!(first["clients"]["entry"], "frontend");
+        let order: Vec<&String> = first["services"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["frontend", "backend", "cache"]);
+        assert!(first.get("server").is_none());
+        let mut again = first.clone();
+        again["name"] = json!("three-tier");
+        assert_eq!(resolved_json(&load(&again)), resolved);
+    }
+
+    #[test]
+    fn an_existing_rule_names_the_service_or_call() {
+        let mut doc = three_tier();
+        doc["services"]["backend"]["concurrency"] = json!(0);
+        doc["services"]["frontend"]["calls"][1]["policy"]["retry"] = json!({"max_attempts": 0});
+        doc["services"]["cache"]["faults"] =
+            json!([{"from": "0.1s", "to": "0.2s", "outage": "drop"}]);
+        // Without the line and column, which the text of the test document decides.
+        let found: Vec<String> = problems(&doc)
+            .iter()
+            .map(|p| p.to_string().split(" (line ").next().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "services.backend.concurrency: must be at least 1 (got 0)",
+                "services.frontend.calls[1].policy.retry.max_attempts: must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
+                "services.cache.faults[0].outage: \"drop\" never answers, so every call to this service needs a timeout or a deadline in its policy, and services.frontend.calls[0] has neither: without one a caller would wait for ever; give that call a timeout or deadline, or use \"reject\" for an outage that answers",
+            ]
+        );
     }
 }

@@ -715,7 +715,7 @@ fn wrong_types_are_described_in_the_formats_words() {
         (
             "\"max_attempts\": 3",
             "\"max_attempts\": 3, \"retry_on\": [\"timeouts\"]",
-            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent (got \"timeouts\"); did you mean \"timeout\"?",
+            "policy.retry.retry_on[0]: must be one of: success, error, rejected, throttled, timeout, conflict, permanent, bulkhead_full (got \"timeouts\"); did you mean \"timeout\"?",
         ),
         (
             "\"constant\": \"1ms\"",
@@ -844,4 +844,413 @@ fn a_closed_workload_of_more_clients_than_memory_holds_is_refused() {
         &retrystorm::scenario::LoadOptions::default(),
     );
     assert!(ok.is_ok(), "the bound itself is allowed: {:?}", ok.err());
+}
+
+/// A valid call graph: the clients call `frontend`, which calls `backend` on half of its
+/// attempts and `cache` on the other half. The cases below break one rule of call graphs each.
+const GRAPH: &str = r#"{
+  "name": "graph",
+  "duration": "1s",
+  "clients": { "count": 2, "workload": { "open": { "rate_per_s": 10 } }, "entry": "frontend" },
+  "policy": { "timeout": "1s", "fallback": { "latency": { "constant": "1ms" } } },
+  "services": {
+    "frontend": { "service_time": { "constant": "1ms" }, "call_mode": "parallel",
+      "calls": [
+        { "to": "backend", "fraction": 0.5,
+          "policy": { "timeout": "100ms", "retry": { "max_attempts": 2, "retry_on": ["timeout", "bulkhead_full"] },
+                      "bulkhead": { "max_concurrent": 4, "max_wait": "5ms" },
+                      "fallback": { "latency": { "constant": "1ms" } }, "propagate_deadline": true } },
+        { "to": "cache", "fraction": 0.5, "policy": { "timeout": "10ms" } }
+      ] },
+    "backend": { "concurrency": 2, "service_time": { "constant": "2ms" } },
+    "cache": { "service_time": { "constant": "100us" } }
+  }
+}"#;
+
+#[test]
+fn the_good_call_graph_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("g.json"), GRAPH).unwrap();
+    let out = retrystorm(dir.path(), &["check", "g.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every rule of call graphs, each broken alone in GRAPH: the message names the path, the
+/// rule, the value and the fix, and nothing is written.
+#[test]
+fn every_rule_of_call_graphs_is_checked() {
+    let backend = r#""backend": { "concurrency": 2, "service_time": { "constant": "2ms" } }"#;
+    let call = r#"{ "to": "cache", "fraction": 0.5, "policy": { "timeout": "10ms" } }"#;
+    let clients_policy = r#""policy": { "timeout": "1s","#;
+    let bulkhead = r#""bulkhead": { "max_concurrent": 4, "max_wait": "5ms" }"#;
+    // A chain backend -> s0 -> s1 -> ... -> s62, every service reached.
+    let many_services: Vec<String> = (0..63)
+        .map(|i| {
+            let calls = if i < 62 {
+                format!(r#", "calls": [{{ "to": "s{}" }}]"#, i + 1)
+            } else {
+                String::new()
+            };
+            format!(r#""s{i}": {{ "service_time": {{ "constant": "1ms" }}{calls} }}"#)
+        })
+        .collect();
+    let many_calls: Vec<String> = (0..63)
+        .map(|_| r#"{ "to": "cache", "policy": { "timeout": "10ms" } }"#.to_string())
+        .collect();
+    let long = "x".repeat(65);
+    // (text replaced, its replacement, what the one problem says)
+    let cases: Vec<(&str, String, &[&str])> = vec![
+        (
+            r#""services": {"#,
+            r#""server": { "service_time": { "constant": "1ms" } }, "services": {"#.into(),
+            &[
+                "services: cannot be used together with \"server\"",
+                "put the server's keys under a name in \"services\" and remove \"server\"",
+            ],
+        ),
+        (
+            r#""entry": "frontend" }"#,
+            r#""entry": "frontnd" }"#.into(),
+            &["clients.entry: names no service (got \"frontnd\"); did you mean \"frontend\"?"],
+        ),
+        (
+            r#", "entry": "frontend" }"#,
+            " }".into(),
+            &[
+                "clients.entry: is required with more than one service: it names the service the clients call, one of \"frontend\", \"backend\", \"cache\"",
+            ],
+        ),
+        (
+            backend,
+            format!(
+                r#""backend": {{ "service_time": {{ "constant": "2ms" }}, "calls": [{{ "to": "s0" }}] }}, {}"#,
+                many_services.join(", ")
+            ),
+            &["services: has 66 services, more than the 64 a scenario may have"],
+        ),
+        (
+            call,
+            format!("{call}, {}", many_calls.join(", ")),
+            &["services.frontend.calls: has 65 calls, more than the 64 a service may make"],
+        ),
+        (
+            r#""cache": {"#,
+            r#""": { "service_time": { "constant": "1ms" } }, "cache": { "calls": [{ "to": "" }],"#.into(),
+            &["services: a service's name must not be empty (got \"\")"],
+        ),
+        (
+            r#""cache": {"#,
+            format!(
+                r#""{long}": {{ "service_time": {{ "constant": "1ms" }} }}, "cache": {{ "calls": [{{ "to": "{long}" }}],"#
+            ),
+            &["has 65 characters, more than the 64 a name may have"],
+        ),
+        (
+            r#""cache": {"#,
+            r#""a\tb": { "service_time": { "constant": "1ms" } }, "cache": { "calls": [{ "to": "a\tb" }],"#.into(),
+            &["services: the service name \"a\\tb\" must not contain control characters"],
+        ),
+        (
+            r#""cache": {"#,
+            r#""cache.v2": { "service_time": { "constant": "1ms" } }, "cache": { "calls": [{ "to": "cache.v2" }],"#.into(),
+            &[
+                "services: the service name \"cache.v2\" must not contain '.', '[' or ']'",
+                "write \"-\" or \"_\" instead",
+            ],
+        ),
+        (
+            r#"{ "to": "cache","#,
+            r#"{ "to": "cahce","#.into(),
+            &["services.frontend.calls[1].to: names no service (got \"cahce\"); did you mean \"cache\"?"],
+        ),
+        (
+            backend,
+            r#""backend": { "service_time": { "constant": "2ms" }, "calls": [{ "to": "backend", "policy": { "timeout": "1s" } }] }"#.into(),
+            &["services.backend.calls[0].to: closes the cycle backend -> backend (got \"backend\")"],
+        ),
+        (
+            backend,
+            r#""backend": { "service_time": { "constant": "2ms" }, "calls": [{ "to": "frontend", "policy": { "timeout": "1s" } }] }"#.into(),
+            &[
+                "services.backend.calls[0].to: closes the cycle frontend -> backend -> frontend (got \"frontend\")",
+                "remove a call of the cycle",
+            ],
+        ),
+        (
+            backend,
+            format!(r#"{backend}, "audit": {{ "service_time": {{ "constant": "1ms" }} }}"#),
+            &[
+                "services.audit: is never called: no chain of calls from the entry service \"frontend\" reaches it; call it from a service that is reached, or remove it",
+            ],
+        ),
+        (
+            r#""fraction": 0.5, "policy": { "timeout": "10ms" }"#,
+            r#""fraction": 0, "policy": { "timeout": "10ms" }"#.into(),
+            &["services.frontend.calls[1].fraction: must be above 0 and at most 1 (got 0)"],
+        ),
+        (
+            r#""fraction": 0.5, "policy": { "timeout": "10ms" }"#,
+            r#""fraction": 0.6, "policy": { "timeout": "10ms" }"#.into(),
+            &[
+                "services.frontend.calls: the calls with a fraction below 1 are exclusive routes, taking consecutive slices of [0, 1) in file order",
+                "must add up to at most 1 (got 1.1 from calls[0] 0.5, calls[1] 0.6)",
+            ],
+        ),
+        (
+            backend,
+            r#""backend": { "kind": "occ", "calls": [{ "to": "cache" }] }"#.into(),
+            &["services.backend.calls: a service of kind \"occ\" cannot make calls"],
+        ),
+        (
+            clients_policy,
+            format!("{clients_policy} {bulkhead},"),
+            &["policy.bulkhead: applies to calls between services;"],
+        ),
+        (
+            clients_policy,
+            format!(r#"{clients_policy} "propagate_deadline": true,"#),
+            &["policy.propagate_deadline: applies to calls between services;"],
+        ),
+        (
+            bulkhead,
+            r#""bulkhead": { "max_concurrent": 0, "max_wait": "5ms" }"#.into(),
+            &["services.frontend.calls[0].policy.bulkhead.max_concurrent: must be at least 1 (got 0)"],
+        ),
+        (
+            bulkhead,
+            r#""bulkhead": { "max_concurrent": 4294967296 }"#.into(),
+            &["services.frontend.calls[0].policy.bulkhead.max_concurrent: must be at most 4294967295 (got 4294967296)"],
+        ),
+        (
+            bulkhead,
+            r#""bulkhead": { "max_concurrent": 4, "max_wait": "2000000s" }"#.into(),
+            &["services.frontend.calls[0].policy.bulkhead.max_wait:", "2000000s"],
+        ),
+        (
+            r#""policy": { "timeout": "10ms" }"#,
+            r#""policy": { "timeout": "10ms", "budget": { "scope": "per_client", "ratio": { "percent": 0.1 } } }"#.into(),
+            &[
+                "services.frontend.calls[1].policy.budget.scope: \"per_client\" does not apply to a call between services",
+                "one instance per call edge",
+            ],
+        ),
+        (
+            r#""policy": { "timeout": "10ms" }"#,
+            r#""policy": { "timeout": "10ms", "breaker": { "scope": "per_client" } }"#.into(),
+            &["services.frontend.calls[1].policy.breaker.scope: \"per_client\" does not apply to a call between services"],
+        ),
+        (
+            r#""fallback": { "latency": { "constant": "1ms" } }, "propagate_deadline""#,
+            r#""fallback": { "latency": { "constant": "1" } }, "propagate_deadline""#.into(),
+            &["services.frontend.calls[0].policy.fallback.latency.constant: a duration needs a unit"],
+        ),
+        // The rules of a server and of a policy, at the service's or the call's path.
+        (
+            r#""concurrency": 2"#,
+            r#""concurrency": 0"#.into(),
+            &["services.backend.concurrency: must be at least 1 (got 0)"],
+        ),
+        (
+            r#""max_attempts": 2"#,
+            r#""max_attempts": 0"#.into(),
+            &[
+                "services.frontend.calls[0].policy.retry.max_attempts: must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
+            ],
+        ),
+        (
+            r#""retry_on": ["timeout", "bulkhead_full"]"#,
+            r#""retry_on": ["timeout", "permanent"]"#.into(),
+            &[
+                "services.frontend.calls[0].policy.retry.retry_on[1]: permanent is never retried; list only timeout, error, rejected, throttled, conflict or bulkhead_full",
+            ],
+        ),
+    ];
+    for (from, to, needles) in &cases {
+        assert_eq!(GRAPH.matches(from).count(), 1, "{from}");
+        let stderr = reject(&GRAPH.replacen(from, to, 1));
+        assert_says(&stderr, &["1 problem in the scenario"]);
+        assert_says(&stderr, needles);
+    }
+}
+
+/// A drop outage never answers, so whoever calls its service must give up on its own: every
+/// call to a downstream service needs a timeout or a deadline, and the clients need one
+/// towards the entry, as towards a single server.
+#[test]
+fn a_drop_outage_needs_every_caller_of_its_service_to_give_up() {
+    let drop = r#"[{ "from": "0.1s", "to": "0.2s", "outage": "drop" }]"#;
+    let cache_drops = (
+        r#""service_time": { "constant": "100us" }"#,
+        format!(r#""service_time": {{ "constant": "100us" }}, "faults": {drop}"#),
+    );
+    let call_waits = (
+        r#"{ "to": "cache", "fraction": 0.5, "policy": { "timeout": "10ms" } }"#,
+        r#"{ "to": "cache", "fraction": 0.5 }"#.to_string(),
+    );
+    let clients_wait = (
+        r#""policy": { "timeout": "1s","#,
+        r#""policy": {"#.to_string(),
+    );
+    // Each alone is fine: a drop behind a call with a timeout, a call without one to a
+    // service that never drops, clients without one whose entry never drops.
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to) in [&cache_drops, &call_waits, &clients_wait] {
+        assert_eq!(GRAPH.matches(from).count(), 1, "{from}");
+        std::fs::write(dir.path().join("g.json"), GRAPH.replacen(from, to, 1)).unwrap();
+        let out = retrystorm(dir.path(), &["check", "g.json"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{to}: {stderr}");
+    }
+    let text =
+        GRAPH
+            .replacen(cache_drops.0, &cache_drops.1, 1)
+            .replacen(call_waits.0, &call_waits.1, 1);
+    assert_says(
+        &reject(&text),
+        &[
+            "1 problem in the scenario",
+            "services.cache.faults[0].outage: \"drop\" never answers, so every call to this service needs a timeout or a deadline in its policy, and services.frontend.calls[1] has neither: without one a caller would wait for ever; give that call a timeout or deadline, or use \"reject\" for an outage that answers",
+        ],
+    );
+    let text = GRAPH.replacen(clients_wait.0, &clients_wait.1, 1).replacen(
+        r#""call_mode": "parallel","#,
+        &format!(r#""call_mode": "parallel", "faults": {drop},"#),
+        1,
+    );
+    assert_says(
+        &reject(&text),
+        &[
+            "1 problem in the scenario",
+            "services.frontend.faults[0].outage: \"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever",
+        ],
+    );
+}
+
+/// `clients.entry` names a service of `services`: with one server it is an error.
+#[test]
+fn an_entry_without_services_is_rejected() {
+    let stderr = reject(&GOOD.replace(
+        "\"rate_per_s\": 10 } }",
+        "\"rate_per_s\": 10 } }, \"entry\": \"server\"",
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "clients.entry: applies only to a file with \"services\" (got \"server\")",
+            "remove clients.entry",
+        ],
+    );
+    let stderr = reject(&GOOD.replace(
+        "\"server\": { \"service_time\": { \"constant\": \"1ms\" } }",
+        "\"services\": {}",
+    ));
+    assert_says(
+        &stderr,
+        &["services: must hold at least one service (got none)"],
+    );
+}
+
+/// Misspelt keys inside a service, a call and a call's policy get their did-you-mean hints,
+/// like any other key.
+#[test]
+fn unknown_keys_in_services_and_calls_name_the_nearest_key() {
+    let text = GRAPH
+        .replacen("\"concurrency\": 2", "\"concurency\": 2", 1)
+        .replacen("\"call_mode\"", "\"callmode\"", 1)
+        .replacen("\"bulkhead\"", "\"bulkhed\"", 1)
+        .replacen(
+            "\"fraction\": 0.5, \"policy\": { \"timeout\": \"10ms\" }",
+            "\"fractoin\": 0.5, \"policy\": { \"timeout\": \"10ms\" }",
+            1,
+        );
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &[
+            "4 problems in the scenario",
+            "services.frontend.callmode: unknown key; did you mean `call_mode`? (line 7, column",
+            "services.frontend.calls[0].policy.bulkhed: unknown key; did you mean `bulkhead`?",
+            "services.frontend.calls[1].fractoin: unknown key; did you mean `fraction`?",
+            "services.backend.concurency: unknown key; did you mean `concurrency`?",
+        ],
+    );
+}
+
+/// Sweeps and variants reach into services with dotted paths; a path to a service the file
+/// does not have is refused rather than adding a service of one setting, and a variant's
+/// mistake inside a service names the variant.
+#[test]
+fn sweeps_and_variants_into_services_are_checked() {
+    let with = |extra: &str| {
+        GRAPH.replacen(
+            "\"duration\": \"1s\",",
+            &format!("\"duration\": \"1s\", {extra},"),
+            1,
+        )
+    };
+    let stderr = reject(&with(
+        r#""sweep": { "path": "services.bakend.concurrency", "values": [1, 2] }"#,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "sweep.path: \"services.bakend.concurrency\" names no service of the file (got \"bakend\"); did you mean \"backend\"?",
+        ],
+    );
+    let stderr = reject(&with(
+        r#""sweep": { "path": "services.frontend.calls.0.policy.retry.max_attempts", "values": [1, 0] }"#,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "services.frontend.calls[0].policy.retry.max_attempts: must be at least 1 (got 0)",
+            "(with services.frontend.calls.0.policy.retry.max_attempts = 0)",
+        ],
+    );
+    let stderr = reject(&with(
+        r#""variants": [{ "name": "tiny backend", "patch": { "services": { "backend": { "concurrency": 0 } } } }]"#,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "services.backend.concurrency: must be at least 1 (got 0) (in variants[0] \"tiny backend\")",
+        ],
+    );
+}
+
+#[test]
+fn every_problem_of_a_call_graph_is_reported_at_once() {
+    let text = GRAPH
+        .replacen("\"concurrency\": 2", "\"concurrency\": 0", 1)
+        .replacen("\"entry\": \"frontend\"", "\"entry\": \"front\"", 1)
+        .replacen(
+            "\"fraction\": 0.5, \"policy\": { \"timeout\": \"10ms\" }",
+            "\"fraction\": 0.7, \"policy\": { \"timeout\": \"10ms\", \"budget\": { \"scope\": \"per_client\", \"ratio\": { \"percent\": 0.1 } } }",
+            1,
+        )
+        .replacen(
+            "\"policy\": { \"timeout\": \"1s\",",
+            "\"policy\": { \"timeout\": \"1s\", \"propagate_deadline\": true,",
+            1,
+        );
+    let stderr = reject(&text);
+    assert_says(
+        &stderr,
+        &[
+            "5 problems in the scenario",
+            "clients.entry: names no service (got \"front\"); did you mean \"frontend\"?",
+            "services.frontend.calls[1].policy.budget.scope",
+            "services.frontend.calls: the calls with a fraction below 1",
+            "services.backend.concurrency: must be at least 1 (got 0)",
+            "policy.propagate_deadline: applies to calls between services",
+        ],
+    );
 }
