@@ -173,6 +173,8 @@ pub struct Replications {
 struct GraphFold {
     services: Vec<[Moments; ServiceMetric::ALL.len()]>,
     calls: Vec<[Moments; CallMetric::ALL.len()]>,
+    /// Per call, the route success rate over the replications in which it has one.
+    route_success: Vec<Moments>,
     degraded: Moments,
     degraded_rate: Moments,
     bulkhead_full: Moments,
@@ -185,6 +187,7 @@ impl GraphFold {
         GraphFold {
             services: vec![Default::default(); run.metrics.services.len()],
             calls: vec![Default::default(); run.metrics.calls.len()],
+            route_success: vec![Moments::default(); run.metrics.calls.len()],
             degraded: Moments::default(),
             degraded_rate: Moments::default(),
             bulkhead_full: Moments::default(),
@@ -211,6 +214,11 @@ impl GraphFold {
         for (moments, c) in self.calls.iter_mut().zip(&m.calls) {
             for (k, mo) in CallMetric::ALL.iter().zip(moments.iter_mut()) {
                 mo.push(k.value(c));
+            }
+        }
+        for (moments, c) in self.route_success.iter_mut().zip(&m.calls) {
+            if let Some(rate) = c.route_success_rate {
+                moments.push(rate);
             }
         }
         let degraded = m.degraded.unwrap_or(0.0);
@@ -241,6 +249,18 @@ impl GraphFold {
             .iter()
             .map(|moments| estimates(moments, &CallMetric::ALL))
             .unzip();
+        for ((mean, half), moments) in metrics
+            .calls
+            .iter_mut()
+            .zip(ci95.calls.iter_mut())
+            .zip(&self.route_success)
+        {
+            if moments.count() > 0 {
+                let e = moments.estimate();
+                mean.route_success_rate = Some(finite(e.mean));
+                half.route_success_rate = Some(finite(e.half_width));
+            }
+        }
         for (k, moments) in [
             (Metric::DEGRADED, &self.degraded),
             (Metric::FAILED_BULKHEAD_FULL, &self.bulkhead_full),
