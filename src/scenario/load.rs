@@ -1297,6 +1297,27 @@ mod tests {
         }
     }
 
+    /// A call graph of `n` services far beyond the bound: a chain whose every service also
+    /// calls the first (a cycle each), an unknown service and a long way ahead, each with a
+    /// drop outage behind calls without a timeout. Its rules cost time linear in its calls.
+    fn graph_of(n: usize) -> String {
+        let services: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#""s{i}": {{"service_time": {{"constant": "1ms"}}, "faults": [{{"from": "0s", "to": "1s", "outage": "drop"}}],
+                       "calls": [{{"to": "s{}"}}, {{"to": "s0"}}, {{"to": "nowhere{i}", "fraction": 0.9}}, {{"to": "s{}", "fraction": 0.9}}]}}"#,
+                    (i + 1) % n,
+                    (i * 7) % n
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"name": "g", "duration": "1s", "clients": {{"count": 1, "workload": {{"open": {{"rate_per_s": 1}}}}, "entry": "s0"}},
+               "services": {{{}}}}}"#,
+            services.join(", ")
+        )
+    }
+
     /// `load_str` is the one way in for text, and fuzzed: whatever it is given, it returns
     /// problems (never panics), and the limits keep its work small.
     #[test]
@@ -1330,6 +1351,7 @@ mod tests {
             with_sweep(
                 r#"{"path": "network.latency", "values": [{"mixture": [{"weight": 1e308, "dist": {"constant": "1ms"}}, {"weight": 1e308, "dist": {"constant": "1ms"}}]}]}"#,
             ),
+            graph_of(3000),
         ];
         for text in &texts {
             match load_str(text, "fuzz", &LoadOptions::default()) {
