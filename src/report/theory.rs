@@ -26,6 +26,10 @@ pub struct Prediction {
 /// The closed forms that apply to `s`, possibly none.
 pub fn predictions(s: &Scenario) -> Vec<Prediction> {
     use crate::metrics::Metric;
+    // The closed forms describe one server; a call graph's entry waits on its calls.
+    if s.is_graph() {
+        return Vec::new();
+    }
     let ServerKind::Queue(q) = &s.server().kind else {
         return Vec::new();
     };

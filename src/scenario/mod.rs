@@ -238,19 +238,21 @@ impl Scenario {
     pub fn is_graph(&self) -> bool {
         self.services.len() > 1
     }
-    /// The triggers of this scenario, sorted by start: every fault window, and the stretch in
-    /// which an open workload's profile departs from its base rate and comes back to it (from
-    /// the first point whose rate differs from the base to the point where it returns to the
-    /// base for good). A profile that ends at another rate changes the load for good: that is
-    /// not a trigger, since the goodput before it is no longer the level to come back to.
+    /// The triggers of this scenario, sorted by start: every fault window of every service,
+    /// and the stretch in which an open workload's profile departs from its base rate and
+    /// comes back to it (from the first point whose rate differs from the base to the point
+    /// where it returns to the base for good). A profile that ends at another rate changes
+    /// the load for good: that is not a trigger, since the goodput before it is no longer the
+    /// level to come back to.
     /// Recovery is judged against the goodput before the first trigger, after the last one
     /// ends.
     pub fn triggers(&self) -> Vec<Trigger> {
+        // A fault on any service is a trigger: in a call graph, a slow or failing
+        // dependency is what the entry's goodput has to come back from.
         let mut triggers: Vec<Trigger> = self
-            .server()
-            .faults
-            .windows()
+            .services
             .iter()
+            .flat_map(|s| s.server.faults.windows())
             .map(|f| Trigger {
                 from: f.from,
                 to: f.to,
