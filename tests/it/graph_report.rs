@@ -100,7 +100,7 @@ fn f(v: &Value) -> f64 {
 #[test]
 fn a_call_graph_run_names_and_counts_every_service_and_call() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, stdout) = run(dir.path(), "o", &["--quiet"]);
+    let (out, stdout) = run(dir.path(), "o", &[]);
     let summary = json(&out.join("summary.json"));
     let variants = summary["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 3);

@@ -12,6 +12,8 @@ mod exactness;
 mod figures;
 mod first_storm;
 mod fuzz;
+mod graph;
+mod graph_report;
 mod invariants;
 mod memory;
 mod metastable;
