@@ -333,6 +333,13 @@ fn graph_section(
         out,
         "Attempts per request counts the attempts sent on a call per logical request the clients started. Failed counts the calls that failed for good; degraded those of them a fallback answered; bulkhead full the attempts a full bulkhead refused."
     );
+    let routes = super::table::has_routes(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
+    if routes {
+        let _ = writeln!(
+            out,
+            "Route success is, for a call of the entry service that only part of the requests make, the share of the requests on that route that succeeded in full, whether or not they reached the call (`-` for other calls)."
+        );
+    }
     for (v, r) in &pairs {
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
@@ -340,12 +347,19 @@ fn graph_section(
         for k in &cols {
             let _ = write!(out, " {} |", k.title());
         }
-        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(cols.len()));
+        if routes {
+            let _ = write!(out, " route success (%) |");
+        }
+        let n = cols.len() + usize::from(routes);
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(n));
         let names = super::table::call_names(r);
         for ((m, h), (from, to)) in v.metrics.calls.iter().zip(&v.ci95.calls).zip(&names) {
             let _ = write!(out, "| {} → {} |", escape(from), escape(to));
             for k in &cols {
                 let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+            }
+            if routes {
+                let _ = write!(out, " {} |", super::table::route_success(m, h, with_ci));
             }
             let _ = writeln!(out);
         }

@@ -271,6 +271,27 @@ pub(super) const CALL_COLUMNS: [CallMetric; 5] = [
     CallMetric::BULKHEAD_FULL,
 ];
 
+/// Whether any call of the variants is a route of the entry, with a route success rate.
+pub(super) fn has_routes<'a>(
+    calls: impl IntoIterator<Item = &'a crate::metrics::CallMetrics>,
+) -> bool {
+    calls.into_iter().any(|c| c.route_success_rate.is_some())
+}
+
+/// A call's route success in % (`mean ± half`), or `-` for a call that is not a route of
+/// the entry.
+pub(super) fn route_success(
+    m: &crate::metrics::CallMetrics,
+    h: &crate::metrics::CallMetrics,
+    with_ci: bool,
+) -> String {
+    match (m.route_success_rate, h.route_success_rate) {
+        (Some(m), Some(h)) if with_ci => format!("{:.1} ± {:.1}", 100.0 * m, 100.0 * h),
+        (Some(m), _) => format!("{:.1}", 100.0 * m),
+        (None, _) => "-".to_string(),
+    }
+}
+
 /// A short header for a per-service or per-call column.
 fn part_header<T>(k: &PartMetric<T>) -> String {
     use crate::metrics::Unit;
@@ -359,6 +380,10 @@ fn graph_tables(
     write_rows(out, &header, &rows, 2);
     let mut header = vec!["variant".to_string(), "call".to_string()];
     header.extend(CALL_COLUMNS.iter().map(part_header));
+    let routes = has_routes(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
+    if routes {
+        header.push("route success %".to_string());
+    }
     let mut rows = Vec::new();
     for (v, ran) in &variants {
         let names = call_names(ran);
@@ -379,6 +404,9 @@ fn graph_tables(
                     .iter()
                     .map(|k| k.format_estimate(m, h, with_ci)),
             );
+            if routes {
+                row.push(route_success(m, h, with_ci));
+            }
             rows.push(row);
         }
     }
@@ -387,7 +415,7 @@ fn graph_tables(
     }
     let _ = writeln!(
         out,
-        "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered)"
+        "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered; route success: of the requests whose route at the entry includes the call, the share that succeeded in full)"
     );
     write_rows(out, &header, &rows, 2);
 }
