@@ -28,6 +28,9 @@ pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "retry-budget",
     "retry-chapter",
     "thundering-herd",
+    "tiers-bulkhead",
+    "tiers-cascading-slowdown",
+    "tiers-retry-amplification",
 );
 
 /// The bundled scenarios, parsed.
