@@ -199,7 +199,7 @@ impl Sim<'_> {
 
     /// The caller begins the next attempt of call `slot` now: the edge's policies admit it
     /// (it is sent), make it wait for a bulkhead permit, or refuse it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
         let call = &self.calls[slot as usize];
         let edge = call.edge as usize;
@@ -383,7 +383,7 @@ impl Sim<'_> {
     }
 
     /// The caller learned the outcome of its attempt: end the call, or schedule the retry.
-    #[inline]
+    #[inline(always)]
     fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let edge = self.calls[slot as usize].edge as usize;
         if edge == 0 {

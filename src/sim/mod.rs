@@ -382,7 +382,9 @@ impl<'a> Sim<'a> {
         if service == 0 {
             self.rec.series.add(col);
         }
-        if let Some(series) = &mut self.services[service].series {
+        if self.graph
+            && let Some(series) = &mut self.services[service].series
+        {
             series.add(col);
         }
     }

@@ -169,7 +169,7 @@ impl<'a> CallPolicies<'a> {
     }
 
     /// Step 1: a logical call of `client` starts.
-    #[inline]
+    #[inline(always)]
     pub fn call_started(&mut self, client: u32, now: SimTime) {
         if self.budgets.is_none() {
             return;
@@ -181,7 +181,7 @@ impl<'a> CallPolicies<'a> {
 
     /// Step 2: an attempt (a retry if `is_retry`) of a call of `client` whose deadline is
     /// `deadline` is about to be sent.
-    #[inline]
+    #[inline(always)]
     pub fn admit(&mut self, client: u32, is_retry: bool, deadline: SimTime, now: SimTime) -> Admit {
         if let Some(breaker) = self.breaker(client)
             && !breaker.allow(now, is_retry)
@@ -226,7 +226,7 @@ impl<'a> CallPolicies<'a> {
     /// is a failure, as for a Resilience4j breaker recording server errors and timeouts. A
     /// budget pays only for outcomes the policy retries, as gRPC's throttle counts only
     /// retryable status codes.
-    #[inline]
+    #[inline(always)]
     pub fn learn(
         &mut self,
         client: u32,
@@ -235,9 +235,20 @@ impl<'a> CallPolicies<'a> {
         retried: Option<f64>,
         now: SimTime,
     ) {
-        if !self.watches() {
-            return;
+        if self.watches() {
+            self.learn_watched(client, outcome, sent, retried, now);
         }
+    }
+
+    /// [`CallPolicies::learn`] for an edge with a budget or a breaker.
+    fn learn_watched(
+        &mut self,
+        client: u32,
+        outcome: Outcome,
+        sent: SimTime,
+        retried: Option<f64>,
+        now: SimTime,
+    ) {
         if let Some(breaker) = self.breaker(client) {
             let failed = !matches!(
                 outcome,
@@ -258,7 +269,7 @@ impl<'a> CallPolicies<'a> {
     /// Step 4: a call of `client` means to retry after `outcome`. The budget is asked when
     /// the retry is decided, before the backoff (as gRPC and the AWS SDKs do). Returns what
     /// the retry takes from a quota, or `None` when the budget denies it.
-    #[inline]
+    #[inline(always)]
     pub fn may_retry(&mut self, client: u32, outcome: Outcome, now: SimTime) -> Option<f64> {
         if self.budgets.is_none() {
             return Some(0.0);

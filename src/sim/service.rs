@@ -157,6 +157,10 @@ impl Sim<'_> {
     /// The service attempts of call `slot` go to.
     #[inline(always)]
     fn target(&self, slot: u32) -> usize {
+        if !self.graph {
+            // One service: every attempt goes to it.
+            return 0;
+        }
         self.edges[self.calls[slot as usize].edge as usize].to as usize
     }
 
@@ -309,13 +313,13 @@ impl Sim<'_> {
         c.last_service_end = now;
         self.tally(s, Column::Served);
         let spec = &self.sc.services[s];
-        let call = self.calls[slot as usize];
-        if spec.calls.is_empty() || call.permanent {
+        if !self.graph || spec.calls.is_empty() || self.calls[slot as usize].permanent {
             // A bad request is refused after its service time, before any call.
             self.release_worker(s, now);
             self.answer(s, slot, token, None, false, now);
             return;
         }
+        let call = &self.calls[slot as usize];
         let work = Work {
             service: s as u32,
             call: slot,
