@@ -19,20 +19,22 @@ use crate::engine::SimTime;
 pub struct ServiceCounters {
     /// Attempts that reached the service.
     pub attempts: u64,
-    /// Attempts whose service time ended (with or without their downstream calls after it).
+    /// Attempts finished: their service time and the downstream calls they made are done
+    /// and the service answered (or found nobody waiting: wasted).
     pub served: u64,
     /// Attempts served whose answer nobody read: their caller had given up when the work
     /// was done (or, with `drop_expired`, when the next downstream call was due, and the
     /// work stopped there).
     pub wasted: u64,
-    /// Attempts answered `success` to a caller still waiting.
+    /// Attempts answered `success` (in full, not degraded) to a caller still waiting.
     pub useful: u64,
     /// Attempts rejected because every worker was busy and the waiting room full.
     pub rejected: u64,
     /// Attempts refused by the service's rate limit.
     pub throttled: u64,
-    /// Attempts discarded unserved because their caller had given up (`drop_expired`): at
-    /// arrival or at dequeue.
+    /// Attempts discarded because their caller had given up: with `drop_expired` at
+    /// arrival, at dequeue or before a downstream call, and any attempt whose work a
+    /// deadline cut off when its caller stopped waiting.
     pub expired_dropped: u64,
     /// Attempts answered `error` at once by an `outage: reject` fault.
     pub outage_rejected: u64,
@@ -99,7 +101,8 @@ pub struct ServiceMetrics {
     pub throttled: f64,
     /// Attempts discarded because their caller had given up.
     pub expired_dropped: f64,
-    /// Successful answers to callers still waiting, per second of the run.
+    /// Successful answers (in full, not degraded) to callers still waiting, per second of
+    /// the run.
     pub goodput_per_s: f64,
     /// Worker-time held (service plus waiting on downstream calls) over worker-time
     /// available, in [0, 1].

@@ -138,6 +138,7 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
                 degraded,
                 failed: degraded + 1.0,
                 bulkhead_full: if j == 2 && e == 2 { 12.0 } else { 0.0 },
+                route_success_rate: (fraction < 1.0 && from == 0).then_some(0.9),
             }
         })
         .collect();

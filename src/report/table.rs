@@ -413,9 +413,14 @@ fn graph_tables(
     if rows.is_empty() {
         return;
     }
+    let route_words = if routes {
+        "; route success: of the requests whose route at the entry includes the call, the share that succeeded in full"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered; route success: of the requests whose route at the entry includes the call, the share that succeeded in full)"
+        "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered{route_words})"
     );
     write_rows(out, &header, &rows, 2);
 }

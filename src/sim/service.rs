@@ -304,17 +304,15 @@ impl Sim<'_> {
     }
 
     /// A service finishes the service time of attempt `token` of call `slot`: it answers,
-    /// or begins the work of its downstream calls.
+    /// or begins the work of its downstream calls (and counts the attempt served when that
+    /// work is done).
     #[inline]
     pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
-        let c = &mut self.services[s].counters;
-        c.served += 1;
-        c.last_service_end = now;
-        self.tally(s, Column::Served);
         let spec = &self.sc.services[s];
         if !self.graph || spec.calls.is_empty() || self.calls[slot as usize].permanent {
             // A bad request is refused after its service time, before any call.
+            self.served(s, now);
             self.release_worker(s, now);
             self.answer(s, slot, token, None, false, now);
             return;
@@ -365,6 +363,15 @@ impl Sim<'_> {
         }
     }
 
+    /// Service `s` finished an attempt at `now` (its service time, and the calls it made).
+    #[inline(always)]
+    fn served(&mut self, s: usize, now: SimTime) {
+        let c = &mut self.services[s].counters;
+        c.served += 1;
+        c.last_service_end = now;
+        self.tally(s, Column::Served);
+    }
+
     /// Whether work `w` makes the call on edge `edge` (its route draw falls in the call's
     /// slice, or the call is made by every attempt).
     #[inline]
@@ -379,8 +386,9 @@ impl Sim<'_> {
     }
 
     /// With `drop_expired`, work `w` whose caller no longer waits is discarded: its worker
-    /// is released and nothing more is called. Its service time was spent for nobody: it
-    /// counts as wasted. Returns whether it was discarded.
+    /// is released, nothing more is called and nothing answered; it counts as dropped
+    /// expired (its service time counts in the utilization). Returns whether it was
+    /// discarded.
     fn drop_expired_work(&mut self, w: u32, now: SimTime) -> bool {
         let work = self.works[w as usize];
         let s = work.service as usize;
@@ -391,8 +399,7 @@ impl Sim<'_> {
         if !drop || self.calls[work.call as usize].awaits(work.token) {
             return false;
         }
-        self.services[s].counters.wasted += 1;
-        self.tally(s, Column::Wasted);
+        self.services[s].counters.expired_dropped += 1;
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
         self.free_works.push(w);
         self.release_worker(s, now);
@@ -454,6 +461,18 @@ impl Sim<'_> {
         self.free_works.push(w);
         let s = work.service as usize;
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
+        if work.failure == Some(Outcome::DeadlineExceeded)
+            && !self.calls[work.call as usize].awaits(work.token)
+        {
+            // A deadline cut the work off when its caller stopped waiting (a propagated
+            // deadline ends the call below at that instant): it is abandoned, as a server
+            // abandons a call whose deadline passed, not served for nobody.
+            self.services[s].counters.expired_dropped += 1;
+            self.release_worker(s, now);
+            self.attempt_accounted(work.call);
+            return;
+        }
+        self.served(s, now);
         self.release_worker(s, now);
         self.answer(s, work.call, work.token, work.failure, work.degraded, now);
     }
@@ -529,7 +548,7 @@ impl Sim<'_> {
                 Outcome::Success
             }
         };
-        if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+        if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
         }
         self.reply(slot, token, outcome, now);

@@ -354,15 +354,16 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
 /// `retrystorm report` there, and asserts that report.md, every figure and figure CSV and the
 /// manifest come back byte for byte. Returns how many files were compared.
 pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
-    const DATA: [&str; 6] = [
+    const DATA: [&str; 7] = [
         "summary.json",
         "scenario.resolved.json",
         "timeseries.csv",
         "latency.csv",
         "example-runs.csv",
         "sweep.csv",
+        "service-timeseries.csv",
     ];
-    const OPTIONAL: [&str; 2] = ["example-runs.csv", "sweep.csv"];
+    const OPTIONAL: [&str; 3] = ["example-runs.csv", "sweep.csv", "service-timeseries.csv"];
     let again = dir.join("again");
     std::fs::create_dir(&again).unwrap();
     for name in DATA {
