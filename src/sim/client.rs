@@ -61,6 +61,38 @@ pub(super) struct CallState {
 }
 
 impl CallState {
+    /// A call on `edge` made by `parent` (or [`ROOT`]) for `client`'s request, starting
+    /// `now`, with nothing sent yet.
+    #[inline(always)]
+    fn fresh(
+        (edge, parent, client): (u32, u32, u32),
+        now: SimTime,
+        deadline: SimTime,
+        permanent: bool,
+        route: u64,
+    ) -> Self {
+        CallState {
+            edge,
+            parent,
+            client,
+            start: now,
+            deadline,
+            attempts: 0,
+            live_token: NO_TOKEN,
+            next_token: 1,
+            abandon_at: SimTime::NEVER,
+            permanent,
+            holds_permit: false,
+            waiting: false,
+            ended: false,
+            outstanding: 0,
+            decorrelated: SimDuration::ZERO,
+            sent: now,
+            last_retry_cost: 0.0,
+            route,
+        }
+    }
+
     /// Whether the caller still awaits attempt `token`.
     #[inline]
     pub fn awaits(&self, token: u32) -> bool {
@@ -119,26 +151,13 @@ impl Sim<'_> {
         } else {
             0
         };
-        let slot = self.new_call(CallState {
-            edge: 0,
-            parent: ROOT,
-            client,
-            start: now,
+        let slot = self.new_call(CallState::fresh(
+            (0, ROOT, client),
+            now,
             deadline,
-            attempts: 0,
-            live_token: NO_TOKEN,
-            next_token: 1,
-            abandon_at: SimTime::NEVER,
             permanent,
-            holds_permit: false,
-            waiting: false,
-            ended: false,
-            outstanding: 0,
-            decorrelated: SimDuration::ZERO,
-            sent: now,
-            last_retry_cost: 0.0,
             route,
-        });
+        ));
         self.in_flight += 1;
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
@@ -160,26 +179,13 @@ impl Sim<'_> {
         }
         let rate = self.sc.services[e.to as usize].server.permanent_error_rate;
         let permanent = rate > 0.0 && self.rng.routes.random::<f64>() < rate;
-        let slot = self.new_call(CallState {
-            edge,
-            parent: work,
-            client: caller.client,
-            start: now,
+        let slot = self.new_call(CallState::fresh(
+            (edge, work, caller.client),
+            now,
             deadline,
-            attempts: 0,
-            live_token: NO_TOKEN,
-            next_token: 1,
-            abandon_at: SimTime::NEVER,
             permanent,
-            holds_permit: false,
-            waiting: false,
-            ended: false,
-            outstanding: 0,
-            decorrelated: SimDuration::ZERO,
-            sent: now,
-            last_retry_cost: 0.0,
-            route: caller.route,
-        });
+            caller.route,
+        ));
         if self.live_slots > self.sc.limits.max_in_flight {
             self.overflow.get_or_insert(Truncation::MaxInFlight {
                 limit: self.sc.limits.max_in_flight,
