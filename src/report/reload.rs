@@ -578,28 +578,12 @@ fn read_service_series(
     let header = service_timeseries_header(two_axes);
     let keys = header.len() - SERVICE_COLUMNS.len() - 2;
     let mut reader = csv_reader(bytes, &header)?;
-    let mut point_at: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (i, p) in experiment.points.iter().enumerate() {
-        point_at
-            .entry((
-                value_text(p.value.as_ref()),
-                value_text(p.second_value.as_ref()),
-            ))
-            .or_insert(i);
-    }
+    let points = PointsByValue::new(experiment, two_axes);
     let mut series: BTreeMap<(usize, usize, usize), SeriesReader> = BTreeMap::new();
     for record in reader.records() {
         let record = record.map_err(|e| anyhow!("{e}"))?;
         let line = record.position().map_or(0, |p| p.line());
-        let x = cell_text(&record, 0).to_string();
-        let y = if two_axes {
-            cell_text(&record, 1).to_string()
-        } else {
-            String::new()
-        };
-        let Some(&p) = point_at.get(&(x.clone(), y.clone())) else {
-            bail!("line {line}: sweep value {x:?} is not a point of this run");
-        };
+        let p = points.of(&record, line)?;
         let name = cell_text(&record, keys - 2);
         let Some(v) = experiment.points[p]
             .variants
@@ -901,36 +885,12 @@ fn read_series(
     let keys = header.len() - 2;
     header.extend(Column::ALL.iter().map(|c| c.name()));
     let mut reader = csv_reader(bytes, &header)?;
-    // Points by their values as the file writes them (the first of equal ones).
-    let mut point_at: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (i, p) in experiment.points.iter().enumerate() {
-        point_at
-            .entry((
-                value_text(p.value.as_ref()),
-                value_text(p.second_value.as_ref()),
-            ))
-            .or_insert(i);
-    }
+    let points = PointsByValue::new(experiment, two_axes);
     let mut series: BTreeMap<(usize, usize), SeriesReader> = BTreeMap::new();
     for record in reader.records() {
         let record = record.map_err(|e| anyhow!("{e}"))?;
         let line = record.position().map_or(0, |p| p.line());
-        let x = cell_text(&record, 0).to_string();
-        let y = if two_axes {
-            cell_text(&record, 1).to_string()
-        } else {
-            String::new()
-        };
-        let Some(&p) = point_at.get(&(x.clone(), y.clone())) else {
-            bail!(
-                "line {line}: sweep value {x:?}{} is not a point of this run",
-                if two_axes {
-                    format!(", {y:?}")
-                } else {
-                    String::new()
-                }
-            );
-        };
+        let p = points.of(&record, line)?;
         let name = cell_text(&record, keys - 1);
         let Some(v) = result.points[p]
             .variants
@@ -1092,6 +1052,50 @@ fn check_sweep_csv(bytes: &[u8], sweep: &Sweep) -> anyhow::Result<()> {
         record.map_err(|e| anyhow!("{e}"))?;
     }
     Ok(())
+}
+
+/// The points of a run by their values as the CSV files write them (the first of equal
+/// ones), for files with a row per (point, ...): the sweep value in the first column, and
+/// the second axis' in the second with two axes.
+struct PointsByValue {
+    two_axes: bool,
+    at: BTreeMap<(String, String), usize>,
+}
+
+impl PointsByValue {
+    fn new(experiment: &Experiment, two_axes: bool) -> Self {
+        let mut at = BTreeMap::new();
+        for (i, p) in experiment.points.iter().enumerate() {
+            at.entry((
+                value_text(p.value.as_ref()),
+                value_text(p.second_value.as_ref()),
+            ))
+            .or_insert(i);
+        }
+        PointsByValue { two_axes, at }
+    }
+
+    /// The point of `record`, at `line` of its file.
+    fn of(&self, record: &csv::StringRecord, line: u64) -> anyhow::Result<usize> {
+        let x = cell_text(record, 0).to_string();
+        let y = if self.two_axes {
+            cell_text(record, 1).to_string()
+        } else {
+            String::new()
+        };
+        let second = if self.two_axes {
+            format!(", {y:?}")
+        } else {
+            String::new()
+        };
+        match self.at.get(&(x, y)) {
+            Some(&p) => Ok(p),
+            None => bail!(
+                "line {line}: sweep value {:?}{second} is not a point of this run",
+                cell_text(record, 0)
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -484,7 +484,11 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
     let graph = is_graph_run(experiment);
     let mut charts = vec![Chart::ComparisonBars {
         stem: "comparison",
-        caption: "The headline numbers side by side; a bar's whisker is its 95 % confidence interval.",
+        caption: if graph {
+            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. In this call graph, work and amplification count the attempts at the entry service only: the services behind it are in the per-service table, call-graph and service-load-over-time."
+        } else {
+            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval."
+        },
     }];
     if experiment
         .sweep
@@ -584,7 +588,7 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
     if service_load::applies(experiment) {
         charts.push(Chart::CallGraph {
             stem: "call-graph",
-            caption: "The call graph, a panel per variant in one layout: the clients and the services as boxes, each call as an arrow labelled with the attempts it carried per logical request the clients started (mean over replications ± its 95 % half-width), its width on one scale for every panel. The arrow into the entry counts the clients' own attempts; a number that grows along the arrows is retries multiplying down the graph.",
+            caption: "The call graph, a panel per variant in one layout: the clients and the services as boxes, each call as an arrow labelled with the attempts it carried per logical request the clients started (mean over replications ± its 95 % half-width), its width on one scale for every panel. The arrow into the entry counts the clients' own attempts; a number that grows along the arrows is retries multiplying down the graph. An arrow counts attempts sent: those a full service rejected are in the per-service table, and those a bulkhead refused never left and are in the per-call table.",
         });
         charts.push(Chart::ServiceLoad {
             stem: "service-load-over-time",
@@ -594,7 +598,11 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
     if server_over_time::applies(result, focus) {
         charts.push(Chart::ServerOverTime {
             stem: "server-over-time",
-            caption: "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column.",
+            caption: if graph {
+                "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column."
+            } else {
+                "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column."
+            },
         });
     }
     let any_retries = result
