@@ -384,6 +384,55 @@ pub struct BulkheadConfig {
     pub max_wait: SimDuration,
 }
 
+/// `policy.hedge`: hedged requests ("The Tail at Scale"). After `delay` without an answer
+/// to an attempt, another attempt of the same call is sent, up to `max_hedges` per attempt;
+/// the first answer that ends the call wins and the others are abandoned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HedgeConfig {
+    /// How long an attempt goes unanswered before the next hedge is sent.
+    pub delay: HedgeDelay,
+    /// Hedges per attempt at most (>= 1): the first attempt and each retry may be hedged
+    /// this many times.
+    pub max_hedges: u32,
+    /// Abandoned attempts that have not started service are dropped by their service
+    /// (counted `cancelled`) instead of being served for nobody.
+    pub cancel: bool,
+    /// At most this share of the calls is hedged, on average: each call puts `budget` into a
+    /// bucket that holds at most [`HEDGE_BUDGET_BURST`] hedges, and each hedge takes 1 out.
+    /// `None`: unbudgeted.
+    pub budget: Option<f64>,
+}
+
+/// Hedges a hedge budget lets through in a burst: the most its bucket holds.
+pub const HEDGE_BUDGET_BURST: f64 = 10.0;
+
+/// `policy.hedge.delay`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HedgeDelay {
+    /// A fixed delay (> 0).
+    Fixed(SimDuration),
+    /// The `quantile` (in (0, 1)) of the latencies of the last `window` attempts answered
+    /// on the call edge (`"p95"`: 0.95). No hedge is sent before the edge has seen
+    /// [`HEDGE_MIN_SAMPLES`] answers.
+    Percentile { quantile: f64, window: u32 },
+}
+
+/// Answers a percentile hedge delay needs before its first hedge.
+pub const HEDGE_MIN_SAMPLES: u32 = 20;
+
+/// `policy.idempotency_key`: the caller sends a key with every attempt of a call, and the
+/// service remembers the calls it executed for `ttl`. A repeat of a call it remembers is
+/// answered from memory after `cost`, with the remembered outcome, without executing again
+/// and without a worker; a repeat that arrives while an earlier attempt of its call is still
+/// being executed waits for that attempt's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    /// How long an executed call is remembered (default 24 h).
+    pub ttl: SimDuration,
+    /// Time to answer a repeat from memory (default 0).
+    pub cost: SimDuration,
+}
+
 /// The server kinds.
 #[derive(Debug, Clone)]
 pub enum ServerKind {
@@ -414,6 +463,14 @@ pub struct Policy {
     /// The call's deadline is at most the time its caller still waits (calls between
     /// services only): `propagate_deadline`.
     pub propagate_deadline: bool,
+    /// Hedged requests, if any.
+    pub hedge: Option<HedgeConfig>,
+    /// Whether executing an attempt of the call twice is harmless (default true). When
+    /// false, every execution of the call after its first is counted as a duplicate side
+    /// effect at the service called.
+    pub idempotent: bool,
+    /// Idempotency keys, if the caller sends them.
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 /// `policy.retry`.

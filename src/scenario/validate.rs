@@ -1235,6 +1235,9 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
         bulkhead,
         fallback,
         propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
+        hedge: None,
+        idempotent: true,
+        idempotency_key: None,
     }
 }
 
