@@ -40,6 +40,15 @@ pub struct ServiceCounters {
     pub outage_rejected: u64,
     /// Attempts lost to an `outage: drop` fault.
     pub outage_dropped: u64,
+    /// Abandoned hedge-race attempts dropped before service because their caller cancelled
+    /// them (`hedge.cancel`).
+    pub cancelled: u64,
+    /// Executions of a non-idempotent call after its first: duplicate side effects.
+    pub duplicates: u64,
+    /// Calls executed more than once (at least one duplicate).
+    pub duplicate_calls: u64,
+    /// Repeats answered from the idempotency key memory without executing.
+    pub replayed: u64,
     /// Worker-nanoseconds held: service time plus the time a worker waited on downstream
     /// calls.
     pub busy_nanos: u128,
@@ -74,6 +83,12 @@ pub struct CallCounters {
     pub budget_denials: u64,
     /// Attempts the edge's breaker refused.
     pub breaker_refusals: u64,
+    /// Hedges sent (attempts beyond the first and the retries).
+    pub hedges: u64,
+    /// Calls whose answer came from a hedge.
+    pub hedge_wins: u64,
+    /// Hedges the edge's hedge budget denied.
+    pub hedges_denied: u64,
     /// For a call of the entry service made by part of the requests (`fraction` below 1):
     /// the logical requests whose route includes it that ended, whether or not the call was
     /// reached (a request refused by a full entry service still took its route).

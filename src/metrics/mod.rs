@@ -38,6 +38,12 @@ pub struct Counters {
     pub first_attempts: u64,
     /// Retries sent.
     pub retries: u64,
+    /// Hedges sent (attempts beyond the first and the retries).
+    pub hedges: u64,
+    /// Requests whose answer came from a hedge.
+    pub hedge_wins: u64,
+    /// Hedges the clients' hedge budget denied.
+    pub hedges_denied: u64,
     /// Attempts that reached the server (the server's work).
     pub attempts: u64,
     /// Attempts the server finished serving.
@@ -89,6 +95,14 @@ pub struct Counters {
     pub outage_rejected: u64,
     /// Attempts lost without an answer to an `outage: drop` fault.
     pub outage_dropped: u64,
+    /// Abandoned hedge-race attempts the server dropped before service (`hedge.cancel`).
+    pub cancelled: u64,
+    /// Executions of a non-idempotent request after its first: duplicate side effects.
+    pub duplicates: u64,
+    /// Requests executed more than once.
+    pub duplicate_calls: u64,
+    /// Repeats answered from the idempotency key memory without executing.
+    pub replayed: u64,
 }
 
 /// Why a run stopped before everything drained.

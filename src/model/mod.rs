@@ -1,5 +1,6 @@
 //! The simulated system's parts as plain state machines: distributions, arrival processes,
-//! backoff schedules, retry budgets, circuit breakers, bulkheads, fault windows, a server's
+//! backoff schedules, retry budgets, circuit breakers, bulkheads, hedging's timers and budget,
+//! idempotency key stores, fault windows, a server's
 //! admission rate limit and the servers (the `queue` server and the `occ` row).
 //!
 //! Every function here takes validated values and the current time; none of them checks ranges
@@ -12,6 +13,8 @@ pub mod budget;
 pub mod bulkhead;
 pub mod dist;
 pub mod fault;
+pub mod hedge;
+pub mod idempotency;
 pub mod occ;
 pub mod outcome;
 pub mod rate_limit;
@@ -24,6 +27,8 @@ pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
 pub use bulkhead::Bulkhead;
 pub use dist::Dist;
 pub use fault::{Fault, FaultEffect, Faults, Outage};
+pub use hedge::{HedgeBudget, HedgeTimer, LatencyWindow};
+pub use idempotency::{KeyStore, Lookup};
 pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};
 pub use rate_limit::{RateLimit, RateLimiter};

@@ -83,6 +83,8 @@ pub struct QueueServer {
     pub busy_nanos: u128,
     /// Attempts discarded at dequeue because their client had given up.
     pub expired_dropped: u64,
+    /// Attempts discarded at dequeue because their caller cancelled them.
+    pub cancelled: u64,
     /// The attempts discarded at dequeue that the driver has not yet taken back
     /// ([`QueueServer::pop_dropped`]): each attempt is accounted for by its driver.
     dropped: Vec<Job>,
@@ -108,6 +110,7 @@ impl QueueServer {
             max_in_service: 0,
             busy_nanos: 0,
             expired_dropped: 0,
+            cancelled: 0,
             dropped: Vec::new(),
         }
     }
@@ -163,14 +166,20 @@ impl QueueServer {
     /// Re-reads the worker count at `now` (the driver calls this at every edge of a
     /// concurrency fault window). Attempts in service keep their workers when the count falls;
     /// when it rises, waiting attempts start: they are returned with their service times.
-    pub fn refresh_workers(&mut self, now: SimTime, rng: &mut Pcg64) -> Vec<(Job, SimDuration)> {
+    /// `cancelled` tells which waiting attempts their callers cancelled (they are discarded).
+    pub fn refresh_workers(
+        &mut self,
+        now: SimTime,
+        rng: &mut Pcg64,
+        cancelled: impl Fn(&Job) -> bool,
+    ) -> Vec<(Job, SimDuration)> {
         self.workers = self
             .faults
             .concurrency(now)
             .map_or(self.config.concurrency, Some);
         let mut started = Vec::new();
         while self.has_free_worker()
-            && let Some(job) = self.next_waiting(now)
+            && let Some(job) = self.next_waiting(now, &cancelled)
         {
             started.push((job, self.start(now, rng)));
         }
@@ -197,16 +206,22 @@ impl QueueServer {
     }
 
     /// A worker finished at `now`. Returns the waiting attempt it starts next, with its service
-    /// time, after discarding expired ones if `drop_expired` is set.
+    /// time, after discarding expired ones if `drop_expired` is set and those `cancelled`
+    /// says their callers cancelled.
     #[inline]
-    pub fn complete(&mut self, now: SimTime, rng: &mut Pcg64) -> Option<(Job, SimDuration)> {
+    pub fn complete(
+        &mut self,
+        now: SimTime,
+        rng: &mut Pcg64,
+        cancelled: impl Fn(&Job) -> bool,
+    ) -> Option<(Job, SimDuration)> {
         debug_assert!(self.in_service > 0, "completion with no attempt in service");
         self.in_service -= 1;
         if !self.has_free_worker() {
             // The worker count fell below what is in service (a fault window began).
             return None;
         }
-        let job = self.next_waiting(now)?;
+        let job = self.next_waiting(now, &cancelled)?;
         Some((job, self.start(now, rng)))
     }
 
@@ -217,9 +232,9 @@ impl QueueServer {
     }
 
     /// Takes the next waiting attempt in serving order, discarding expired ones if
-    /// `drop_expired` is set.
+    /// `drop_expired` is set, and cancelled ones.
     #[inline]
-    fn next_waiting(&mut self, now: SimTime) -> Option<Job> {
+    fn next_waiting(&mut self, now: SimTime, cancelled: impl Fn(&Job) -> bool) -> Option<Job> {
         loop {
             let job = match self.config.discipline {
                 Discipline::Fifo => self.waiting.pop_front(),
@@ -227,6 +242,11 @@ impl QueueServer {
             }?;
             if self.config.drop_expired && job.abandon_at <= now {
                 self.expired_dropped += 1;
+                self.dropped.push(job);
+                continue;
+            }
+            if cancelled(&job) {
+                self.cancelled += 1;
                 self.dropped.push(job);
                 continue;
             }
@@ -311,9 +331,25 @@ mod tests {
         s.arrive(job(1, 99), SimTime::ZERO, &mut rng);
         s.arrive(job(2, 99), SimTime::ZERO, &mut rng);
         s.arrive(job(3, 1), SimTime::ZERO, &mut rng); // expires at 1 ms
-        let (next, _) = s.complete(SimTime(2_000_000), &mut rng).unwrap();
+        let (next, _) = s.complete(SimTime(2_000_000), &mut rng, |_| false).unwrap();
         assert_eq!(next.slot, 2);
         assert_eq!(s.expired_dropped, 1);
+    }
+
+    #[test]
+    fn cancelled_jobs_are_dropped_at_dequeue() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 10, Discipline::Fifo);
+        for i in 0..4 {
+            s.arrive(job(i, 99), SimTime::ZERO, &mut rng);
+        }
+        let (next, _) = s
+            .complete(SimTime(1_000_000), &mut rng, |j| j.slot % 2 == 1)
+            .unwrap();
+        assert_eq!(next.slot, 2, "1 was cancelled");
+        assert_eq!((s.cancelled, s.expired_dropped), (1, 0));
+        assert_eq!(s.pop_dropped().map(|j| j.slot), Some(1));
+        assert_eq!(s.pop_dropped(), None);
     }
 
     #[test]
@@ -348,12 +384,12 @@ mod tests {
             Admission::Start(_)
         ));
         assert!(
-            s.refresh_workers(s_(1), &mut rng).is_empty(),
+            s.refresh_workers(s_(1), &mut rng, |_| false).is_empty(),
             "the stall starts"
         );
         assert_eq!(s.workers(), Some(0));
         // The attempt in service keeps its worker but nothing new starts.
-        assert_eq!(s.complete(s_(1), &mut rng), None);
+        assert_eq!(s.complete(s_(1), &mut rng, |_| false), None);
         for i in 1..4 {
             assert_eq!(s.arrive(job(i, 99_999), s_(1), &mut rng), Admission::Queued);
         }
@@ -362,7 +398,7 @@ mod tests {
             Admission::Rejected,
             "queue_limit still applies"
         );
-        let started = s.refresh_workers(s_(2), &mut rng);
+        let started = s.refresh_workers(s_(2), &mut rng, |_| false);
         let slots: Vec<u32> = started.iter().map(|(j, _)| j.slot).collect();
         assert_eq!(slots, vec![1, 2], "two workers again, oldest first");
         assert_eq!((s.in_service(), s.queue_len()), (2, 1));

@@ -58,7 +58,32 @@ pub(super) struct CallState {
     pub last_retry_cost: f64,
     /// The request's route draw (call graphs with partial calls).
     pub route: u64,
+    /// The logical call's id: its idempotency key (a hedge shares its call's).
+    pub id: u64,
+    /// For a hedge: the call it races for ([`NONE`] for a call itself). A hedge is a call
+    /// slot of its own with one attempt, so that its timer, bulkhead permit and send time
+    /// are its own; it reports its outcome to its call and never ends a request itself.
+    pub hedge_of: u32,
+    /// A call's hedges still racing: the first slot of a list linked by `next_hedge`.
+    pub hedges: u32,
+    /// A hedge's successor in its call's list.
+    pub next_hedge: u32,
+    /// The token of the attempt that opened the call's current round (the attempt and its
+    /// hedges).
+    pub round: u32,
+    /// Hedges sent in the current round.
+    pub hedged: u32,
+    /// The outcome of the call's own attempt when it failed while its hedges raced.
+    pub round_outcome: Outcome,
+    /// An attempt the caller abandoned and cancelled: its service drops it before service.
+    pub cancelled: u32,
+    /// Times a service executed an attempt of the call (duplicates are the ones after the
+    /// first).
+    pub executions: u32,
 }
+
+/// No slot: a call's `hedge_of`, the end of a hedge list.
+pub(super) const NONE: u32 = u32::MAX;
 
 impl CallState {
     /// A call on `edge` made by `parent` (or [`ROOT`]) for `client`'s request, starting
@@ -90,6 +115,15 @@ impl CallState {
             sent: now,
             last_retry_cost: 0.0,
             route,
+            id: 0,
+            hedge_of: NONE,
+            hedges: NONE,
+            next_hedge: NONE,
+            round: NO_TOKEN,
+            hedged: 0,
+            round_outcome: Outcome::Success,
+            cancelled: NO_TOKEN,
+            executions: 0,
         }
     }
 
@@ -101,10 +135,12 @@ impl CallState {
 }
 
 impl Sim<'_> {
-    /// Takes a slot for a new call.
+    /// Takes a slot for a new call, and gives it the next call id.
     #[inline(always)]
-    fn new_call(&mut self, fresh: CallState) -> u32 {
+    fn new_call(&mut self, mut fresh: CallState) -> u32 {
         self.live_slots += 1;
+        fresh.id = self.next_call_id;
+        self.next_call_id += 1;
         match self.free_calls.pop() {
             Some(slot) => {
                 let old = &mut self.calls[slot as usize];
@@ -128,8 +164,19 @@ impl Sim<'_> {
         let call = &mut self.calls[slot as usize];
         call.outstanding -= 1;
         if call.ended && call.outstanding == 0 {
-            self.free_calls.push(slot);
-            self.live_slots -= 1;
+            self.free_slot(slot);
+        }
+    }
+
+    /// Frees the slot of an ended call with nothing out. A hedge's slot counts as one of
+    /// its call's outstanding attempts, which is then accounted for.
+    #[inline(always)]
+    fn free_slot(&mut self, slot: u32) {
+        self.free_calls.push(slot);
+        self.live_slots -= 1;
+        let of = self.calls[slot as usize].hedge_of;
+        if of != NONE {
+            self.attempt_accounted(of);
         }
     }
 
@@ -268,7 +315,16 @@ impl Sim<'_> {
             .min(call.deadline);
         let abandon_at = call.abandon_at;
         let first = call.attempts == 1;
-        if edge == 0 {
+        let hedge = call.hedge_of != NONE;
+        if hedge {
+            if edge == 0 {
+                self.rec.counters.hedges += 1;
+            } else {
+                let c = &mut self.edges[edge].counters;
+                c.attempts += 1;
+                c.hedges += 1;
+            }
+        } else if edge == 0 {
             if first {
                 self.rec.counters.first_attempts += 1;
                 self.rec.series.add(Column::FirstAttempts);
@@ -289,6 +345,179 @@ impl Sim<'_> {
         if timed {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
+        }
+        if self.edges[edge].policies.hedges() {
+            let call = &mut self.calls[slot as usize];
+            call.round = token;
+            if !hedge {
+                // The attempt opens a round that its hedges join.
+                call.hedged = 0;
+                self.arm_hedge(slot, token, now);
+            }
+        }
+    }
+
+    /// Schedules the next hedge of the round `token` of call `slot`, if the edge has a delay
+    /// to go by and it falls before the call's deadline.
+    fn arm_hedge(&mut self, slot: u32, token: u32, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        if let Some(delay) = self.edges[call.edge as usize].policies.hedge_delay()
+            && now + delay < call.deadline
+        {
+            self.queue
+                .schedule(now + delay, Event::HedgeDue { slot, token });
+        }
+    }
+
+    /// The hedge delay of round `token` of call `slot` is over: unless the round is decided,
+    /// another attempt of the call is sent (if the limit per attempt and the hedge budget
+    /// allow), racing the others, and the next hedge is armed.
+    pub(super) fn hedge_due(&mut self, slot: u32, token: u32, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        let racing = call.live_token == token || call.hedges != NONE;
+        if call.ended || call.round != token || !racing || now >= call.deadline {
+            return;
+        }
+        let (edge, hedged) = (call.edge, call.hedged);
+        if !self.edges[edge as usize].policies.may_hedge(hedged) {
+            return;
+        }
+        let call = &mut self.calls[slot as usize];
+        call.hedged += 1;
+        call.outstanding += 1;
+        let p = *call;
+        let mut hedge = CallState::fresh(
+            (p.edge, p.parent, p.client),
+            now,
+            p.deadline,
+            p.permanent,
+            p.route,
+        );
+        hedge.hedge_of = slot;
+        hedge.next_hedge = p.hedges;
+        let h = self.new_call(hedge);
+        let call = &mut self.calls[slot as usize];
+        call.hedges = h;
+        // A hedge carries its call's key.
+        self.calls[h as usize].id = p.id;
+        if self.live_slots > self.sc.limits.max_in_flight {
+            self.overflow.get_or_insert(Truncation::MaxInFlight {
+                limit: self.sc.limits.max_in_flight,
+                at: now,
+            });
+        }
+        self.send_attempt(h, now);
+        // Sending may have decided the round (a breaker refusing the only attempt left).
+        let call = &self.calls[slot as usize];
+        if call.round == token && !call.ended && call.hedged < self.max_hedges(edge) {
+            self.arm_hedge(slot, token, now);
+        }
+    }
+
+    /// The most hedges per attempt on edge `edge`.
+    fn max_hedges(&self, edge: u32) -> u32 {
+        self.edges[edge as usize]
+            .policies
+            .policy
+            .hedge
+            .map_or(0, |h| h.max_hedges)
+    }
+
+    /// Hedge `h` is over (answered, refused or timed out) with `outcome`. It wins its call's
+    /// round with a success, or with a failure the policy does not retry (and then its
+    /// call ends); any other failure drops it from the round, and the call's usual logic
+    /// decides once every attempt of the round has failed.
+    fn hedge_over(&mut self, h: u32, outcome: Outcome, now: SimTime) {
+        let slot = self.calls[h as usize].hedge_of;
+        self.unlink_hedge(slot, h);
+        self.end_hedge(h);
+        let edge = self.calls[slot as usize].edge as usize;
+        let retry_on = self.edges[edge].policies.policy.retry.retry_on;
+        let local = matches!(outcome, Outcome::BulkheadFull | Outcome::BreakerOpen);
+        if matches!(outcome, Outcome::Success | Outcome::Degraded)
+            || (!local && !retry_on.contains(outcome))
+        {
+            if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+                if edge == 0 {
+                    self.rec.counters.hedge_wins += 1;
+                } else {
+                    self.edges[edge].counters.hedge_wins += 1;
+                }
+            }
+            self.end_call(slot, outcome, now);
+            return;
+        }
+        let call = &self.calls[slot as usize];
+        if call.live_token == NO_TOKEN && call.hedges == NONE {
+            // Every attempt of the round failed: decide on the last failure the service
+            // gave (a local refusal of a hedge is not one).
+            let last = if local { call.round_outcome } else { outcome };
+            self.decide(slot, last, now);
+        }
+    }
+
+    /// Removes hedge `h` from the racing list of call `slot`.
+    fn unlink_hedge(&mut self, slot: u32, h: u32) {
+        let next = self.calls[h as usize].next_hedge;
+        let mut at = self.calls[slot as usize].hedges;
+        if at == h {
+            self.calls[slot as usize].hedges = next;
+            return;
+        }
+        while at != NONE {
+            let after = self.calls[at as usize].next_hedge;
+            if after == h {
+                self.calls[at as usize].next_hedge = next;
+                return;
+            }
+            at = after;
+        }
+    }
+
+    /// Hedge `h` ends; its slot is freed once its attempt is accounted for.
+    fn end_hedge(&mut self, h: u32) {
+        let hedge = &mut self.calls[h as usize];
+        hedge.live_token = NO_TOKEN;
+        hedge.ended = true;
+        if hedge.outstanding == 0 {
+            self.free_slot(h);
+        }
+    }
+
+    /// Call `slot`'s round is decided: the attempts still racing (its own, its hedges) are
+    /// abandoned; with `cancel`, each is marked for its service to drop before service.
+    fn abandon_round(&mut self, slot: u32, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
+        let cancel = self.edges[edge].policies.cancels();
+        let mut racing = vec![slot];
+        let mut h = self.calls[slot as usize].hedges;
+        while h != NONE {
+            racing.push(h);
+            h = self.calls[h as usize].next_hedge;
+        }
+        self.calls[slot as usize].hedges = NONE;
+        for s in racing {
+            let call = &mut self.calls[s as usize];
+            let token = call.live_token;
+            if token != NO_TOKEN {
+                if call.waiting {
+                    // Still waiting for a bulkhead permit: it gives up its place.
+                    call.waiting = false;
+                    call.live_token = NO_TOKEN;
+                    let calls = &self.calls;
+                    self.edges[edge].policies.stop_waiting(|(s, t)| {
+                        calls[s as usize].awaits(t) && calls[s as usize].waiting
+                    });
+                } else {
+                    if cancel {
+                        call.cancelled = token;
+                    }
+                    self.attempt_over(s, now);
+                }
+            }
+            if s != slot {
+                self.end_hedge(s);
+            }
         }
     }
 
@@ -330,8 +559,17 @@ impl Sim<'_> {
         if call.awaits(token) {
             self.attempt_over(slot, now);
             self.attempt_failed_or_succeeded(slot, outcome, now);
-        } else if call.edge == 0 {
-            self.rec.counters.late_replies += 1;
+        } else {
+            if call.edge == 0 {
+                self.rec.counters.late_replies += 1;
+            }
+            // `round` is the hedging edge's last attempt sent, whose send time `sent` is.
+            if call.round == token {
+                let latency = now - call.sent;
+                self.edges[call.edge as usize]
+                    .policies
+                    .answered_late(latency);
+            }
         }
         self.attempt_accounted(slot);
     }
@@ -399,6 +637,33 @@ impl Sim<'_> {
         if outcome != Outcome::BulkheadFull {
             self.learn(slot, outcome, now);
         }
+        let call = &self.calls[slot as usize];
+        if call.hedge_of != NONE {
+            self.hedge_over(slot, outcome, now);
+            return;
+        }
+        if call.hedges != NONE {
+            // The call's own attempt is over while its hedges still race: a success or a
+            // failure the policy does not retry decides the round; any other failure leaves
+            // it to the hedges.
+            let retry_on = self.edges[edge].policies.policy.retry.retry_on;
+            if matches!(outcome, Outcome::Success | Outcome::Degraded)
+                || !retry_on.contains(outcome)
+            {
+                self.end_call(slot, outcome, now);
+            } else {
+                self.calls[slot as usize].round_outcome = outcome;
+            }
+            return;
+        }
+        self.decide(slot, outcome, now);
+    }
+
+    /// Every attempt of call `slot`'s round is over, the last with `outcome`: end the call,
+    /// or schedule the retry.
+    #[inline(always)]
+    fn decide(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
         let e = &self.edges[edge];
         let retry = &e.policies.policy.retry;
         let to = e.to as usize;
@@ -460,6 +725,16 @@ impl Sim<'_> {
     /// it has one (after the fallback's latency the call ends `degraded`).
     #[inline(always)]
     pub(super) fn end_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        if call.hedge_of != NONE {
+            // A hedge ends only its part in the race.
+            self.hedge_over(slot, outcome, now);
+            return;
+        }
+        if call.hedges != NONE || call.live_token != NO_TOKEN {
+            // A hedge won: the attempts still racing are abandoned.
+            self.abandon_round(slot, now);
+        }
         let edge = self.calls[slot as usize].edge as usize;
         let e = &mut self.edges[edge];
         if matches!(outcome, Outcome::Success | Outcome::Degraded) {
@@ -509,8 +784,7 @@ impl Sim<'_> {
         call.ended = true;
         let (client, start, parent) = (call.client, call.start, call.parent);
         if call.outstanding == 0 {
-            self.free_calls.push(slot);
-            self.live_slots -= 1;
+            self.free_slot(slot);
         }
         if parent != ROOT {
             self.child_ended(parent, outcome, now);

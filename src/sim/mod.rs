@@ -67,6 +67,9 @@ enum Event {
     FallbackDone { slot: u32 },
     /// A concurrency fault window of a service starts or ends: it re-reads its worker count.
     FaultEdge { service: u32 },
+    /// An attempt (`token`, the one that opened its call's round) has gone its hedge delay
+    /// without an answer: the call sends a hedge if it still races and may.
+    HedgeDue { slot: u32, token: u32 },
 }
 
 /// No attempt is awaited.
@@ -98,10 +101,25 @@ struct Edge<'a> {
     propagate_deadline: bool,
     /// The per-attempt timeout (the policy's, kept here for the hot path).
     timeout: Option<crate::engine::SimDuration>,
+    /// Whether the service executions of the call are counted (`idempotent: false`) or
+    /// remembered (`idempotency_key`), so the service reads the answer of an attempt nobody
+    /// awaits too.
+    tracks_executions: bool,
+    /// The keys the service called remembers for this call's attempts (`idempotency_key`).
+    /// Keys are unique to a logical call, so one store per edge behaves as the service's
+    /// memory would, each with its call's `ttl`.
+    keys: Option<crate::model::KeyStore>,
     /// Its policies.
     policies: CallPolicies<'a>,
     /// What happened on it (reported for calls between services).
     counters: CallCounters,
+}
+
+/// The key memory of a call that sends idempotency keys.
+fn key_store(policy: &crate::scenario::Policy) -> Option<crate::model::KeyStore> {
+    policy
+        .idempotency_key
+        .map(|k| crate::model::KeyStore::new(k.ttl))
 }
 
 /// One replication in progress: the assembled model and the engine.
@@ -120,6 +138,10 @@ struct Sim<'a> {
     free_works: Vec<u32>,
     /// The clients' logical requests in flight.
     in_flight: u64,
+    /// The id the next logical call gets (its idempotency key).
+    next_call_id: u64,
+    /// Whether some edge cancels abandoned hedge-race attempts (services check the queue).
+    cancels: bool,
     /// The services, the entry first.
     services: Vec<ServiceState>,
     /// Edge 0: clients -> entry; then each service's calls in order.
@@ -148,11 +170,14 @@ impl<'a> Sim<'a> {
             .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
             .collect();
         let clients = sc.clients.count;
+        let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
         let mut edges = vec![Edge {
             to: 0,
             route: None,
             propagate_deadline: false,
             timeout: sc.policy.timeout,
+            tracks_executions: tracks(&sc.policy),
+            keys: key_store(&sc.policy),
             policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
             counters: CallCounters::default(),
         }];
@@ -171,11 +196,14 @@ impl<'a> Sim<'a> {
                     route,
                     propagate_deadline: call.policy.propagate_deadline,
                     timeout: call.policy.timeout,
+                    tracks_executions: tracks(&call.policy),
+                    keys: key_store(&call.policy),
                     policies: CallPolicies::new(&call.policy, false, clients, dense_max),
                     counters: CallCounters::default(),
                 });
             }
         }
+        let cancels = edges.iter().any(|e| e.policies.cancels());
         let entry_routes = (0..sc.services[0].calls.len() as u32)
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
@@ -191,6 +219,8 @@ impl<'a> Sim<'a> {
             works: Vec::new(),
             free_works: Vec::new(),
             in_flight: 0,
+            next_call_id: 0,
+            cancels,
             services,
             edges,
             first_edge,
@@ -322,6 +352,7 @@ impl<'a> Sim<'a> {
                 Event::BulkheadTimer { slot, token } => self.bulkhead_timer(slot, token, now),
                 Event::FallbackDone { slot } => self.finish_call(slot, Outcome::Degraded, now),
                 Event::FaultEdge { service } => self.fault_edge(service as usize, now),
+                Event::HedgeDue { slot, token } => self.hedge_due(slot, token, now),
             }
             if self.overflow.is_some() {
                 return self.overflow.take();
@@ -415,6 +446,9 @@ impl<'a> Sim<'a> {
         let policies = &self.edges[0].policies;
         // A fresh breaker never refused, changed state or opened.
         c.breakers = policies.breakers.as_ref().map_or(0, |b| b.count as u64);
+        let mut edge0 = crate::metrics::CallCounters::default();
+        policies.count_into(&mut edge0);
+        c.hedges_denied = edge0.hedges_denied;
         for b in policies.breakers.iter().flat_map(|b| b.touched()) {
             c.breaker_refusals += b.refusals;
             c.breaker_transitions += b.transitions;

@@ -1,16 +1,22 @@
 //! The per-call policies of one call edge, called through one pipeline: every policy that
-//! watches or gates a call (retry budget, circuit breaker, bulkhead) is asked here, in a fixed
-//! order, and nowhere else. A new per-call policy is a field of [`CallPolicies`] and a line in
+//! watches or gates a call (retry budget, circuit breaker, bulkhead, hedging) is asked here, in
+//! a fixed order, and nowhere else. A new per-call policy is a field of [`CallPolicies`] and a line in
 //! each step it takes part in.
 //!
 //! The steps, in the order a call meets them:
-//! 1. [`CallPolicies::call_started`]: a logical call starts (a budget's deposit).
+//! 1. [`CallPolicies::call_started`]: a logical call starts (a retry budget's and a hedge
+//!    budget's deposits).
 //! 2. [`CallPolicies::admit`]: an attempt is about to be sent: the breaker may refuse it
 //!    (the call ends `breaker_open`), then the bulkhead may make it wait or refuse it.
-//! 3. [`CallPolicies::learn`]: an attempt's outcome is known (breaker and budget learn).
+//! 3. [`CallPolicies::learn`]: an attempt's outcome is known (breaker and budget learn; a
+//!    percentile hedge delay learns the latency of an answer).
 //! 4. [`CallPolicies::may_retry`]: a retry has been decided (the budget may deny it).
 //! 5. [`CallPolicies::attempt_over`]: the caller stops waiting for an attempt (its bulkhead
 //!    permit comes back and may go to a waiter).
+//!
+//! Hedging adds two questions asked when an attempt is sent and when its hedge is due:
+//! [`CallPolicies::hedge_delay`] (when to hedge it) and [`CallPolicies::may_hedge`] (the
+//! limit per attempt and the hedge budget).
 //!
 //! No I/O, no random draws: the driver owns time and handles.
 
@@ -18,8 +24,8 @@ use std::collections::BTreeMap;
 
 use crate::engine::{SimDuration, SimTime};
 use crate::metrics::CallCounters;
-use crate::model::{Breaker, Budget, Bulkhead, Outcome};
-use crate::scenario::Policy;
+use crate::model::{Breaker, Budget, Bulkhead, HedgeBudget, HedgeTimer, Outcome};
+use crate::scenario::{HedgeConfig, Policy};
 
 /// Per-client policy instances kept in a vector up to this many; above it, only the clients
 /// that have started a request have one.
@@ -108,6 +114,15 @@ pub(super) struct CallPolicies<'a> {
     pub breakers: Option<Instances<Breaker>>,
     /// The bulkhead.
     bulkhead: Option<Bulkhead>,
+    /// Hedging.
+    hedge: Option<Hedging>,
+}
+
+/// Hedging on one edge.
+struct Hedging {
+    config: HedgeConfig,
+    timer: HedgeTimer,
+    budget: Option<HedgeBudget>,
 }
 
 impl<'a> CallPolicies<'a> {
@@ -131,7 +146,56 @@ impl<'a> CallPolicies<'a> {
                 .breaker
                 .map(|b| Instances::new(Breaker::new(b), count(b.scope), dense_max)),
             bulkhead: policy.bulkhead.map(|b| Bulkhead::new(b.max_concurrent)),
+            hedge: policy.hedge.map(|config| Hedging {
+                config,
+                timer: HedgeTimer::new(config.delay),
+                budget: config.budget.map(HedgeBudget::new),
+            }),
         }
+    }
+
+    /// Whether the edge hedges.
+    #[inline(always)]
+    pub fn hedges(&self) -> bool {
+        self.hedge.is_some()
+    }
+
+    /// Whether abandoned hedge-race attempts are cancelled at their service.
+    pub fn cancels(&self) -> bool {
+        self.hedge.as_ref().is_some_and(|h| h.config.cancel)
+    }
+
+    /// How long an attempt goes unanswered before its next hedge, or `None`: no hedging (or
+    /// a percentile delay with too few answers yet).
+    #[inline]
+    pub fn hedge_delay(&self) -> Option<SimDuration> {
+        self.hedge.as_ref()?.timer.delay()
+    }
+
+    /// Whether late answers matter to the edge: its hedge delay is a percentile that learns
+    /// from them.
+    #[inline]
+    pub fn learns_late(&self) -> bool {
+        self.hedge.as_ref().is_some_and(|h| h.timer.learns())
+    }
+
+    /// An answer arrived for an attempt the caller had stopped waiting for (a race it lost),
+    /// `latency` after it was sent: a percentile hedge delay learns it too, or it would
+    /// only ever see the answers fast enough to win.
+    #[cold]
+    pub fn answered_late(&mut self, latency: SimDuration) {
+        if let Some(h) = &mut self.hedge {
+            h.timer.record(latency);
+        }
+    }
+
+    /// Whether an attempt that has had `hedged` hedges may have another: the limit per
+    /// attempt, then the hedge budget (which a hedge sent takes from).
+    pub fn may_hedge(&mut self, hedged: u32) -> bool {
+        let Some(h) = &mut self.hedge else {
+            return false;
+        };
+        hedged < h.config.max_hedges && h.budget.as_mut().is_none_or(HedgeBudget::try_hedge)
     }
 
     /// Whether the bulkhead (if any) needs to hear of attempts ending.
@@ -162,15 +226,21 @@ impl<'a> CallPolicies<'a> {
         Some(self.breakers.as_mut()?.get_mut(i))
     }
 
-    /// Whether the edge has a budget or a breaker to tell about calls and outcomes.
+    /// Whether the edge has a budget, a breaker or hedging to tell about calls and outcomes.
     #[inline(always)]
     fn watches(&self) -> bool {
-        self.budgets.is_some() || self.breakers.is_some()
+        self.budgets.is_some() || self.breakers.is_some() || self.hedge.is_some()
     }
 
     /// Step 1: a logical call of `client` starts.
     #[inline(always)]
     pub fn call_started(&mut self, client: u32, now: SimTime) {
+        if let Some(Hedging {
+            budget: Some(b), ..
+        }) = &mut self.hedge
+        {
+            b.call_started();
+        }
         if self.budgets.is_none() {
             return;
         }
@@ -249,6 +319,18 @@ impl<'a> CallPolicies<'a> {
         retried: Option<f64>,
         now: SimTime,
     ) {
+        if let Some(h) = &mut self.hedge
+            && h.timer.learns()
+            && !matches!(
+                outcome,
+                Outcome::Timeout
+                    | Outcome::BulkheadFull
+                    | Outcome::BreakerOpen
+                    | Outcome::DeadlineExceeded
+            )
+        {
+            h.timer.record(now - sent);
+        }
         if let Some(breaker) = self.breaker(client) {
             let failed = !matches!(
                 outcome,
@@ -291,6 +373,12 @@ impl<'a> CallPolicies<'a> {
     pub fn count_into(&self, counters: &mut CallCounters) {
         for b in self.breakers.iter().flat_map(Instances::touched) {
             counters.breaker_refusals += b.refusals;
+        }
+        if let Some(Hedging {
+            budget: Some(b), ..
+        }) = &self.hedge
+        {
+            counters.hedges_denied += b.denied;
         }
     }
 }

@@ -13,7 +13,7 @@ use rand::RngExt;
 use super::{Event, Sim};
 use crate::engine::SimTime;
 use crate::metrics::{Column, Counters, ServiceCounters, TimeSeries, Truncation};
-use crate::model::{Admission, Job, OccServer, Outage, Outcome, QueueServer, RateLimiter};
+use crate::model::{Admission, Job, Lookup, OccServer, Outage, Outcome, QueueServer, RateLimiter};
 use crate::scenario::{Server, ServerKind};
 
 /// The server of a service. One per service, so the queue server is kept inline rather
@@ -33,6 +33,7 @@ pub(super) struct ServiceState {
     counters: ServiceCounters,
     /// Worker time held while waiting on downstream calls, in nanoseconds.
     held_nanos: u128,
+
     /// Its load over time (call graphs only).
     pub series: Option<TimeSeries>,
 }
@@ -72,6 +73,7 @@ impl ServiceState {
             c.max_queue = u64::from(server.max_queue);
             c.max_in_service = u64::from(server.max_in_service);
             c.expired_dropped += server.expired_dropped;
+            c.cancelled += server.cancelled;
             // Utilization's horizon: until the service drained, or the whole run if it was
             // cut off or served nothing.
             let horizon = if !truncated && c.last_service_end > SimTime::ZERO {
@@ -106,6 +108,10 @@ impl ServiceState {
         c.expired_dropped = s.expired_dropped;
         c.outage_rejected = s.outage_rejected;
         c.outage_dropped = s.outage_dropped;
+        c.cancelled = s.cancelled;
+        c.duplicates = s.duplicates;
+        c.duplicate_calls = s.duplicate_calls;
+        c.replayed = s.replayed;
         c.busy_nanos = s.busy_nanos;
         c.capacity_nanos = s.capacity_nanos;
         c.last_service_end = s.last_service_end;
@@ -228,18 +234,63 @@ impl Sim<'_> {
             self.reply(slot, token, Outcome::Throttled, now);
             return;
         }
+        if self.discarded_at_arrival(s, slot, token) {
+            return;
+        }
+        let edge = self.calls[slot as usize].edge as usize;
+        if let Some(keys) = &mut self.edges[edge].keys {
+            let key = self.calls[slot as usize].id;
+            match keys.lookup(key, (slot, token), now) {
+                Lookup::Execute => {}
+                // It waits at the service for the result of the attempt executing its call.
+                Lookup::Wait => return,
+                Lookup::Remembered(outcome) => {
+                    self.replay(s, slot, token, outcome, now);
+                    return;
+                }
+            }
+        }
+        if !self.enqueue(s, slot, token, now) {
+            self.key_released(s, slot, now);
+        }
+    }
+
+    /// Whether service `s` discards attempt `token` of call `slot` as it arrives: its caller
+    /// cancelled it, or, with `drop_expired`, no longer waits for it.
+    #[inline(always)]
+    fn discarded_at_arrival(&mut self, s: usize, slot: u32, token: u32) -> bool {
+        let call = &self.calls[slot as usize];
+        if call.awaits(token) {
+            return false;
+        }
+        let counters = &mut self.services[s].counters;
+        if call.cancelled == token {
+            counters.cancelled += 1;
+        } else if matches!(&self.sc.services[s].server.kind, ServerKind::Queue(q) if q.drop_expired)
+        {
+            // The service sees at once that nobody waits for this.
+            counters.expired_dropped += 1;
+        } else {
+            return false;
+        }
+        self.attempt_accounted(slot);
+        true
+    }
+
+    /// Attempt `token` of call `slot` enters the server of queue service `s`: it starts, waits
+    /// or is rejected (answered `rejected`). Returns whether the server took it.
+    #[inline(always)]
+    fn enqueue(&mut self, s: usize, slot: u32, token: u32, now: SimTime) -> bool {
+        let call = &self.calls[slot as usize];
+        let abandon_at = if call.awaits(token) {
+            call.abandon_at
+        } else {
+            SimTime::ZERO
+        };
+        let service = &mut self.services[s];
         let ServerState::Queue(server) = &mut service.server else {
             unreachable!("occ services return above")
         };
-        let call = &self.calls[slot as usize];
-        let live = call.awaits(token);
-        let abandon_at = if live { call.abandon_at } else { SimTime::ZERO };
-        if !live && server.config().drop_expired {
-            // The service sees at once that nobody waits for this.
-            service.counters.expired_dropped += 1;
-            self.attempt_accounted(slot);
-            return;
-        }
         let job = Job {
             slot,
             token,
@@ -262,6 +313,75 @@ impl Sim<'_> {
             Admission::Rejected => {
                 service.counters.rejected += 1;
                 self.reply(slot, token, Outcome::Rejected, now);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Service `s` answers attempt `token` of call `slot` from its key memory with
+    /// `outcome`, after the memory's cost, without executing it.
+    fn replay(&mut self, s: usize, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
+        let cost = self.edges[edge]
+            .policies
+            .policy
+            .idempotency_key
+            .map_or(crate::engine::SimDuration::ZERO, |k| k.cost);
+        self.services[s].counters.replayed += 1;
+        self.reply(slot, token, outcome, now + cost);
+    }
+
+    /// The attempt of call `slot` that held its idempotency key at service `s` was
+    /// discarded without executing: the first repeat waiting for it executes in its place.
+    /// Does nothing for a call without keys.
+    fn key_released(&mut self, s: usize, slot: u32, now: SimTime) {
+        let edge = self.calls[slot as usize].edge as usize;
+        let key = self.calls[slot as usize].id;
+        loop {
+            let Some(keys) = &mut self.edges[edge].keys else {
+                return;
+            };
+            let Some((next, token)) = keys.abandoned(key) else {
+                return;
+            };
+            if !self.discarded_at_arrival(s, next, token) && self.enqueue(s, next, token, now) {
+                return;
+            }
+        }
+    }
+
+    /// Service `s` executed an attempt of call `slot` (of an edge that tracks executions),
+    /// answering `outcome`: a non-idempotent call's executions after its first are
+    /// duplicates; a call with keys is remembered, and the repeats waiting for it are
+    /// answered. A bad request refused as `permanent` is not executed.
+    fn executed(&mut self, s: usize, slot: u32, outcome: Outcome, now: SimTime) {
+        let call = &self.calls[slot as usize];
+        if call.permanent {
+            self.key_released(s, slot, now);
+            return;
+        }
+        let edge = call.edge as usize;
+        let logical = if call.hedge_of == super::client::NONE {
+            slot
+        } else {
+            call.hedge_of
+        };
+        if !self.edges[edge].policies.policy.idempotent {
+            let l = &mut self.calls[logical as usize];
+            l.executions += 1;
+            let c = &mut self.services[s].counters;
+            if l.executions >= 2 {
+                c.duplicates += 1;
+            }
+            if l.executions == 2 {
+                c.duplicate_calls += 1;
+            }
+        }
+        let key = self.calls[slot as usize].id;
+        if let Some(keys) = &mut self.edges[edge].keys {
+            for (waiter, token) in keys.executed(key, outcome, now) {
+                self.replay(s, waiter, token, outcome, now);
             }
         }
     }
@@ -403,6 +523,7 @@ impl Sim<'_> {
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
         self.free_works.push(w);
         self.release_worker(s, now);
+        self.key_released(s, work.call, now);
         self.attempt_accounted(work.call);
         true
     }
@@ -469,6 +590,7 @@ impl Sim<'_> {
             // abandons a call whose deadline passed, not served for nobody.
             self.services[s].counters.expired_dropped += 1;
             self.release_worker(s, now);
+            self.key_released(s, work.call, now);
             self.attempt_accounted(work.call);
             return;
         }
@@ -483,7 +605,9 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             unreachable!("occ services have no workers")
         };
-        if let Some((next, service)) = server.complete(now, &mut self.rng.service) {
+        let (cancels, calls) = (self.cancels, &self.calls);
+        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        if let Some((next, service)) = server.complete(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,
                 Event::ServiceDone {
@@ -492,12 +616,12 @@ impl Sim<'_> {
                 },
             );
         }
-        self.account_dropped(s);
+        self.account_dropped(s, now);
     }
 
     /// Accounts for the attempts service `s` discarded at dequeue.
     #[inline(always)]
-    fn account_dropped(&mut self, s: usize) {
+    fn account_dropped(&mut self, s: usize, now: SimTime) {
         loop {
             let ServerState::Queue(server) = &mut self.services[s].server else {
                 return;
@@ -505,6 +629,7 @@ impl Sim<'_> {
             let Some(job) = server.pop_dropped() else {
                 return;
             };
+            self.key_released(s, job.slot, now);
             self.attempt_accounted(job.slot);
         }
     }
@@ -523,11 +648,11 @@ impl Sim<'_> {
         now: SimTime,
     ) {
         let call = &self.calls[slot as usize];
-        if !call.awaits(token) {
+        let awaited = call.awaits(token);
+        let tracked = self.edges[call.edge as usize].tracks_executions;
+        if !awaited && !tracked {
             // The caller gave up before the work was done: nobody reads this answer.
-            self.services[s].counters.wasted += 1;
-            self.tally(s, Column::Wasted);
-            self.attempt_accounted(slot);
+            self.wasted(s, slot, token, now);
             return;
         }
         let outcome = if call.permanent {
@@ -548,10 +673,33 @@ impl Sim<'_> {
                 Outcome::Success
             }
         };
+        if tracked {
+            self.executed(s, slot, outcome, now);
+            if !awaited {
+                self.wasted(s, slot, token, now);
+                return;
+            }
+        }
         if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
         }
         self.reply(slot, token, outcome, now);
+    }
+
+    /// Service `s` finished attempt `token` of call `slot` for a caller that no longer
+    /// waits: wasted work. Nobody reads the answer, so none is sent, except to a caller
+    /// whose percentile hedge delay learns from every answer it receives, late ones
+    /// included (it would otherwise only ever see the answers fast enough to win a race).
+    #[inline(always)]
+    fn wasted(&mut self, s: usize, slot: u32, token: u32, now: SimTime) {
+        self.services[s].counters.wasted += 1;
+        self.tally(s, Column::Wasted);
+        let call = &self.calls[slot as usize];
+        if call.round == token && self.edges[call.edge as usize].policies.learns_late() {
+            self.reply(slot, token, Outcome::Success, now);
+        } else {
+            self.attempt_accounted(slot);
+        }
     }
 
     /// The service answers; the answer travels one hop back.
@@ -574,7 +722,9 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             return;
         };
-        for (job, service) in server.refresh_workers(now, &mut self.rng.service) {
+        let (cancels, calls) = (self.cancels, &self.calls);
+        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        for (job, service) in server.refresh_workers(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,
                 Event::ServiceDone {
@@ -583,6 +733,6 @@ impl Sim<'_> {
                 },
             );
         }
-        self.account_dropped(s);
+        self.account_dropped(s, now);
     }
 }
