@@ -159,6 +159,8 @@ pub struct Replications {
     /// Replications folded so far.
     seen: u32,
     metrics: [Moments; Metric::PER_REPLICATION.len()],
+    /// The optional counts ([`Metric::OPTIONAL`]).
+    optional: [Moments; Metric::OPTIONAL.len()],
     /// All, success, failure latency: mean, p50, p90, p99, p99.9, max.
     latency: [[Moments; 6]; 3],
     series: SeriesMean,
@@ -288,6 +290,7 @@ impl Replications {
             expected: replications,
             seen: 0,
             metrics: [Moments::default(); Metric::PER_REPLICATION.len()],
+            optional: [Moments::default(); Metric::OPTIONAL.len()],
             latency: [[Moments::default(); 6]; 3],
             series: SeriesMean::new(replications as usize),
             graph: None,
@@ -303,6 +306,9 @@ impl Replications {
         self.seen += 1;
         let metrics = &run.metrics;
         for (k, m) in Metric::PER_REPLICATION.iter().zip(&mut self.metrics) {
+            m.push(k.value(metrics));
+        }
+        for (k, m) in Metric::OPTIONAL.iter().zip(&mut self.optional) {
             m.push(k.value(metrics));
         }
         let latencies = [
@@ -339,7 +345,11 @@ impl Replications {
     pub fn finish(self, pool: &LatencyPool) -> Folded {
         let mut metrics = Metrics::default();
         let mut ci95 = Metrics::default();
-        for (k, m) in Metric::PER_REPLICATION.iter().zip(&self.metrics) {
+        for (k, m) in Metric::PER_REPLICATION
+            .iter()
+            .zip(&self.metrics)
+            .chain(Metric::OPTIONAL.iter().zip(&self.optional))
+        {
             let e = m.estimate();
             k.set(&mut metrics, finite(e.mean));
             k.set(&mut ci95, finite(e.half_width));

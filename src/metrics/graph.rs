@@ -124,6 +124,23 @@ pub struct ServiceMetrics {
     pub utilization: f64,
     /// Most attempts waiting at once.
     pub max_queue: f64,
+    /// Abandoned hedge-race attempts dropped before service (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: f64,
+    /// Executions of a non-idempotent call after its first (absent when none happened).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates: f64,
+    /// Calls executed more than once (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate_calls: f64,
+    /// Repeats answered from the idempotency key memory (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed: f64,
+}
+
+/// Whether a count is zero, for counts left out of summary.json when they are.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One call edge's numbers over one replication (or a variant's means or half-widths), in
@@ -147,6 +164,12 @@ pub struct CallMetrics {
     pub failed: f64,
     /// Attempts refused by a full bulkhead.
     pub bulkhead_full: f64,
+    /// Hedges sent (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hedges: f64,
+    /// Calls whose answer came from a hedge (absent when none did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hedge_wins: f64,
     /// For a call of the entry service made by part of the requests: the share of the
     /// requests on its route that succeeded in full (absent for other calls, and when no
     /// request on the route ended).
@@ -185,6 +208,10 @@ impl ServiceCounters {
                 (self.busy_nanos as f64 / self.capacity_nanos as f64).min(1.0)
             },
             max_queue: self.max_queue as f64,
+            cancelled: self.cancelled as f64,
+            duplicates: self.duplicates as f64,
+            duplicate_calls: self.duplicate_calls as f64,
+            replayed: self.replayed as f64,
         }
     }
 }
@@ -205,6 +232,8 @@ impl CallCounters {
             degraded: self.degraded as f64,
             failed: self.failed as f64,
             bulkhead_full: self.bulkhead_full as f64,
+            hedges: self.hedges as f64,
+            hedge_wins: self.hedge_wins as f64,
             route_success_rate: (self.route_requests > 0)
                 .then(|| self.route_succeeded as f64 / self.route_requests as f64),
         }

@@ -127,6 +127,21 @@ pub struct ServerMetrics {
     pub outage_rejected: f64,
     /// Attempts lost to an `outage: drop` fault.
     pub outage_dropped: f64,
+    /// Abandoned hedge-race attempts dropped before service because their caller cancelled
+    /// them (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: f64,
+    /// Executions of a non-idempotent request after its first: duplicate side effects
+    /// (absent when none happened).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates: f64,
+    /// Requests executed more than once (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate_calls: f64,
+    /// Repeats answered from the idempotency key memory without executing (absent when none
+    /// was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed: f64,
     /// Busy worker-time over available worker-time, in [0, 1].
     pub utilization: f64,
     /// Most attempts waiting at once.
@@ -211,6 +226,12 @@ pub struct Metrics {
     pub first_attempts: f64,
     /// Retries sent.
     pub retries: f64,
+    /// Hedges sent (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hedges: f64,
+    /// Requests whose answer came from a hedge (absent when none did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hedge_wins: f64,
     /// Attempts at the server per logical request.
     pub amplification: f64,
     /// Latency of every logical request that ended, successes and failures alike.
@@ -668,6 +689,12 @@ pub fn leaves(m: &Metrics) -> Vec<(String, f64)> {
         .iter()
         .map(|k| (k.key.to_string(), k.value(m)))
         .collect();
+    out.extend(
+        Metric::OPTIONAL
+            .iter()
+            .filter(|k| k.value(m) != 0.0)
+            .map(|k| (k.key.to_string(), k.value(m))),
+    );
     if let Some(r) = &m.recovery {
         let mut put = |k: &str, x: Option<f64>| {
             if let Some(x) = x {
@@ -713,6 +740,36 @@ impl Metric {
     pub const FAILED_BULKHEAD_FULL: Metric = metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full);
 }
 
+/// The counts of policies a scenario may not use (hedging, idempotency keys, duplicate side
+/// effects): each is averaged over replications like the others, but left out of
+/// summary.json, sweep.csv and the tables wherever it is zero, so that a scenario without
+/// them reads as it did before they existed.
+#[rustfmt::skip]
+impl Metric {
+    /// Hedges sent.
+    pub const HEDGES: Metric = metric!("hedges", "hedges", Count, 1.0, 0, Lower, hedges);
+    /// Requests whose answer came from a hedge.
+    pub const HEDGE_WINS: Metric = metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
+    /// Cancelled attempts dropped before service.
+    pub const CANCELLED: Metric = metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, server.cancelled);
+    /// Duplicate executions.
+    pub const DUPLICATES: Metric = metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, server.duplicates);
+    /// Requests executed more than once.
+    pub const DUPLICATE_CALLS: Metric = metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, server.duplicate_calls);
+    /// Repeats answered from the key memory.
+    pub const REPLAYED: Metric = metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, server.replayed);
+
+    /// Every optional count, in summary.json's order.
+    pub const OPTIONAL: [Metric; 6] = [
+        Metric::HEDGES,
+        Metric::HEDGE_WINS,
+        Metric::CANCELLED,
+        Metric::DUPLICATES,
+        Metric::DUPLICATE_CALLS,
+        Metric::REPLAYED,
+    ];
+}
+
 /// One number of a service or of a call edge of a call graph: where it lives in
 /// [`super::ServiceMetrics`] or [`super::CallMetrics`], what it is called and how it is
 /// printed. The fold over replications, the per-service and per-call tables (terminal and
@@ -732,6 +789,9 @@ pub struct PartMetric<T: 'static> {
     pub decimals: usize,
     /// Which direction is better.
     pub better: Better,
+    /// Left out of summary.json, sweep.csv and the tables where it is zero (a count of a
+    /// policy the scenario may not use).
+    pub optional: bool,
     get: fn(&T) -> f64,
     set: fn(&mut T, f64),
 }
@@ -789,6 +849,12 @@ impl<T> PartMetric<T> {
 }
 
 macro_rules! part_metric {
+    (optional $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
+        PartMetric {
+            optional: true,
+            ..part_metric!($key, $label, $unit, $scale, $dec, $better, $f)
+        }
+    };
     ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
         PartMetric {
             key: $key,
@@ -797,6 +863,7 @@ macro_rules! part_metric {
             scale: $scale,
             decimals: $dec,
             better: Better::$better,
+            optional: false,
             get: |m| m.$f,
             set: |m, x| m.$f = x,
         }
@@ -826,10 +893,18 @@ impl PartMetric<super::ServiceMetrics> {
     pub const UTILIZATION: ServiceMetric = part_metric!("utilization", "utilization", Percent, 100.0, 1, Neither, utilization);
     /// Most attempts waiting at once.
     pub const MAX_QUEUE: ServiceMetric = part_metric!("max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
+    /// Abandoned hedge-race attempts dropped before service.
+    pub const CANCELLED: ServiceMetric = part_metric!(optional "cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled);
+    /// Executions of a non-idempotent call after its first.
+    pub const DUPLICATES: ServiceMetric = part_metric!(optional "duplicates", "duplicate executions", Count, 1.0, 0, Lower, duplicates);
+    /// Calls executed more than once.
+    pub const DUPLICATE_CALLS: ServiceMetric = part_metric!(optional "duplicate_calls", "calls executed twice or more", Count, 1.0, 0, Lower, duplicate_calls);
+    /// Repeats answered from the idempotency key memory.
+    pub const REPLAYED: ServiceMetric = part_metric!(optional "replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [ServiceMetric; 10] = [
+    pub const ALL: [ServiceMetric; 14] = [
         Self::ATTEMPTS,
         Self::AMPLIFICATION,
         Self::SERVED,
@@ -840,6 +915,10 @@ impl PartMetric<super::ServiceMetrics> {
         Self::GOODPUT,
         Self::UTILIZATION,
         Self::MAX_QUEUE,
+        Self::CANCELLED,
+        Self::DUPLICATES,
+        Self::DUPLICATE_CALLS,
+        Self::REPLAYED,
     ];
 }
 
@@ -862,10 +941,14 @@ impl PartMetric<super::CallMetrics> {
     pub const FAILED: CallMetric = part_metric!("failed", "failed", Count, 1.0, 0, Lower, failed);
     /// Attempts a full bulkhead refused.
     pub const BULKHEAD_FULL: CallMetric = part_metric!("bulkhead_full", "bulkhead full", Count, 1.0, 0, Lower, bulkhead_full);
+    /// Hedges sent on the edge.
+    pub const HEDGES: CallMetric = part_metric!(optional "hedges", "hedges", Count, 1.0, 0, Lower, hedges);
+    /// Calls whose answer came from a hedge.
+    pub const HEDGE_WINS: CallMetric = part_metric!(optional "hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [CallMetric; 8] = [
+    pub const ALL: [CallMetric; 10] = [
         Self::CALLS,
         Self::ATTEMPTS,
         Self::ATTEMPTS_PER_REQUEST,
@@ -874,6 +957,8 @@ impl PartMetric<super::CallMetrics> {
         Self::DEGRADED,
         Self::FAILED,
         Self::BULKHEAD_FULL,
+        Self::HEDGES,
+        Self::HEDGE_WINS,
     ];
 }
 
@@ -892,12 +977,16 @@ pub fn graph_leaves(m: &Metrics) -> Vec<(String, f64)> {
     }
     for (i, s) in m.services.iter().enumerate() {
         for k in ServiceMetric::ALL {
-            out.push((format!("services.{i}.{}", k.key), k.value(s)));
+            if !k.optional || k.value(s) != 0.0 {
+                out.push((format!("services.{i}.{}", k.key), k.value(s)));
+            }
         }
     }
     for (i, c) in m.calls.iter().enumerate() {
         for k in CallMetric::ALL {
-            out.push((format!("calls.{i}.{}", k.key), k.value(c)));
+            if !k.optional || k.value(c) != 0.0 {
+                out.push((format!("calls.{i}.{}", k.key), k.value(c)));
+            }
         }
     }
     out
@@ -953,6 +1042,7 @@ mod tests {
         assert_eq!(
             leaves.len(),
             2 + 2 * ServiceMetric::ALL.len() + CallMetric::ALL.len()
+                - ServiceMetric::ALL.iter().filter(|k| k.optional).count()
         );
         for (key, x) in leaves {
             let at = key
@@ -967,13 +1057,43 @@ mod tests {
             assert_eq!(read, Some(x), "{key}");
         }
         for (fields, n) in [
-            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 10),
-            (CallMetric::ALL.map(|k| k.key).to_vec(), 8),
+            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 14),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 10),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");
         }
         assert!(graph_leaves(&Metrics::default()).is_empty());
+    }
+
+    /// The optional counts sit at their keys' paths, and are left out of the JSON and of the
+    /// leaves where they are zero.
+    #[test]
+    fn optional_metrics_are_at_their_paths_and_absent_when_zero() {
+        let mut m = Metrics::default();
+        let empty = serde_json::to_value(&m).unwrap();
+        assert!(
+            leaves(&m)
+                .iter()
+                .all(|(k, _)| !Metric::OPTIONAL.iter().any(|o| o.key == k))
+        );
+        for (i, k) in Metric::OPTIONAL.iter().enumerate() {
+            assert!(k.key.split('.').try_fold(&empty, |d, s| d.get(s)).is_none());
+            k.set(&mut m, i as f64 + 1.0);
+        }
+        let doc = serde_json::to_value(&m).unwrap();
+        let leaves = leaves(&m);
+        for (i, k) in Metric::OPTIONAL.iter().enumerate() {
+            let at = k.key.split('.').try_fold(&doc, |d, s| d.get(s));
+            assert_eq!(
+                at.and_then(serde_json::Value::as_f64),
+                Some(i as f64 + 1.0),
+                "{}",
+                k.key
+            );
+            assert!(leaves.iter().any(|(key, x)| key == k.key && *x == i as f64 + 1.0));
+            assert!(!Metric::PER_REPLICATION.contains(k));
+        }
     }
 
     #[test]

@@ -228,13 +228,19 @@ const RESULT_COLUMNS: [Metric; 9] = [
     Metric::WASTED,
 ];
 
-/// Columns shown when some variant has a non-zero value: what retry budgets, breakers and
-/// fail-fast outcomes did.
-const OPTIONAL_COLUMNS: [Metric; 4] = [
+/// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
+/// fail-fast outcomes, hedging and idempotency keys did.
+const OPTIONAL_COLUMNS: [Metric; 10] = [
     Metric::FAILURE_P50,
     Metric::BUDGET_DENIALS,
     Metric::BREAKER_REFUSALS,
     Metric::BREAKER_OPEN,
+    Metric::HEDGES,
+    Metric::HEDGE_WINS,
+    Metric::CANCELLED,
+    Metric::DUPLICATES,
+    Metric::DUPLICATE_CALLS,
+    Metric::REPLAYED,
 ];
 
 fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, graph: bool) {
@@ -327,7 +333,7 @@ fn graph_section(
     if pairs.iter().all(|(v, _)| v.metrics.calls.is_empty()) {
         return;
     }
-    let cols = super::table::CALL_COLUMNS;
+    let cols = super::table::call_columns(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
     let _ = writeln!(out, "\n### Per call\n");
     let _ = writeln!(
         out,
@@ -719,6 +725,26 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
                 m.breaker.refusals
             ));
         }
+        if m.hedges > 0.0 && m.requests > 0.0 {
+            parts.push(format!(
+                "it sent {:.1} hedges per 100 requests, and a hedge answered first for {:.1} % of requests",
+                100.0 * m.hedges / m.requests,
+                100.0 * m.hedge_wins / m.requests
+            ));
+        }
+        if m.server.cancelled > 0.0 {
+            parts.push(format!(
+                "{server} dropped {:.0} abandoned attempts that their client had cancelled before they started",
+                m.server.cancelled
+            ));
+        }
+        let entry = crate::metrics::ServiceMetrics {
+            duplicates: m.server.duplicates,
+            duplicate_calls: m.server.duplicate_calls,
+            replayed: m.server.replayed,
+            ..Default::default()
+        };
+        parts.extend(duplicate_words(&[(entry, server.to_string())]));
         if !parts.is_empty() {
             let (first, rest) = parts.split_first().expect("not empty");
             let mut line = format!("**{}** {first}", escape(&v.name));
@@ -730,6 +756,27 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
             }
             line.push('.');
             out.push(line);
+        }
+    }
+    out
+}
+
+/// What duplicate side effects and idempotency keys did at the services `services` (their
+/// numbers and names), in words.
+fn duplicate_words(services: &[(crate::metrics::ServiceMetrics, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (s, name) in services {
+        if s.duplicates > 0.0 {
+            out.push(format!(
+                "{name} executed {:.0} calls more than once: {:.0} duplicate side effects (a double charge, a second email)",
+                s.duplicate_calls, s.duplicates
+            ));
+        }
+        if s.replayed > 0.0 {
+            out.push(format!(
+                "{name} answered {:.0} repeats from its idempotency key memory instead of executing them again",
+                s.replayed
+            ));
         }
     }
     out
@@ -807,6 +854,22 @@ fn graph_findings(ran: &[crate::scenario::Variant], variants: &[VariantResult]) 
             escape(&high.0.name),
             names(&group),
         ));
+    }
+    // Duplicate side effects and keys below the entry (the entry's are in the variant's
+    // sentence of the findings).
+    for (v, r) in &vs {
+        let below: Vec<(crate::metrics::ServiceMetrics, String)> = v
+            .metrics
+            .services
+            .iter()
+            .zip(&r.scenario.services)
+            .skip(1)
+            .map(|(m, s)| (*m, format!("`{}`", escape(&s.name))))
+            .collect();
+        let words = duplicate_words(&below);
+        if !words.is_empty() {
+            out.push(format!("With **{}**, {}.", escape(&v.name), words.join("; ")));
+        }
     }
     out
 }

@@ -54,7 +54,9 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
             let halves: std::collections::HashMap<String, f64> =
                 all_leaves(v, true).into_iter().collect();
             for n in &names {
-                for cell in [means.get(n), halves.get(n)] {
+                // A count left out where it is zero may have a mean and a zero half-width.
+                let half = halves.get(n).or(means.get(n).map(|_| &0.0));
+                for cell in [means.get(n), half] {
                     record.push(cell.map_or(String::new(), |x| format_number(*x)));
                 }
             }

@@ -51,9 +51,9 @@ const COLS: [Col; 8] = [
     },
 ];
 
-/// Columns shown only when some variant has a non-zero value: the retry budget and circuit
-/// breaker counts, which are zero for every variant without one.
-const POLICY_COLS: [Col; 4] = [
+/// Columns shown only when some variant has a non-zero value: the retry budget, circuit
+/// breaker, hedging and idempotency counts, which are zero for every variant without one.
+const POLICY_COLS: [Col; 10] = [
     Col {
         header: "budget denials",
         metric: Metric::BUDGET_DENIALS,
@@ -69,6 +69,30 @@ const POLICY_COLS: [Col; 4] = [
     Col {
         header: "open %",
         metric: Metric::BREAKER_OPEN,
+    },
+    Col {
+        header: "hedges",
+        metric: Metric::HEDGES,
+    },
+    Col {
+        header: "hedge wins",
+        metric: Metric::HEDGE_WINS,
+    },
+    Col {
+        header: "cancelled",
+        metric: Metric::CANCELLED,
+    },
+    Col {
+        header: "duplicates",
+        metric: Metric::DUPLICATES,
+    },
+    Col {
+        header: "dup. requests",
+        metric: Metric::DUPLICATE_CALLS,
+    },
+    Col {
+        header: "replayed",
+        metric: Metric::REPLAYED,
     },
 ];
 
@@ -251,8 +275,14 @@ pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
         ServiceMetric::MAX_QUEUE,
         ServiceMetric::GOODPUT,
     ];
-    const SOMETIMES: [ServiceMetric; 2] =
-        [ServiceMetric::THROTTLED, ServiceMetric::EXPIRED_DROPPED];
+    const SOMETIMES: [ServiceMetric; 6] = [
+        ServiceMetric::THROTTLED,
+        ServiceMetric::EXPIRED_DROPPED,
+        ServiceMetric::CANCELLED,
+        ServiceMetric::DUPLICATES,
+        ServiceMetric::DUPLICATE_CALLS,
+        ServiceMetric::REPLAYED,
+    ];
     let mut cols = ALWAYS.to_vec();
     cols.extend(SOMETIMES.into_iter().filter(|k| {
         variants
@@ -262,14 +292,26 @@ pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
     cols
 }
 
-/// The per-call columns.
-pub(super) const CALL_COLUMNS: [CallMetric; 5] = [
-    CallMetric::ATTEMPTS_PER_REQUEST,
-    CallMetric::RETRIES,
-    CallMetric::FAILED,
-    CallMetric::DEGRADED,
-    CallMetric::BULKHEAD_FULL,
-];
+/// The per-call columns: always shown, then the optional counts (hedges) that some call
+/// of `calls` has.
+pub(super) fn call_columns<'a>(
+    calls: impl Iterator<Item = &'a crate::metrics::CallMetrics> + Clone,
+) -> Vec<CallMetric> {
+    const ALWAYS: [CallMetric; 5] = [
+        CallMetric::ATTEMPTS_PER_REQUEST,
+        CallMetric::RETRIES,
+        CallMetric::FAILED,
+        CallMetric::DEGRADED,
+        CallMetric::BULKHEAD_FULL,
+    ];
+    let mut cols = ALWAYS.to_vec();
+    cols.extend(
+        CallMetric::ALL
+            .into_iter()
+            .filter(|k| k.optional && calls.clone().any(|c| k.value(c) != 0.0)),
+    );
+    cols
+}
 
 /// Whether any call of the variants is a route of the entry, with a route success rate.
 pub(super) fn has_routes<'a>(
@@ -379,7 +421,8 @@ fn graph_tables(
     );
     write_rows(out, &header, &rows, 2);
     let mut header = vec!["variant".to_string(), "call".to_string()];
-    header.extend(CALL_COLUMNS.iter().map(part_header));
+    let call_cols = call_columns(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
+    header.extend(call_cols.iter().map(part_header));
     let routes = has_routes(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
     if routes {
         header.push("route success %".to_string());
@@ -399,11 +442,7 @@ fn graph_tables(
                 if i == 0 { shown(v) } else { String::new() },
                 format!("{from} → {to}"),
             ];
-            row.extend(
-                CALL_COLUMNS
-                    .iter()
-                    .map(|k| k.format_estimate(m, h, with_ci)),
-            );
+            row.extend(call_cols.iter().map(|k| k.format_estimate(m, h, with_ci)));
             if routes {
                 row.push(route_success(m, h, with_ci));
             }
