@@ -12,7 +12,10 @@ use crate::model::{
     Outcome, Scope,
 };
 use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, RetryAfter, Scenario, Server, ServerKind, Workload};
+use crate::scenario::{
+    Experiment, HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload,
+    percentile_text,
+};
 
 /// A figure as the report shows it.
 pub struct FigureRef {
@@ -1455,6 +1458,11 @@ fn describe(s: &Scenario) -> Vec<String> {
             ),
         });
     }
+    lines.extend(
+        repeat_words(p)
+            .iter()
+            .map(|part| format!("{}.", capitalized(part))),
+    );
     if s.is_graph() {
         // In a call graph the policy above is the clients' towards the entry; the calls
         // between services have theirs in the graph's lines.
@@ -1617,7 +1625,59 @@ fn call_policy_words(p: &crate::scenario::Policy) -> String {
     if p.propagate_deadline {
         parts.push("the caller's remaining time caps the call's deadline".to_string());
     }
+    parts.extend(repeat_words(p));
     parts.join("; ")
+}
+
+/// A policy's hedging, idempotency and idempotency keys in words, one phrase each; none
+/// for a policy that sets none of them.
+fn repeat_words(p: &Policy) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(h) = &p.hedge {
+        let delay = match h.delay {
+            HedgeDelay::Fixed(d) => d.to_string(),
+            HedgeDelay::Percentile { quantile, window } => format!(
+                "the {} latency of the last {window} answered attempts",
+                percentile_text(quantile)
+            ),
+        };
+        let mut text = format!(
+            "hedged after {delay}, at most {} hedge{} per attempt",
+            h.max_hedges,
+            if h.max_hedges == 1 { "" } else { "s" }
+        );
+        if let Some(b) = h.budget {
+            let _ = write!(text, ", hedges capped at {} % of calls", percent(b));
+        }
+        if h.cancel {
+            text.push_str(", abandoned attempts cancelled");
+        }
+        parts.push(text);
+    }
+    if !p.idempotent {
+        parts.push(
+            "not idempotent: repeated executions are counted as duplicate side effects".to_string(),
+        );
+    }
+    if let Some(k) = &p.idempotency_key {
+        let answer = if k.cost == SimDuration::ZERO {
+            "at once".to_string()
+        } else {
+            format!("in {}", k.cost)
+        };
+        parts.push(format!(
+            "idempotency keys remembered for {}, a repeat answered {answer}",
+            k.ttl
+        ));
+    }
+    parts
+}
+
+/// A share as a percentage with at most three decimals and no trailing zeros: 0.05 -> "5",
+/// not the "5.000000000000001" that 100 * 0.05 prints.
+fn percent(share: f64) -> String {
+    let text = format!("{:.3}", 100.0 * share);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A server in words, one sentence per part: `who` is `None` for the one server of a
@@ -1803,5 +1863,75 @@ mod tests {
         assert!(md.contains(&sentence), "{sentence}");
         assert!(md.contains("a fallback answered 2.0 % of its requests"));
         assert!(!md.contains("\n\n\n"), "no double blank lines");
+    }
+
+    fn scenario(text: &str) -> Scenario {
+        let e = crate::scenario::load_str(text, "s.json", &LoadOptions::default()).unwrap();
+        e.points[0].variants[0].scenario.clone()
+    }
+
+    #[test]
+    fn hedging_and_idempotency_are_described_in_words() {
+        let s = scenario(
+            r#"{"name": "s", "duration": "1s",
+                "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+                "server": {"service_time": {"constant": "1ms"}},
+                "policy": {"hedge": {"delay": "10ms", "budget": 0.05, "cancel": true},
+                           "idempotent": false,
+                           "idempotency_key": {"ttl": "24h", "cost": "1ms"}}}"#,
+        );
+        let lines = describe(&s);
+        for line in [
+            "Hedged after 10ms, at most 1 hedge per attempt, hedges capped at 5 % of calls, abandoned attempts cancelled.",
+            "Not idempotent: repeated executions are counted as duplicate side effects.",
+            "Idempotency keys remembered for 24h, a repeat answered in 1ms.",
+        ] {
+            assert!(lines.iter().any(|l| l == line), "{line} not in {lines:#?}");
+        }
+        assert_eq!(
+            call_policy_words(&s.policy),
+            "no timeout; up to 3 attempts; retries at once; hedged after 10ms, at most 1 hedge per attempt, hedges capped at 5 % of calls, abandoned attempts cancelled; not idempotent: repeated executions are counted as duplicate side effects; idempotency keys remembered for 24h, a repeat answered in 1ms"
+        );
+        let mut p = s.policy.clone();
+        p.hedge = Some(crate::scenario::HedgeConfig {
+            delay: HedgeDelay::Percentile {
+                quantile: 0.999,
+                window: 500,
+            },
+            max_hedges: 2,
+            cancel: false,
+            budget: None,
+        });
+        p.idempotent = true;
+        p.idempotency_key = Some(crate::scenario::IdempotencyKey {
+            ttl: SimDuration::from_secs(3600),
+            cost: SimDuration::ZERO,
+        });
+        assert_eq!(
+            repeat_words(&p),
+            [
+                "hedged after the p99.9 latency of the last 500 answered attempts, at most 2 hedges per attempt",
+                "idempotency keys remembered for 1h, a repeat answered at once",
+            ]
+        );
+        assert_eq!(percent(0.05), "5");
+        assert_eq!(percent(0.125), "12.5");
+        assert_eq!(percent(1.0), "100");
+    }
+
+    #[test]
+    fn a_policy_without_hedges_or_keys_has_no_words_for_them() {
+        let s = scenario(
+            r#"{"name": "s", "duration": "1s",
+                "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+                "server": {"service_time": {"constant": "1ms"}},
+                "policy": {"idempotency_key": false, "idempotent": true}}"#,
+        );
+        assert!(repeat_words(&s.policy).is_empty());
+        let lines = describe(&s).join("\n");
+        assert!(
+            !lines.contains("edged") && !lines.contains("dempoten"),
+            "{lines}"
+        );
     }
 }

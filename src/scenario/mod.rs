@@ -20,7 +20,7 @@ mod validate;
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
 pub use resolve::resolved_json;
-pub use units::parse_duration;
+pub use units::{parse_duration, percentile_text};
 pub use validate::label_from_path;
 
 use serde_json::Value;

@@ -11,7 +11,11 @@ use crate::model::{
     Fault, FaultEffect, Outage,
 };
 
-use super::{Experiment, Policy, RetryAfter, Scenario, Server, ServerKind, Service, Workload};
+use super::units::percentile_text;
+use super::{
+    Experiment, HedgeConfig, HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Service,
+    Workload,
+};
 
 /// The resolved form of an experiment: file-level settings, the sweep (with its second axis,
 /// if any), and every variant (at the first sweep point) in full.
@@ -212,7 +216,39 @@ fn policy_json(p: &Policy, on_call: bool) -> Value {
     if on_call {
         policy.insert("propagate_deadline".into(), json!(p.propagate_deadline));
     }
+    // Written only when set, so a scenario without them echoes as it always did.
+    if let Some(h) = &p.hedge {
+        policy.insert("hedge".into(), hedge_json(h));
+    }
+    if !p.idempotent {
+        policy.insert("idempotent".into(), json!(false));
+    }
+    if let Some(k) = &p.idempotency_key {
+        policy.insert(
+            "idempotency_key".into(),
+            json!({"ttl": k.ttl.to_string(), "cost": k.cost.to_string()}),
+        );
+    }
     Value::Object(policy)
+}
+
+fn hedge_json(h: &HedgeConfig) -> Value {
+    let mut out = Map::new();
+    match h.delay {
+        HedgeDelay::Fixed(d) => {
+            out.insert("delay".into(), json!(d.to_string()));
+        }
+        HedgeDelay::Percentile { quantile, window } => {
+            out.insert("delay".into(), json!(percentile_text(quantile)));
+            out.insert("window".into(), json!(window));
+        }
+    }
+    out.insert("max_hedges".into(), json!(h.max_hedges));
+    out.insert("cancel".into(), json!(h.cancel));
+    if let Some(b) = h.budget {
+        out.insert("budget".into(), json!(b));
+    }
+    Value::Object(out)
 }
 
 fn budget_json(b: &BudgetConfig) -> Value {

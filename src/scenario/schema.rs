@@ -446,6 +446,60 @@ pub struct RawPolicy {
     /// only; default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagate_deadline: Option<bool>,
+    /// Hedged requests: after `delay` without an answer, another attempt of the same call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<RawHedge>,
+    /// Whether executing the call more than once is harmless (default true); with false,
+    /// every execution after the first counts as a duplicate side effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Idempotency keys: true (the defaults), false (none) or {"ttl", "cost"}.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<RawIdempotencyKey>,
+}
+
+/// `policy.hedge`: hedged requests.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawHedge {
+    /// How long an attempt goes unanswered before a hedge: a duration such as "10ms", or a
+    /// percentile of the call's recent latencies such as "p95" or "p99.9".
+    pub delay: String,
+    /// Hedges per attempt at most, from 1 to 10 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hedges: Option<u64>,
+    /// The service drops abandoned attempts that have not started service (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<bool>,
+    /// At most this share of the calls is hedged, above 0 and at most 1 (default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    /// With a percentile delay: the answered attempts it is taken over, from 20 to 1,000,000
+    /// (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+}
+
+/// `policy.idempotency_key`: true (the defaults), false (no keys) or the settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawIdempotencyKey {
+    /// true: keys with the default settings; false: no keys.
+    On(bool),
+    /// Keys with these settings.
+    Settings(RawKeySettings),
+}
+
+/// `policy.idempotency_key` as an object.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawKeySettings {
+    /// How long the service remembers a call it executed (default "24h").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<DurationText>,
+    /// Time to answer a repeat from memory (default "0ms").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<DurationText>,
 }
 
 /// `bulkhead`: Resilience4j's semaphore bulkhead on one call edge.

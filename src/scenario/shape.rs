@@ -729,7 +729,11 @@ mod tests {
                "clients": {"count": 2, "workload": {"open": {"rate_per_s": 10}}},
                "server": {"service_time": {"constant": "1ms"}},
                "policy": {"retry": {"max_attempts": 3,
-                          "backoff": {"base": "1ms", "cap": "1s", "jitter": "full"}}}})
+                          "backoff": {"base": "1ms", "cap": "1s", "jitter": "full"}},
+                          "hedge": {"delay": "p95", "max_hedges": 2, "cancel": true,
+                                    "budget": 0.1, "window": 100},
+                          "idempotent": false,
+                          "idempotency_key": {"ttl": "1h", "cost": "1ms"}}})
     }
 
     /// A call graph with every key a service, a call and a call's policy have.
@@ -744,7 +748,9 @@ mod tests {
                                                  "retry": {"retry_on": ["bulkhead_full"]},
                                                  "bulkhead": {"max_concurrent": 4, "max_wait": "1ms"},
                                                  "fallback": {"latency": {"constant": "1ms"}},
-                                                 "propagate_deadline": true}}]},
+                                                 "propagate_deadline": true,
+                                                 "hedge": {"delay": "1ms"},
+                                                 "idempotency_key": true}}]},
                    "db": {"kind": "occ", "permanent_error_rate": 0.1}}})
     }
 

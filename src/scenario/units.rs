@@ -81,6 +81,69 @@ pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
     Ok(SimDuration::from_nanos(nanos as u64))
 }
 
+/// The most decimals a percentile may have: "p99.9999".
+pub const PERCENTILE_DECIMALS: u32 = 4;
+
+/// Reads a percentile such as `"p95"` or `"p99.9"` as a quantile in (0, 1) (0.95, 0.999):
+/// `None` when `text` does not start with "p" (it is not meant as a percentile), else the
+/// quantile or what is wrong with it. The quantile is the nearest number to the decimal
+/// written, so [`percentile_text`] writes it back as it was meant.
+pub fn parse_percentile(text: &str) -> Option<Result<f64, String>> {
+    let text = text.trim();
+    let rest = text.strip_prefix('p')?;
+    let shown = cut(text);
+    let (int, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) || (rest.contains('.') && frac.is_empty()) {
+        return Some(Err(format!(
+            "\"{shown}\" is not a percentile: write \"p\" and a number above 0 and below 100, such as \"p95\" or \"p99.9\""
+        )));
+    }
+    if frac.len() > PERCENTILE_DECIMALS as usize {
+        return Some(Err(format!(
+            "\"{shown}\" has more than {PERCENTILE_DECIMALS} decimals; write at most \"p99.9999\""
+        )));
+    }
+    let int = int.trim_start_matches('0');
+    let scale = 10u64.pow(frac.len() as u32);
+    // Two digits at most below 100; a longer number is out of range.
+    let whole: u64 = if int.len() > 2 {
+        100
+    } else {
+        int.parse().unwrap_or(0)
+    };
+    let mantissa = whole * scale + frac.parse::<u64>().unwrap_or(0);
+    if mantissa == 0 || mantissa >= 100 * scale {
+        return Some(Err(format!(
+            "must be a percentile above p0 and below p100 (got \"{shown}\"); \"p99.9\" is the latency 99.9 % of answers beat"
+        )));
+    }
+    Some(Ok(mantissa as f64 / (100 * scale) as f64))
+}
+
+/// A quantile in (0, 1) written as a percentile: 0.95 -> "p95", 0.999 -> "p99.9", with the
+/// fewest decimals (at most [`PERCENTILE_DECIMALS`]) that give back the quantile.
+pub fn percentile_text(quantile: f64) -> String {
+    for decimals in 0..=PERCENTILE_DECIMALS {
+        let scale = 10u64.pow(decimals);
+        let mantissa = (quantile * (100 * scale) as f64).round();
+        if mantissa / (100 * scale) as f64 == quantile {
+            let m = mantissa as u64;
+            return if decimals == 0 {
+                format!("p{m}")
+            } else {
+                format!(
+                    "p{}.{:0width$}",
+                    m / scale,
+                    m % scale,
+                    width = decimals as usize
+                )
+            };
+        }
+    }
+    format!("p{}", quantile * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +162,40 @@ mod tests {
         assert_eq!(ok("0s"), 0);
         assert_eq!(ok("1000000s"), MAX_DURATION.as_nanos());
         assert_eq!(ok("16666m"), 16_666 * 60_000_000_000);
+    }
+
+    #[test]
+    fn percentiles_read_and_write_back_as_written() {
+        let ok = |s: &str| parse_percentile(s).unwrap().unwrap();
+        assert_eq!(ok("p95"), 0.95);
+        assert_eq!(ok("p50"), 0.5);
+        assert_eq!(ok("p99.9"), 0.999);
+        assert_eq!(ok("p95.0"), 0.95);
+        assert_eq!(ok("p0.01"), 0.0001);
+        assert_eq!(ok("p099"), 0.99);
+        for text in [
+            "p1", "p50", "p95", "p99", "p99.9", "p99.99", "p99.9999", "p0.5", "p12.34",
+        ] {
+            assert_eq!(percentile_text(ok(text)), text);
+        }
+        assert_eq!(percentile_text(ok("p95.00")), "p95");
+        assert!(parse_percentile("10ms").is_none());
+        let err = |s: &str| parse_percentile(s).unwrap().unwrap_err();
+        for bad in ["p", "p.5", "p9.", "p-5", "p9x", "p1e2", "pp95"] {
+            assert!(err(bad).contains("is not a percentile"), "{bad}");
+        }
+        for out in [
+            "p0",
+            "p0.0",
+            "p100",
+            "p100.0",
+            "p1000",
+            "p99999999999999999999999",
+        ] {
+            assert!(err(out).contains("above p0 and below p100"), "{out}");
+        }
+        assert_eq!(ok("p00000000000000000000099"), 0.99);
+        assert!(err("p99.99999").contains("more than 4 decimals"));
     }
 
     #[test]

@@ -15,10 +15,11 @@ use crate::model::{
 
 use super::error::{Problem, num, quote, short};
 use super::schema::*;
-use super::units::parse_duration;
+use super::units::{parse_duration, parse_percentile};
 use super::{
-    BulkheadConfig, Call, Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter,
-    RetryPolicy, Scenario, Server, ServerKind, Service, Workload,
+    BulkheadConfig, Call, Clients, ClosedWorkload, HEDGE_MIN_SAMPLES, HedgeConfig, HedgeDelay,
+    IdempotencyKey, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario, Server, ServerKind,
+    Service, Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -46,6 +47,18 @@ pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
 /// How far a log-normal draw may reach eight standard deviations up, median * e^(8 sigma):
 /// 10^9 s, about 32 years. A draw beyond it comes less than once in 10^15.
 pub const MAX_LOGNORMAL_REACH_SECS: f64 = 1e9;
+
+/// The most hedges per attempt: each is one more attempt at the service, so 10 already lets
+/// one round put 11 times its load on the service; hedging pays with one or two, and a
+/// larger count only hides a delay set too short.
+pub const MAX_HEDGES: u64 = 10;
+/// Default answered attempts a percentile hedge delay is taken over.
+pub const DEFAULT_HEDGE_WINDOW: u32 = 1000;
+/// The most answered attempts a percentile hedge delay is taken over: the window is kept per
+/// call edge, in memory, for the whole run.
+pub const MAX_HEDGE_WINDOW: u64 = 1_000_000;
+/// How long a service remembers an executed call by default (`idempotency_key.ttl`).
+pub const DEFAULT_KEY_TTL: SimDuration = SimDuration::from_secs(24 * 3600);
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -310,12 +323,18 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     };
     let services = services(&mut c, raw, duration);
     let default_policy = RawPolicy::default();
-    let policy = policy(
-        &mut c,
-        "policy",
-        raw.policy.as_ref().unwrap_or(&default_policy),
-        Caller::Clients,
-    );
+    let raw_policy = raw.policy.as_ref().unwrap_or(&default_policy);
+    let policy = policy(&mut c, "policy", raw_policy, Caller::Clients);
+    if let Some(entry) = services.first()
+        && matches!(entry.server.kind, ServerKind::Occ)
+    {
+        let to = if raw.services.is_some() {
+            quote(&entry.name)
+        } else {
+            "the server".to_string()
+        };
+        no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
+    }
     let limits = Limits {
         max_events: raw
             .limits
@@ -688,6 +707,11 @@ fn graph(
             let default_policy = RawPolicy::default();
             let raw_policy = call.policy.as_ref().unwrap_or(&default_policy);
             let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
+            if let Some(t) = to
+                && list[t].1.kind == Some(RawServerKind::Occ)
+            {
+                no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
+            }
             if let Some(to) = to {
                 calls.push(Call {
                     to,
@@ -1235,9 +1259,159 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
         bulkhead,
         fallback,
         propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
-        hedge: None,
-        idempotent: true,
-        idempotency_key: None,
+        hedge: raw.hedge.as_ref().map(|h| hedge(c, at, h)),
+        idempotent: raw.idempotent.unwrap_or(true),
+        idempotency_key: raw
+            .idempotency_key
+            .as_ref()
+            .and_then(|k| idempotency_key(c, at, k)),
+    }
+}
+
+/// `hedge` of the policy `at`.
+fn hedge(c: &mut Checker, at: &str, raw: &RawHedge) -> HedgeConfig {
+    let p = format!("{at}.hedge");
+    let delay = match parse_percentile(&raw.delay) {
+        Some(quantile) => {
+            let quantile = quantile
+                .map_err(|e| c.err(&format!("{p}.delay"), e))
+                .unwrap_or(0.5);
+            let window = match raw.window {
+                None => DEFAULT_HEDGE_WINDOW,
+                Some(w) if (u64::from(HEDGE_MIN_SAMPLES)..=MAX_HEDGE_WINDOW).contains(&w) => {
+                    w as u32
+                }
+                Some(w) => {
+                    c.err(
+                        &format!("{p}.window"),
+                        format!(
+                            "must be at least {HEDGE_MIN_SAMPLES} and at most 1000000 (got {w}): it is how many recent answers the percentile is taken over, and no hedge goes out before {HEDGE_MIN_SAMPLES} answers"
+                        ),
+                    );
+                    DEFAULT_HEDGE_WINDOW
+                }
+            };
+            HedgeDelay::Percentile { quantile, window }
+        }
+        None => {
+            let text = serde_json::Value::String(raw.delay.clone());
+            let delay = match parse_duration(&text) {
+                Ok(d) if d > SimDuration::ZERO => Some(d),
+                Ok(_) => {
+                    c.err(
+                        &format!("{p}.delay"),
+                        format!(
+                            "must be longer than zero (got {}): a hedge sent at once only doubles the load; write a delay such as \"10ms\" or a percentile such as \"p95\"",
+                            short(&text)
+                        ),
+                    );
+                    None
+                }
+                Err(e) => {
+                    c.err(
+                        &format!("{p}.delay"),
+                        format!(
+                            "{e} (a hedge delay is a duration such as \"10ms\" or a percentile such as \"p95\")"
+                        ),
+                    );
+                    None
+                }
+            };
+            if let Some(w) = raw.window {
+                c.err(
+                    &format!("{p}.window"),
+                    format!(
+                        "applies to a percentile delay such as \"p95\" only (got {w} with delay {}): a fixed delay needs no window of latencies; remove window, or make the delay a percentile",
+                        short(&text)
+                    ),
+                );
+            }
+            HedgeDelay::Fixed(delay.unwrap_or(SimDuration::from_nanos(1)))
+        }
+    };
+    let max_hedges = match raw.max_hedges {
+        None => 1,
+        Some(n @ 1..=MAX_HEDGES) => n as u32,
+        Some(n) => {
+            c.err(
+                &format!("{p}.max_hedges"),
+                format!(
+                    "must be at least 1 and at most {MAX_HEDGES} (got {n}): each hedge is one more attempt at the service, and {MAX_HEDGES} already make one attempt eleven; remove hedge for none"
+                ),
+            );
+            1
+        }
+    };
+    if let Some(b) = raw.budget
+        && !(b > 0.0 && b <= 1.0)
+    {
+        c.err(
+                &format!("{p}.budget"),
+                format!(
+                    "must be a share above 0 and at most 1 (got {}): the share of calls that may be hedged, 0.05 for 5 %; remove budget for no limit",
+                num(b)
+            ),
+        );
+    }
+    HedgeConfig {
+        delay,
+        max_hedges,
+        cancel: raw.cancel.unwrap_or(false),
+        budget: raw.budget,
+    }
+}
+
+/// `idempotency_key` of the policy `at`: `None` for `false`.
+fn idempotency_key(c: &mut Checker, at: &str, raw: &RawIdempotencyKey) -> Option<IdempotencyKey> {
+    let p = format!("{at}.idempotency_key");
+    match raw {
+        RawIdempotencyKey::On(false) => None,
+        RawIdempotencyKey::On(true) => Some(IdempotencyKey {
+            ttl: DEFAULT_KEY_TTL,
+            cost: SimDuration::ZERO,
+        }),
+        RawIdempotencyKey::Settings(k) => Some(IdempotencyKey {
+            ttl: k
+                .ttl
+                .as_ref()
+                .map_or(Some(DEFAULT_KEY_TTL), |d| {
+                    c.positive_duration(&format!("{p}.ttl"), d)
+                })
+                .unwrap_or(DEFAULT_KEY_TTL),
+            cost: k
+                .cost
+                .as_ref()
+                .and_then(|d| c.duration(&format!("{p}.cost"), d))
+                .unwrap_or_default(),
+        }),
+    }
+}
+
+/// Hedges and idempotency keys on a call to an occ service (or the clients' towards an occ
+/// server), which the simulation does not support: an error at each setting. `to` names
+/// the service called, for the message.
+fn no_hedge_at_occ(c: &mut Checker, at: &str, raw: &RawPolicy, to: &str) {
+    let why = format!(
+        "is not supported on calls to {to}, of kind \"occ\": an occ attempt is a read and a conditional write, whose version check already keeps a repeat from writing twice"
+    );
+    if raw.hedge.is_some() {
+        c.err(&format!("{at}.hedge"), format!("{why}; remove hedge"));
+    }
+    if raw.idempotent == Some(false) {
+        c.err(
+            &format!("{at}.idempotent"),
+            format!("{why}; remove idempotent"),
+        );
+    }
+    if raw
+        .idempotency_key
+        .as_ref()
+        .is_some_and(|k| !matches!(k, RawIdempotencyKey::On(false)))
+    {
+        c.err(
+            &format!("{at}.idempotency_key"),
+            format!("{why}; remove idempotency_key"),
+        );
     }
 }
 
@@ -1482,10 +1656,12 @@ fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
 mod tests {
     use serde_json::{Value, json};
 
+    use super::{DEFAULT_HEDGE_WINDOW, MAX_HEDGE_WINDOW};
+    use crate::engine::SimDuration;
     use crate::model::{Outcome, OutcomeSet, Scope};
     use crate::scenario::{
-        Experiment, LoadOptions, Problem, Scenario, ScenarioError, ServerKind, load_file, load_str,
-        resolved_json,
+        Experiment, HedgeConfig, HedgeDelay, IdempotencyKey, LoadOptions, Problem, Scenario,
+        ScenarioError, ServerKind, load_file, load_str, resolved_json,
     };
 
     /// A three-tier graph, written with the entry in the middle of the file: `backend`, then
@@ -1871,5 +2047,293 @@ mod tests {
                 "services.cache.faults[0].outage: \"drop\" never answers, so every call to this service needs a timeout or a deadline in its policy, and services.frontend.calls[0] has neither: without one a caller would wait for ever; give that call a timeout or deadline, or use \"reject\" for an outage that answers",
             ]
         );
+    }
+
+    #[test]
+    fn hedges_and_idempotency_take_their_defaults() {
+        let mut doc = three_tier();
+        let s = scenario(&doc);
+        for p in std::iter::once(&s.policy)
+            .chain(s.services.iter().flat_map(|x| &x.calls).map(|c| &c.policy))
+        {
+            assert!(p.hedge.is_none() && p.idempotent && p.idempotency_key.is_none());
+        }
+        doc["policy"]["hedge"] = json!({"delay": "10ms"});
+        doc["policy"]["idempotency_key"] = json!(true);
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({
+            "hedge": {"delay": "p95"}, "idempotent": false, "idempotency_key": {}});
+        let s = scenario(&doc);
+        let hedge = s.policy.hedge.unwrap();
+        assert_eq!(
+            hedge,
+            HedgeConfig {
+                delay: HedgeDelay::Fixed(SimDuration::from_millis(10)),
+                max_hedges: 1,
+                cancel: false,
+                budget: None,
+            }
+        );
+        let key = IdempotencyKey {
+            ttl: SimDuration::from_secs(24 * 3600),
+            cost: SimDuration::ZERO,
+        };
+        assert_eq!(s.policy.idempotency_key, Some(key));
+        assert!(s.policy.idempotent);
+        let call = &s.services[0].calls[1].policy;
+        assert_eq!(
+            call.hedge.unwrap().delay,
+            HedgeDelay::Percentile {
+                quantile: 0.95,
+                window: DEFAULT_HEDGE_WINDOW,
+            }
+        );
+        assert!(!call.idempotent);
+        assert_eq!(call.idempotency_key, Some(key));
+        // The other call keeps the defaults.
+        let other = &s.services[0].calls[0].policy;
+        assert!(other.hedge.is_none() && other.idempotent && other.idempotency_key.is_none());
+    }
+
+    #[test]
+    fn every_form_of_hedge_and_idempotency_key_is_read() {
+        let mut doc = three_tier();
+        doc["policy"]["hedge"] =
+            json!({"delay": "p99.9", "window": 20, "max_hedges": 10, "cancel": true, "budget": 1});
+        doc["policy"]["idempotency_key"] = json!({"ttl": "1h", "cost": "1ms"});
+        doc["services"]["frontend"]["calls"][0]["policy"] = json!({
+            "hedge": {"delay": "2.5ms", "max_hedges": 3, "budget": 0.05},
+            "idempotency_key": false, "idempotent": true});
+        let s = scenario(&doc);
+        assert_eq!(
+            s.policy.hedge,
+            Some(HedgeConfig {
+                delay: HedgeDelay::Percentile {
+                    quantile: 0.999,
+                    window: 20
+                },
+                max_hedges: 10,
+                cancel: true,
+                budget: Some(1.0),
+            })
+        );
+        assert_eq!(
+            s.policy.idempotency_key,
+            Some(IdempotencyKey {
+                ttl: SimDuration::from_secs(3600),
+                cost: SimDuration::from_millis(1),
+            })
+        );
+        let call = &s.services[0].calls[0].policy;
+        assert_eq!(
+            call.hedge,
+            Some(HedgeConfig {
+                delay: HedgeDelay::Fixed(SimDuration::from_nanos(2_500_000)),
+                max_hedges: 3,
+                cancel: false,
+                budget: Some(0.05),
+            })
+        );
+        assert!(call.idempotency_key.is_none() && call.idempotent);
+        // The window's bounds are inclusive.
+        doc["policy"]["hedge"] = json!({"delay": "p50", "window": MAX_HEDGE_WINDOW});
+        assert_eq!(
+            scenario(&doc).policy.hedge.unwrap().delay,
+            HedgeDelay::Percentile {
+                quantile: 0.5,
+                window: 1_000_000
+            }
+        );
+    }
+
+    #[test]
+    fn hedge_and_idempotency_rules_name_the_path_the_value_and_the_fix() {
+        let mut doc = three_tier();
+        let call = "services.frontend.calls[1].policy";
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({
+            "hedge": {"delay": "10ms", "window": 100, "max_hedges": 11, "budget": 0}});
+        doc["policy"]["hedge"] = json!({"delay": "p100", "window": 19});
+        doc["policy"]["idempotency_key"] = json!({"ttl": "0s", "cost": "1"});
+        let found: Vec<String> = problems(&doc).iter().map(|p| p.to_string()).collect();
+        let expected = [
+            format!(
+                "{call}.hedge.window: applies to a percentile delay such as \"p95\" only (got 100 with delay \"10ms\")"
+            ),
+            format!("{call}.hedge.max_hedges: must be at least 1 and at most 10 (got 11)"),
+            format!("{call}.hedge.budget: must be a share above 0 and at most 1 (got 0)"),
+            "policy.hedge.delay: must be a percentile above p0 and below p100 (got \"p100\")"
+                .to_string(),
+            "policy.hedge.window: must be at least 20 and at most 1000000 (got 19)".to_string(),
+            "policy.idempotency_key.ttl: must be longer than zero (got \"0s\")".to_string(),
+            "policy.idempotency_key.cost: a duration needs a unit (got \"1\")".to_string(),
+        ];
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+        for e in &expected {
+            assert!(
+                found.iter().any(|f| f.contains(e.as_str())),
+                "{e} not in {found:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hedges_and_keys_on_calls_to_an_occ_service_are_refused() {
+        let mut doc = three_tier();
+        doc["services"]["backend"] = json!({"kind": "occ"});
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({"timeout": "50ms",
+            "hedge": {"delay": "1ms"}, "idempotent": false, "idempotency_key": true});
+        // The call to the queue service may hedge.
+        doc["services"]["frontend"]["calls"][0]["policy"] = json!({"hedge": {"delay": "1ms"}});
+        let found: Vec<String> = problems(&doc).iter().map(|p| p.to_string()).collect();
+        assert_eq!(found.len(), 3, "{found:#?}");
+        for key in ["hedge", "idempotent", "idempotency_key"] {
+            let start = format!(
+                "services.frontend.calls[1].policy.{key}: is not supported on calls to \"backend\", of kind \"occ\": an occ attempt is a read and a conditional write"
+            );
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.starts_with(&start) && f.contains(&format!("; remove {key}"))),
+                "{start} not in {found:#?}"
+            );
+        }
+        // What says "off" is no setting to refuse.
+        doc["services"]["frontend"]["calls"][1]["policy"] =
+            json!({"idempotent": true, "idempotency_key": false});
+        scenario(&doc);
+        // The clients towards an occ server, or an occ entry.
+        let single = json!({"name": "s", "duration": "1s",
+            "clients": {"count": 1, "workload": {"open": {"rate_per_s": 1}}},
+            "server": {"kind": "occ"}, "policy": {"hedge": {"delay": "p90"}}});
+        let found: Vec<String> = problems(&single).iter().map(|p| p.to_string()).collect();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].starts_with(
+                "policy.hedge: is not supported on calls to the server, of kind \"occ\""
+            )
+        );
+        let mut entry = three_tier();
+        entry["services"]["frontend"] = json!({"kind": "occ"});
+        entry["services"]["x"] = json!({"kind": "occ"});
+        entry["clients"]["entry"] = json!("x");
+        entry["policy"]["idempotency_key"] = json!({"ttl": "1s"});
+        let found: Vec<String> = problems(&entry).iter().map(|p| p.to_string()).collect();
+        assert!(
+            found.iter().any(|f| f.starts_with(
+                "policy.idempotency_key: is not supported on calls to \"x\", of kind \"occ\""
+            )),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn a_variant_and_a_sweep_set_hedges_and_idempotency() {
+        let mut doc = three_tier();
+        doc["policy"]["hedge"] = json!({"delay": "10ms"});
+        doc["variants"] = json!([
+            {"name": "base", "patch": {}},
+            {"name": "budgeted", "patch": {"policy": {"hedge": {"budget": 0.1, "cancel": true},
+                                                      "idempotent": false}}},
+            {"name": "percentile", "patch": {"policy": {"hedge": {"delay": "p99", "window": 50}}}},
+            {"name": "unhedged", "patch": {"policy": {"hedge": null, "idempotency_key": true}}}
+        ]);
+        let e = load(&doc);
+        let v = &e.points[0].variants;
+        // A patch's null removes the hedge.
+        assert!(v[3].scenario.policy.hedge.is_none());
+        assert!(v[3].scenario.policy.idempotency_key.is_some());
+        let h = |i: usize| v[i].scenario.policy.hedge.unwrap();
+        assert_eq!(h(0).max_hedges, 1);
+        assert_eq!(h(1).budget, Some(0.1));
+        assert!(h(1).cancel && !v[1].scenario.policy.idempotent);
+        assert_eq!(h(1).delay, HedgeDelay::Fixed(SimDuration::from_millis(10)));
+        assert_eq!(
+            h(2).delay,
+            HedgeDelay::Percentile {
+                quantile: 0.99,
+                window: 50
+            }
+        );
+        // A sweep of the delay over durations and a percentile, on a call's policy.
+        let mut doc = three_tier();
+        doc["sweep"] = json!({"path": "services.frontend.calls.1.policy.hedge.delay",
+                              "values": ["1ms", "5ms", "p90"]});
+        let e = load(&doc);
+        let delays: Vec<HedgeDelay> = e
+            .points
+            .iter()
+            .map(|p| {
+                p.variants[0].scenario.services[0].calls[1]
+                    .policy
+                    .hedge
+                    .unwrap()
+                    .delay
+            })
+            .collect();
+        assert_eq!(
+            delays,
+            [
+                HedgeDelay::Fixed(SimDuration::from_millis(1)),
+                HedgeDelay::Fixed(SimDuration::from_millis(5)),
+                HedgeDelay::Percentile {
+                    quantile: 0.9,
+                    window: DEFAULT_HEDGE_WINDOW
+                },
+            ]
+        );
+        assert_eq!(e.sweep.unwrap().label, "hedge delay");
+        // Sweeps of max_hedges and of idempotent.
+        let mut doc = three_tier();
+        doc["policy"]["hedge"] = json!({"delay": "10ms"});
+        doc["sweep"] = json!({"path": "policy.hedge.max_hedges", "values": [1, 3],
+                              "second": {"path": "policy.idempotent", "values": [true, false]}});
+        let e = load(&doc);
+        let swept: Vec<(u32, bool)> = e
+            .points
+            .iter()
+            .map(|p| {
+                let policy = &p.variants[0].scenario.policy;
+                (policy.hedge.unwrap().max_hedges, policy.idempotent)
+            })
+            .collect();
+        assert_eq!(swept, [(1, true), (1, false), (3, true), (3, false)]);
+    }
+
+    #[test]
+    fn a_resolved_hedge_and_key_load_again_to_themselves() {
+        let mut doc = three_tier();
+        doc["policy"]["hedge"] = json!({"delay": "p99.9", "window": 200, "budget": 0.05});
+        doc["policy"]["idempotency_key"] = json!(true);
+        doc["services"]["frontend"]["calls"][1]["policy"] = json!({
+            "hedge": {"delay": "3ms", "max_hedges": 2, "cancel": true},
+            "idempotent": false, "idempotency_key": {"ttl": "90s", "cost": "250us"}});
+        let resolved = resolved_json(&load(&doc));
+        let first = &resolved["variants"][0]["scenario"];
+        assert_eq!(
+            first["policy"]["hedge"],
+            json!({"delay": "p99.9", "window": 200, "max_hedges": 1, "cancel": false, "budget": 0.05})
+        );
+        assert_eq!(
+            first["policy"]["idempotency_key"],
+            json!({"ttl": "24h", "cost": "0s"})
+        );
+        assert!(first["policy"].get("idempotent").is_none());
+        let call = &first["services"]["frontend"]["calls"][1]["policy"];
+        assert_eq!(
+            call["hedge"],
+            json!({"delay": "3ms", "max_hedges": 2, "cancel": true})
+        );
+        assert_eq!(call["idempotent"], json!(false));
+        assert_eq!(
+            call["idempotency_key"],
+            json!({"ttl": "90s", "cost": "250us"})
+        );
+        // Settings left out are not written: the echo of a policy without them is unchanged.
+        let plain = &first["services"]["frontend"]["calls"][0]["policy"];
+        for key in ["hedge", "idempotent", "idempotency_key"] {
+            assert!(plain.get(key).is_none(), "{key}");
+        }
+        let mut again = first.clone();
+        again["name"] = json!("three-tier");
+        assert_eq!(resolved_json(&load(&again)), resolved);
     }
 }

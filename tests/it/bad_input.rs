@@ -1254,3 +1254,214 @@ fn every_problem_of_a_call_graph_is_reported_at_once() {
         ],
     );
 }
+
+/// Every rule of `hedge`, `idempotent` and `idempotency_key`, each broken alone: in the
+/// clients' policy of GOOD, or in a call's policy of GRAPH. The message names the path, the
+/// rule, the value and the fix, and nothing is written.
+#[test]
+fn every_rule_of_hedges_and_idempotency_keys_is_checked() {
+    let good = |policy: &str| {
+        GOOD.replacen(
+            r#""policy": { "retry": { "max_attempts": 3 } }"#,
+            &format!(r#""policy": {{ "retry": {{ "max_attempts": 3 }}, {policy} }}"#),
+            1,
+        )
+    };
+    let call = |policy: &str| {
+        GRAPH.replacen(
+            r#""policy": { "timeout": "10ms" }"#,
+            &format!(r#""policy": {{ "timeout": "10ms", {policy} }}"#),
+            1,
+        )
+    };
+    let p = "services.frontend.calls[1].policy";
+    // (scenario, what the one problem says)
+    let cases: Vec<(String, Vec<String>)> = vec![
+        (
+            good(r#""hedge": { "delay": "10ms", "max_hedge": 2 }"#),
+            vec!["policy.hedge.max_hedge: unknown key; did you mean `max_hedges`?".into()],
+        ),
+        (
+            good(r#""hedg": { "delay": "10ms" }"#),
+            vec!["policy.hedg: unknown key; did you mean `hedge`?".into()],
+        ),
+        (
+            good(r#""idempotency_key": { "tll": "1h" }"#),
+            vec!["policy.idempotency_key.tll: unknown key; did you mean `ttl`?".into()],
+        ),
+        (
+            good(r#""hedge": { "max_hedges": 2 }"#),
+            vec!["policy.hedge.delay: is required".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": 10 }"#),
+            vec!["policy.hedge.delay: must be a string (got 10)".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "10" }"#),
+            vec![
+                "policy.hedge.delay: a duration needs a unit (got \"10\"); write \"10s\" or \"10ms\" (a hedge delay is a duration such as \"10ms\" or a percentile such as \"p95\")".into(),
+            ],
+        ),
+        (
+            good(r#""hedge": { "delay": "0ms" }"#),
+            vec!["policy.hedge.delay: must be longer than zero (got \"0ms\")".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "p100" }"#),
+            vec!["policy.hedge.delay: must be a percentile above p0 and below p100 (got \"p100\")".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "p9x" }"#),
+            vec!["policy.hedge.delay: \"p9x\" is not a percentile: write \"p\" and a number above 0 and below 100, such as \"p95\" or \"p99.9\"".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "10ms", "window": 100 }"#),
+            vec![
+                "policy.hedge.window: applies to a percentile delay such as \"p95\" only (got 100 with delay \"10ms\")".into(),
+                "remove window, or make the delay a percentile".into(),
+            ],
+        ),
+        (
+            good(r#""hedge": { "delay": "p95", "window": 19 }"#),
+            vec!["policy.hedge.window: must be at least 20 and at most 1000000 (got 19)".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "p95", "window": 1000001 }"#),
+            vec!["policy.hedge.window: must be at least 20 and at most 1000000 (got 1000001)".into()],
+        ),
+        (
+            good(r#""hedge": { "delay": "p95", "max_hedges": 0 }"#),
+            vec!["policy.hedge.max_hedges: must be at least 1 and at most 10 (got 0)".into()],
+        ),
+        (
+            call(r#""hedge": { "delay": "1ms", "max_hedges": 11 }"#),
+            vec![format!("{p}.hedge.max_hedges: must be at least 1 and at most 10 (got 11)")],
+        ),
+        (
+            call(r#""hedge": { "delay": "1ms", "max_hedges": 1.5 }"#),
+            vec![format!("{p}.hedge.max_hedges: must be a whole number (got 1.5)")],
+        ),
+        (
+            call(r#""hedge": { "delay": "1ms", "budget": 0 }"#),
+            vec![format!("{p}.hedge.budget: must be a share above 0 and at most 1 (got 0)")],
+        ),
+        (
+            call(r#""hedge": { "delay": "1ms", "budget": 1.5 }"#),
+            vec![format!("{p}.hedge.budget: must be a share above 0 and at most 1 (got 1.5)")],
+        ),
+        (
+            call(r#""hedge": { "delay": "1ms", "cancel": "yes" }"#),
+            vec![format!("{p}.hedge.cancel: must be true or false (got \"yes\")")],
+        ),
+        (
+            call(r#""idempotent": "no""#),
+            vec![format!("{p}.idempotent: must be true or false (got \"no\")")],
+        ),
+        (
+            call(r#""idempotency_key": 3"#),
+            vec![format!("{p}.idempotency_key: must be true or false or an object (got 3)")],
+        ),
+        (
+            call(r#""idempotency_key": { "ttl": "0s" }"#),
+            vec![format!("{p}.idempotency_key.ttl: must be longer than zero (got \"0s\")")],
+        ),
+        (
+            call(r#""idempotency_key": { "cost": "-1ms" }"#),
+            vec![format!("{p}.idempotency_key.cost: must not be negative (got \"-1ms\")")],
+        ),
+        (
+            GRAPH.replacen(
+                r#""cache": { "service_time": { "constant": "100us" } }"#,
+                r#""cache": { "kind": "occ" }"#,
+                1,
+            )
+            .replacen(
+                r#""policy": { "timeout": "10ms" }"#,
+                r#""policy": { "timeout": "10ms", "hedge": { "delay": "1ms" } }"#,
+                1,
+            ),
+            vec![
+                format!("{p}.hedge: is not supported on calls to \"cache\", of kind \"occ\": an occ attempt is a read and a conditional write"),
+                "; remove hedge".into(),
+            ],
+        ),
+        (
+            GOOD.replacen(
+                r#""server": { "service_time": { "constant": "1ms" } }"#,
+                r#""server": { "kind": "occ" }"#,
+                1,
+            )
+            .replacen(
+                r#""policy": { "retry": { "max_attempts": 3 } }"#,
+                r#""policy": { "idempotency_key": true }"#,
+                1,
+            ),
+            vec![
+                "policy.idempotency_key: is not supported on calls to the server, of kind \"occ\"".into(),
+                "; remove idempotency_key".into(),
+            ],
+        ),
+    ];
+    for (text, needles) in &cases {
+        let stderr = reject(text);
+        assert_says(&stderr, &["1 problem in the scenario"]);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_says(&stderr, &needles);
+    }
+    // A sweep value and a variant's patch are checked like the file.
+    let hedged = good(r#""hedge": { "delay": "10ms" }"#);
+    let with = |extra: &str| {
+        hedged.replacen(
+            "\"duration\": \"1s\",",
+            &format!("\"duration\": \"1s\", {extra},"),
+            1,
+        )
+    };
+    let stderr = reject(&with(
+        r#""sweep": { "path": "policy.hedge.delay", "values": ["5ms", "5"] }"#,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "policy.hedge.delay: a duration needs a unit (got \"5\")",
+            "(with policy.hedge.delay = \"5\")",
+        ],
+    );
+    let stderr = reject(&with(
+        r#""variants": [{ "name": "many", "patch": { "policy": { "hedge": { "max_hedges": 20 } } } }]"#,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "policy.hedge.max_hedges: must be at least 1 and at most 10 (got 20):",
+            "remove hedge for none (in variants[0] \"many\")",
+        ],
+    );
+}
+
+/// Every form of the new settings is accepted, in the clients' policy and a call's.
+#[test]
+fn hedges_and_idempotency_keys_in_every_form_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = GRAPH
+        .replacen(
+            r#""policy": { "timeout": "1s","#,
+            r#""policy": { "timeout": "1s", "hedge": { "delay": "p99.9", "window": 20, "max_hedges": 10, "cancel": true, "budget": 1 }, "idempotent": false, "idempotency_key": true,"#,
+            1,
+        )
+        .replacen(
+            r#""policy": { "timeout": "10ms" }"#,
+            r#""policy": { "timeout": "10ms", "hedge": { "delay": "2ms" }, "idempotent": true, "idempotency_key": { "ttl": "1h", "cost": "1ms" } }"#,
+            1,
+        );
+    std::fs::write(dir.path().join("g.json"), text).unwrap();
+    let out = retrystorm(dir.path(), &["check", "g.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
