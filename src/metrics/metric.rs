@@ -1091,7 +1091,11 @@ mod tests {
                 "{}",
                 k.key
             );
-            assert!(leaves.iter().any(|(key, x)| key == k.key && *x == i as f64 + 1.0));
+            assert!(
+                leaves
+                    .iter()
+                    .any(|(key, x)| key == k.key && *x == i as f64 + 1.0)
+            );
             assert!(!Metric::PER_REPLICATION.contains(k));
         }
     }

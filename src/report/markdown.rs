@@ -871,7 +871,11 @@ fn graph_findings(ran: &[crate::scenario::Variant], variants: &[VariantResult]) 
             .collect();
         let words = duplicate_words(&below);
         if !words.is_empty() {
-            out.push(format!("With **{}**, {}.", escape(&v.name), words.join("; ")));
+            out.push(format!(
+                "With **{}**, {}.",
+                escape(&v.name),
+                words.join("; ")
+            ));
         }
     }
     out
