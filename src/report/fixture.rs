@@ -107,6 +107,7 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
                 goodput_per_s: requests * 0.9 / 30.0,
                 utilization: (0.2 * a).min(1.0),
                 max_queue: 10.0 * a * (i + 1) as f64,
+                ..ServiceMetrics::default()
             }
         })
         .collect();
@@ -139,6 +140,7 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
                 failed: degraded + 1.0,
                 bulkhead_full: if j == 2 && e == 2 { 12.0 } else { 0.0 },
                 route_success_rate: (fraction < 1.0 && from == 0).then_some(0.9),
+                ..CallMetrics::default()
             }
         })
         .collect();
