@@ -489,14 +489,19 @@ impl Sim<'_> {
     fn abandon_round(&mut self, slot: u32, now: SimTime) {
         let edge = self.calls[slot as usize].edge as usize;
         let cancel = self.edges[edge].policies.cancels();
-        let mut racing = vec![slot];
-        let mut h = self.calls[slot as usize].hedges;
-        while h != NONE {
-            racing.push(h);
-            h = self.calls[h as usize].next_hedge;
-        }
+        // The call itself, then its hedges in list order (read before each is ended).
+        let mut next = self.calls[slot as usize].hedges;
         self.calls[slot as usize].hedges = NONE;
-        for s in racing {
+        let mut at = slot;
+        loop {
+            let s = at;
+            if s == NONE {
+                break;
+            }
+            at = next;
+            if next != NONE {
+                next = self.calls[next as usize].next_hedge;
+            }
             let call = &mut self.calls[s as usize];
             let token = call.live_token;
             if token != NO_TOKEN {
