@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::value_text;
 use crate::engine::{SimDuration, SimTime};
-use crate::metrics::Metric;
+use crate::metrics::{Metric, Metrics};
 use crate::model::{
     Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage,
     Outcome, Scope,
@@ -710,8 +710,9 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
         }
         if m.server.served > 0.0 && m.server.wasted / m.server.served >= 0.01 {
             parts.push(format!(
-                "wastes {:.0} % of {server}'s work on attempts whose client had already given up",
-                100.0 * m.server.wasted / m.server.served
+                "wastes {:.0} % of {server}'s work on attempts {}",
+                100.0 * m.server.wasted / m.server.served,
+                unawaited(m)
             ));
         }
         if m.budget_denials > 0.0 && m.requests > 0.0 {
@@ -730,24 +731,29 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
         }
         if m.hedges > 0.0 && m.requests > 0.0 {
             parts.push(format!(
-                "it sent {:.1} hedges per 100 requests, and a hedge answered first for {:.1} % of requests",
+                "sends {:.1} hedges per 100 requests, and a hedge answers first for {:.1} % of requests",
                 100.0 * m.hedges / m.requests,
                 100.0 * m.hedge_wins / m.requests
             ));
         }
         if m.server.cancelled > 0.0 {
             parts.push(format!(
-                "{server} dropped {:.0} abandoned attempts that their client had cancelled before they started",
+                "has {server} drop {:.0} abandoned attempts it cancelled before they started",
                 m.server.cancelled
             ));
         }
-        let entry = crate::metrics::ServiceMetrics {
-            duplicates: m.server.duplicates,
-            duplicate_calls: m.server.duplicate_calls,
-            replayed: m.server.replayed,
-            ..Default::default()
-        };
-        parts.extend(duplicate_words(&[(entry, server.to_string())]));
+        if m.server.duplicates > 0.0 {
+            parts.push(format!(
+                "makes {server} execute {:.0} calls more than once: {:.0} duplicate side effects (a double charge, a second email)",
+                m.server.duplicate_calls, m.server.duplicates
+            ));
+        }
+        if m.server.replayed > 0.0 {
+            parts.push(format!(
+                "has {server} answer {:.0} repeats from its idempotency key memory instead of executing them again",
+                m.server.replayed
+            ));
+        }
         if !parts.is_empty() {
             let (first, rest) = parts.split_first().expect("not empty");
             let mut line = format!("**{}** {first}", escape(&v.name));
@@ -1198,7 +1204,7 @@ fn recovery_section(
         );
         let _ = write!(
             line,
-            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of {server}'s work was wasted on attempts whose client had given up.",
+            " From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of {server}'s work was wasted on attempts {}.",
             if k == n {
                 "it recovered"
             } else if k == 0.0 {
@@ -1207,9 +1213,20 @@ fn recovery_section(
                 "recovery (or the end of the run)"
             },
             r.peak_amplification,
-            100.0 * r.wasted_fraction
+            100.0 * r.wasted_fraction,
+            unawaited(&v.metrics)
         );
         let _ = writeln!(out, "{line}");
+    }
+}
+
+/// Whose attempts wasted work is spent on: with hedging, the losers of a race as well as
+/// the attempts whose client gave up.
+fn unawaited(m: &Metrics) -> &'static str {
+    if m.hedges > 0.0 {
+        "nobody waited for any more (a client had given up, or a hedge had already answered)"
+    } else {
+        "whose client had already given up"
     }
 }
 

@@ -354,12 +354,13 @@ impl Sim<'_> {
     /// Service `s` executed an attempt of call `slot` (of an edge that tracks executions),
     /// answering `outcome`: a non-idempotent call's executions after its first are
     /// duplicates; a call with keys is remembered, and the repeats waiting for it are
-    /// answered. A bad request refused as `permanent` is not executed.
-    fn executed(&mut self, s: usize, slot: u32, outcome: Outcome, now: SimTime) {
+    /// answered. A bad request refused as `permanent` is not executed. Returns whether a
+    /// repeat still awaited takes this execution's answer.
+    fn executed(&mut self, s: usize, slot: u32, outcome: Outcome, now: SimTime) -> bool {
         let call = &self.calls[slot as usize];
         if call.permanent {
             self.key_released(s, slot, now);
-            return;
+            return false;
         }
         let edge = call.edge as usize;
         let logical = if call.hedge_of == super::client::NONE {
@@ -379,11 +380,14 @@ impl Sim<'_> {
             }
         }
         let key = self.calls[slot as usize].id;
+        let mut taken = false;
         if let Some(keys) = &mut self.edges[edge].keys {
             for (waiter, token) in keys.executed(key, outcome, now) {
+                taken |= self.calls[waiter as usize].awaits(token);
                 self.replay(s, waiter, token, outcome, now);
             }
         }
+        taken
     }
 
     /// `occ`: a conditional write arrives; it lands even if its caller has given up.
@@ -674,7 +678,16 @@ impl Sim<'_> {
             }
         };
         if tracked {
-            self.executed(s, slot, outcome, now);
+            let taken = self.executed(s, slot, outcome, now);
+            if !awaited && taken {
+                // The caller gave up on this attempt, but a repeat of the same call waited
+                // for its result and takes it: the work was not wasted.
+                if outcome == Outcome::Success {
+                    self.services[s].counters.useful += 1;
+                }
+                self.unawaited(slot, token, now);
+                return;
+            }
             if !awaited {
                 self.wasted(s, slot, token, now);
                 return;
@@ -694,6 +707,13 @@ impl Sim<'_> {
     fn wasted(&mut self, s: usize, slot: u32, token: u32, now: SimTime) {
         self.services[s].counters.wasted += 1;
         self.tally(s, Column::Wasted);
+        self.unawaited(slot, token, now);
+    }
+
+    /// The answer to attempt `token` of call `slot` reaches nobody: the attempt is accounted
+    /// for, or its answer goes to a caller that learns from late answers.
+    #[inline(always)]
+    fn unawaited(&mut self, slot: u32, token: u32, now: SimTime) {
         let call = &self.calls[slot as usize];
         if call.round == token && self.edges[call.edge as usize].policies.learns_late() {
             self.reply(slot, token, Outcome::Success, now);

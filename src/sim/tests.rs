@@ -661,6 +661,23 @@ mod hedging {
             ok.mean,
             ok.half_width
         );
+        // Wasted work is an execution that ends when nobody awaits it: a first attempt that
+        // ends after its client's timeout (d + S > T) but before the retry arrives (S < T),
+        // whose result only the key memory keeps; or one that ends after the retry, which
+        // waited for it, timed out too (d + S > 2T). One that ends while the retry waits
+        // answers the retry: not wasted.
+        let samples: Vec<f64> = keyed
+            .iter()
+            .map(|r| r.counters.wasted as f64 / r.counters.requests as f64)
+            .collect();
+        let wasted = Estimate::from_samples(&samples);
+        let expected = (-(t - d) / m).exp() - (-t / m).exp() + (-(2.0 * t - d) / m).exp();
+        assert!(
+            (wasted.mean - expected).abs() <= wasted.half_width,
+            "wasted with keys {:.4} ± {:.4}, closed form {expected:.4}",
+            wasted.mean,
+            wasted.half_width
+        );
     }
 
     /// Duplicates are counted only for a call that is not idempotent.

@@ -14,6 +14,7 @@ mod first_storm;
 mod fuzz;
 mod graph;
 mod graph_report;
+mod hedging;
 mod invariants;
 mod memory;
 mod metastable;
