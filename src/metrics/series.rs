@@ -16,7 +16,8 @@ pub enum Column {
     Started,
     /// First attempts sent in the bucket.
     FirstAttempts,
-    /// Retries sent in the bucket (the retry-storm histogram).
+    /// Retries sent in the bucket (the retry-storm histogram), and hedges: every attempt
+    /// beyond a request's first.
     Retries,
     /// Attempts that reached the server in the bucket.
     Attempts,

@@ -744,7 +744,7 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
         }
         if m.server.duplicates > 0.0 {
             parts.push(format!(
-                "makes {server} execute {:.0} calls more than once: {:.0} duplicate side effects (a double charge, a second email)",
+                "makes {server} execute {:.0} requests more than once: {:.0} duplicate side effects (a double charge, a second email)",
                 m.server.duplicate_calls, m.server.duplicates
             ));
         }

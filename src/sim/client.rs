@@ -319,6 +319,9 @@ impl Sim<'_> {
         if hedge {
             if edge == 0 {
                 self.rec.counters.hedges += 1;
+                // The series counts a hedge with the retries: both are attempts beyond a
+                // request's first, and the load figures stack them on the first attempts.
+                self.rec.series.add(Column::Retries);
             } else {
                 let c = &mut self.edges[edge].counters;
                 c.attempts += 1;

@@ -63,9 +63,14 @@ where
     super::draw_title(
         &title_area,
         &format!(
-            "{}: load per second{at} ({}; bars: first attempts (pale) + retries; black: succeeded{}{})",
+            "{}: load per second{at} ({}; bars: first attempts (pale) + {}; black: succeeded{}{})",
             experiment.name,
             frame.bucket_words(),
+            if point.variants.iter().any(|v| v.metrics.hedges > 0.0) {
+                "retries and hedges"
+            } else {
+                "retries"
+            },
             if any_queue { "; grey: queue" } else { "" },
             if any_trigger {
                 "; red band: trigger"

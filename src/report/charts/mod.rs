@@ -560,12 +560,19 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry."
         },
     });
+    // Hedges are stacked with the retries: both are attempts beyond a request's first.
+    let hedged = result
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.metrics.hedges > 0.0);
     charts.push(Chart::LoadOverTime {
         stem: "load-over-time",
-        caption: if graph {
-            "What the clients sent to the entry service over time (pale: first attempts, dark: retries), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time."
-        } else {
-            "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls."
+        caption: match (graph, hedged) {
+            (true, false) => "What the clients sent to the entry service over time (pale: first attempts, dark: retries), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time.",
+            (true, true) => "What the clients sent to the entry service over time (pale: first attempts, dark: retries and hedges), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries and hedges outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time.",
+            (false, false) => "What the clients sent over time (pale: first attempts, dark: retries), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls.",
+            (false, true) => "What the clients sent over time (pale: first attempts, dark: retries and hedges), what succeeded (black line) and the server's queue (grey, right axis): a storm is where retries and hedges outgrow first attempts while goodput falls.",
         },
     });
     if policy_over_time::applies(experiment) {
