@@ -2401,4 +2401,44 @@ mod tests {
         again["name"] = json!("three-tier");
         assert_eq!(resolved_json(&load(&again)), resolved);
     }
+
+    #[test]
+    fn adaptive_throttles_take_their_defaults_and_echo_to_themselves() {
+        use crate::scenario::ThrottleConfig;
+        let mut doc = three_tier();
+        assert!(scenario(&doc).policy.adaptive_throttle.is_none());
+        doc["policy"]["adaptive_throttle"] = json!(true);
+        doc["services"]["frontend"]["calls"][1]["policy"] =
+            json!({"adaptive_throttle": {"k": 1.1, "window": "30s"}});
+        doc["services"]["frontend"]["calls"][0]["policy"] = json!({"adaptive_throttle": false});
+        let s = scenario(&doc);
+        assert_eq!(
+            s.policy.adaptive_throttle,
+            Some(ThrottleConfig {
+                k_micros: 2_000_000,
+                window: SimDuration::from_secs(120),
+            })
+        );
+        let call = s.services[0].calls[1].policy.adaptive_throttle.unwrap();
+        assert_eq!(call.k_micros, 1_100_000);
+        assert_eq!(call.k(), 1.1);
+        assert_eq!(call.window, SimDuration::from_secs(30));
+        assert!(s.services[0].calls[0].policy.adaptive_throttle.is_none());
+        let resolved = resolved_json(&load(&doc));
+        let first = &resolved["variants"][0]["scenario"];
+        assert_eq!(
+            first["policy"]["adaptive_throttle"],
+            json!({"k": 2.0, "window": "2m"})
+        );
+        let calls = &first["services"]["frontend"]["calls"];
+        assert_eq!(
+            calls[1]["policy"]["adaptive_throttle"],
+            json!({"k": 1.1, "window": "30s"})
+        );
+        // Left out where there is none, so a policy without one echoes as it always did.
+        assert!(calls[0]["policy"].get("adaptive_throttle").is_none());
+        let mut again = first.clone();
+        again["name"] = json!("three-tier");
+        assert_eq!(resolved_json(&load(&again)), resolved);
+    }
 }
