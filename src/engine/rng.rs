@@ -2,9 +2,9 @@
 //!
 //! Every replication of every variant draws from the same set of PCG streams, derived from the
 //! scenario seed and the replication index only. Each purpose (arrivals, network, service,
-//! failures, jitter, and for call graphs routes and fallbacks) has its own stream, so a
-//! variant that changes the retry policy still meets the same arrivals and the same service
-//! times: common random numbers. Nothing here seeds from entropy.
+//! failures, jitter, for call graphs routes and fallbacks, adaptive throttling's rejections) has
+//! its own stream, so a variant that changes the retry policy still meets the same arrivals
+//! and the same service times: common random numbers. Nothing here seeds from entropy.
 
 use rand_pcg::Pcg64;
 
@@ -25,6 +25,8 @@ pub enum Purpose {
     Routes = 5,
     /// Call graphs: fallback latencies.
     Fallbacks = 6,
+    /// Adaptive throttling: a client's local rejections.
+    Throttle = 7,
 }
 
 /// The random streams of one replication.
@@ -43,6 +45,8 @@ pub struct Streams {
     pub routes: Pcg64,
     /// Call graphs: fallback latencies.
     pub fallbacks: Pcg64,
+    /// Adaptive throttling: a client's local rejections.
+    pub throttle: Pcg64,
 }
 
 impl Streams {
@@ -58,6 +62,7 @@ impl Streams {
             jitter: stream(Purpose::Jitter),
             routes: stream(Purpose::Routes),
             fallbacks: stream(Purpose::Fallbacks),
+            throttle: stream(Purpose::Throttle),
         }
     }
 }

@@ -89,6 +89,8 @@ pub struct CallCounters {
     pub hedge_wins: u64,
     /// Hedges the edge's hedge budget denied.
     pub hedges_denied: u64,
+    /// Calls the caller's adaptive throttle rejected locally.
+    pub throttled_locally: u64,
     /// For a call of the entry service made by part of the requests (`fraction` below 1):
     /// the logical requests whose route includes it that ended, whether or not the call was
     /// reached (a request refused by a full entry service still took its route).
@@ -170,6 +172,9 @@ pub struct CallMetrics {
     /// Calls whose answer came from a hedge (absent when none did).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hedge_wins: f64,
+    /// Calls the caller's adaptive throttle rejected locally (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub throttled_locally: f64,
     /// For a call of the entry service made by part of the requests: the share of the
     /// requests on its route that succeeded in full (absent for other calls, and when no
     /// request on the route ended).
@@ -234,6 +239,7 @@ impl CallCounters {
             bulkhead_full: self.bulkhead_full as f64,
             hedges: self.hedges as f64,
             hedge_wins: self.hedge_wins as f64,
+            throttled_locally: self.throttled_locally as f64,
             route_success_rate: (self.route_requests > 0)
                 .then(|| self.route_succeeded as f64 / self.route_requests as f64),
         }

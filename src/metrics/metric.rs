@@ -55,6 +55,9 @@ pub struct Failed {
     /// summary).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bulkhead_full: f64,
+    /// The client's adaptive throttle rejected the request locally (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub throttled_locally: f64,
 }
 
 /// Whether a count is zero, for fields that only call graphs have.
@@ -77,6 +80,7 @@ impl Failed {
             Outcome::BreakerOpen => self.breaker_open,
             Outcome::DeadlineExceeded => self.deadline_exceeded,
             Outcome::BulkheadFull => self.bulkhead_full,
+            Outcome::ThrottledLocally => self.throttled_locally,
         }
     }
 
@@ -93,6 +97,7 @@ impl Failed {
             Outcome::BreakerOpen => &mut self.breaker_open,
             Outcome::DeadlineExceeded => &mut self.deadline_exceeded,
             Outcome::BulkheadFull => &mut self.bulkhead_full,
+            Outcome::ThrottledLocally => &mut self.throttled_locally,
         })
     }
 
@@ -758,15 +763,18 @@ impl Metric {
     pub const DUPLICATE_CALLS: Metric = metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, server.duplicate_calls);
     /// Repeats answered from the key memory.
     pub const REPLAYED: Metric = metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, server.replayed);
+    /// Requests a client's adaptive throttle rejected locally.
+    pub const FAILED_THROTTLED_LOCALLY: Metric = metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally);
 
     /// Every optional count, in summary.json's order.
-    pub const OPTIONAL: [Metric; 6] = [
+    pub const OPTIONAL: [Metric; 7] = [
         Metric::HEDGES,
         Metric::HEDGE_WINS,
         Metric::CANCELLED,
         Metric::DUPLICATES,
         Metric::DUPLICATE_CALLS,
         Metric::REPLAYED,
+        Metric::FAILED_THROTTLED_LOCALLY,
     ];
 }
 
@@ -945,10 +953,12 @@ impl PartMetric<super::CallMetrics> {
     pub const HEDGES: CallMetric = part_metric!(optional "hedges", "hedges", Count, 1.0, 0, Lower, hedges);
     /// Calls whose answer came from a hedge.
     pub const HEDGE_WINS: CallMetric = part_metric!(optional "hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
+    /// Calls the caller's adaptive throttle rejected locally.
+    pub const THROTTLED_LOCALLY: CallMetric = part_metric!(optional "throttled_locally", "throttled locally", Count, 1.0, 0, Lower, throttled_locally);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [CallMetric; 10] = [
+    pub const ALL: [CallMetric; 11] = [
         Self::CALLS,
         Self::ATTEMPTS,
         Self::ATTEMPTS_PER_REQUEST,
@@ -959,6 +969,7 @@ impl PartMetric<super::CallMetrics> {
         Self::BULKHEAD_FULL,
         Self::HEDGES,
         Self::HEDGE_WINS,
+        Self::THROTTLED_LOCALLY,
     ];
 }
 
@@ -1058,7 +1069,7 @@ mod tests {
         }
         for (fields, n) in [
             (ServiceMetric::ALL.map(|k| k.key).to_vec(), 14),
-            (CallMetric::ALL.map(|k| k.key).to_vec(), 10),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 11),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");

@@ -1,5 +1,6 @@
 //! The simulated system's parts as plain state machines: distributions, arrival processes,
 //! backoff schedules, retry budgets, circuit breakers, bulkheads, hedging's timers and budget,
+//! client-side adaptive throttles,
 //! idempotency key stores, fault windows, a server's
 //! admission rate limit and the servers (the `queue` server and the `occ` row).
 //!
@@ -19,6 +20,7 @@ pub mod occ;
 pub mod outcome;
 pub mod rate_limit;
 pub mod server;
+pub mod throttle;
 pub mod workload;
 
 pub use backoff::{Backoff, Jitter};
@@ -33,4 +35,5 @@ pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};
 pub use rate_limit::{RateLimit, RateLimiter};
 pub use server::{Admission, Discipline, Job, QueueConfig, QueueServer};
+pub use throttle::Throttle;
 pub use workload::{RateProfile, RateStep};

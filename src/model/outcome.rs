@@ -6,8 +6,8 @@ use std::fmt;
 ///
 /// The first seven are attempt outcomes; a logical request (or a call between services) ends
 /// with `Success`, its last attempt's outcome, one of the policy outcomes (`BudgetExhausted`,
-/// `BreakerOpen`, `DeadlineExceeded`, `BulkheadFull`), or `Degraded` when a fallback answered
-/// a call that failed.
+/// `BreakerOpen`, `DeadlineExceeded`, `BulkheadFull`, `ThrottledLocally`), or `Degraded` when
+/// a fallback answered a call that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Outcome {
     /// The attempt was served successfully.
@@ -35,11 +35,14 @@ pub enum Outcome {
     /// A fallback answered a call that failed: the request succeeded, degraded. Neither a
     /// full success nor a failure.
     Degraded = 11,
+    /// The client's adaptive throttle rejected the attempt locally: nothing was sent, and
+    /// the request ends (never retried).
+    ThrottledLocally = 12,
 }
 
 impl Outcome {
     /// Every outcome, in a fixed order (used for reports, so it is part of the output format).
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Success,
         Outcome::Error,
         Outcome::Rejected,
@@ -52,6 +55,7 @@ impl Outcome {
         Outcome::DeadlineExceeded,
         Outcome::BulkheadFull,
         Outcome::Degraded,
+        Outcome::ThrottledLocally,
     ];
 
     /// The outcomes a single attempt can have.
@@ -66,7 +70,7 @@ impl Outcome {
     ];
 
     /// Every way a logical request can fail, in report order.
-    pub const FAILURES: [Outcome; 10] = [
+    pub const FAILURES: [Outcome; 11] = [
         Outcome::Error,
         Outcome::Rejected,
         Outcome::Throttled,
@@ -77,6 +81,7 @@ impl Outcome {
         Outcome::BreakerOpen,
         Outcome::DeadlineExceeded,
         Outcome::BulkheadFull,
+        Outcome::ThrottledLocally,
     ];
 
     /// The snake_case name used in scenario files and reports.
@@ -94,6 +99,7 @@ impl Outcome {
             Outcome::DeadlineExceeded => "deadline_exceeded",
             Outcome::BulkheadFull => "bulkhead_full",
             Outcome::Degraded => "degraded",
+            Outcome::ThrottledLocally => "throttled_locally",
         }
     }
 

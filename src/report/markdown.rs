@@ -155,7 +155,13 @@ pub fn report_md(
             "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
         );
     }
-    results_table(&mut out, &point.variants, reps > 1, graph);
+    results_table(
+        &mut out,
+        &point.variants,
+        &experiment.points[focus].variants,
+        reps > 1,
+        graph,
+    );
     for v in &point.variants {
         if let Some(r) = v
             .metrics
@@ -233,7 +239,7 @@ const RESULT_COLUMNS: [Metric; 9] = [
 
 /// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
 /// fail-fast outcomes, hedging and idempotency keys did.
-const OPTIONAL_COLUMNS: [Metric; 10] = [
+const OPTIONAL_COLUMNS: [Metric; 11] = [
     Metric::FAILURE_P50,
     Metric::BUDGET_DENIALS,
     Metric::BREAKER_REFUSALS,
@@ -244,9 +250,16 @@ const OPTIONAL_COLUMNS: [Metric; 10] = [
     Metric::DUPLICATES,
     Metric::DUPLICATE_CALLS,
     Metric::REPLAYED,
+    Metric::FAILED_THROTTLED_LOCALLY,
 ];
 
-fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, graph: bool) {
+fn results_table(
+    out: &mut String,
+    variants: &[VariantResult],
+    ran: &[crate::scenario::Variant],
+    with_ci: bool,
+    graph: bool,
+) {
     // The server's own end, when it went on serving well after the last request ended (work
     // its clients had abandoned): completion time alone would hide that drain.
     let drains = variants.iter().any(|v| {
@@ -279,15 +292,16 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, gr
         }
     }
     let _ = writeln!(out);
-    for v in variants {
+    for (v, r) in variants.iter().zip(ran) {
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = write!(out, "| {}{mark} |", escape(&v.name));
         for k in &cols {
-            let _ = write!(
-                out,
-                " {} |",
+            let cell = if super::table::produces(k, &r.scenario) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
-            );
+            } else {
+                "-".to_string()
+            };
+            let _ = write!(out, " {cell} |");
             if graph && *k == Metric::SUCCESS_RATE {
                 let _ = write!(out, " {} |", super::table::degraded_cell(v, with_ci));
             }
@@ -362,10 +376,19 @@ fn graph_section(
         let n = cols.len() + usize::from(routes);
         let _ = writeln!(out, "\n|---|{}", "---:|".repeat(n));
         let names = super::table::call_names(r);
-        for ((m, h), (from, to)) in v.metrics.calls.iter().zip(&v.ci95.calls).zip(&names) {
+        let calls = super::table::calls_of(r);
+        for (i, ((m, h), (from, to))) in v
+            .metrics
+            .calls
+            .iter()
+            .zip(&v.ci95.calls)
+            .zip(&names)
+            .enumerate()
+        {
             let _ = write!(out, "| {} → {} |", escape(from), escape(to));
             for k in &cols {
-                let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+                let cell = super::table::call_cell(k, calls.get(i).copied(), (m, h), with_ci);
+                let _ = write!(out, " {cell} |");
             }
             if routes {
                 let _ = write!(out, " {} |", super::table::route_success(m, h, with_ci));
@@ -1650,8 +1673,8 @@ fn call_policy_words(p: &crate::scenario::Policy) -> String {
     parts.join("; ")
 }
 
-/// A policy's hedging, idempotency and idempotency keys in words, one phrase each; none
-/// for a policy that sets none of them.
+/// A policy's hedging, idempotency, idempotency keys and adaptive throttling in words, one
+/// phrase each; none for a policy that sets none of them.
 fn repeat_words(p: &Policy) -> Vec<String> {
     let mut parts = Vec::new();
     if let Some(h) = &p.hedge {
@@ -1689,6 +1712,13 @@ fn repeat_words(p: &Policy) -> Vec<String> {
         parts.push(format!(
             "idempotency keys remembered for {}, a repeat answered {answer}",
             k.ttl
+        ));
+    }
+    if let Some(t) = &p.adaptive_throttle {
+        parts.push(format!(
+            "adaptive throttling (K = {}, window {}): an attempt is rejected locally, ending its request `throttled_locally`, with probability max(0, (requests - K × accepts) / (requests + 1)) over the window",
+            t.k(),
+            t.window
         ));
     }
     parts

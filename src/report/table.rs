@@ -53,7 +53,7 @@ const COLS: [Col; 8] = [
 
 /// Columns shown only when some variant has a non-zero value: the retry budget, circuit
 /// breaker, hedging and idempotency counts, which are zero for every variant without one.
-const POLICY_COLS: [Col; 10] = [
+const POLICY_COLS: [Col; 11] = [
     Col {
         header: "budget denials",
         metric: Metric::BUDGET_DENIALS,
@@ -94,7 +94,52 @@ const POLICY_COLS: [Col; 10] = [
         header: "replayed",
         metric: Metric::REPLAYED,
     },
+    Col {
+        header: "throttled locally",
+        metric: Metric::FAILED_THROTTLED_LOCALLY,
+    },
 ];
+
+/// Whether a variant running `scenario` can produce metric `k`: a local rejection needs an
+/// adaptive throttle on the clients' policy or on some call.
+pub(super) fn produces(k: &Metric, scenario: &crate::scenario::Scenario) -> bool {
+    *k != Metric::FAILED_THROTTLED_LOCALLY
+        || std::iter::once(&scenario.policy)
+            .chain(
+                scenario
+                    .services
+                    .iter()
+                    .flat_map(|s| &s.calls)
+                    .map(|c| &c.policy),
+            )
+            .any(|p| p.adaptive_throttle.is_some())
+}
+
+/// The cells of the per-call count `k` of the calls of `variant`, in call order: `-` where
+/// a call cannot produce it (a local rejection on a call without adaptive throttling).
+pub(super) fn call_cell(
+    k: &CallMetric,
+    call: Option<&crate::scenario::Call>,
+    (m, h): (&crate::metrics::CallMetrics, &crate::metrics::CallMetrics),
+    with_ci: bool,
+) -> String {
+    if k.key == CallMetric::THROTTLED_LOCALLY.key
+        && call.is_none_or(|c| c.policy.adaptive_throttle.is_none())
+    {
+        return "-".to_string();
+    }
+    k.format_estimate(m, h, with_ci)
+}
+
+/// The calls of `variant` in the order of its per-call metrics.
+pub(super) fn calls_of(variant: &Variant) -> Vec<&crate::scenario::Call> {
+    variant
+        .scenario
+        .services
+        .iter()
+        .flat_map(|s| &s.calls)
+        .collect()
+}
 
 /// Renders the table of a finished run.
 pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
@@ -137,7 +182,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     }
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (point, at) in result.points.iter().zip(&experiment.points) {
-        for v in &point.variants {
+        for (j, v) in point.variants.iter().enumerate() {
             let mut row = Vec::new();
             if point.value.is_some() {
                 row.push(super::value_text(point.value.as_ref()));
@@ -156,7 +201,14 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                     row.push(degraded_cell(v, with_ci));
                 }
             }
-            row.extend(policy_cols.iter().map(|c| cell(v, c, with_ci)));
+            let ran = &at.variants[j].scenario;
+            row.extend(policy_cols.iter().map(|c| {
+                if produces(&c.metric, ran) {
+                    cell(v, c, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            }));
             if with_recovery {
                 row.push(recovery_cell(&v.metrics).unwrap_or_default());
             }
@@ -430,6 +482,7 @@ fn graph_tables(
     let mut rows = Vec::new();
     for (v, ran) in &variants {
         let names = call_names(ran);
+        let calls = calls_of(ran);
         for (i, ((m, h), (from, to))) in v
             .metrics
             .calls
@@ -442,7 +495,11 @@ fn graph_tables(
                 if i == 0 { shown(v) } else { String::new() },
                 format!("{from} → {to}"),
             ];
-            row.extend(call_cols.iter().map(|k| k.format_estimate(m, h, with_ci)));
+            row.extend(
+                call_cols
+                    .iter()
+                    .map(|k| call_cell(k, calls.get(i).copied(), (m, h), with_ci)),
+            );
             if routes {
                 row.push(route_success(m, h, with_ci));
             }

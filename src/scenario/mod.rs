@@ -471,6 +471,29 @@ pub struct Policy {
     pub idempotent: bool,
     /// Idempotency keys, if the caller sends them.
     pub idempotency_key: Option<IdempotencyKey>,
+    /// Client-side adaptive throttling, if any.
+    pub adaptive_throttle: Option<ThrottleConfig>,
+}
+
+/// `policy.adaptive_throttle`: client-side adaptive throttling (Google's SRE book, "Handling
+/// Overload"). Each client (on the clients' edge; the calling service on a call between
+/// services) counts, over the last `window`, the attempts it tried and the ones the service
+/// accepted (answered with anything but `rejected`, `throttled` or no answer in time), and
+/// rejects an attempt locally with probability max(0, (requests - K * accepts) /
+/// (requests + 1)); the request then ends `throttled_locally`, never retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleConfig {
+    /// K in millionths (1 to 100, so 1,000,000 to 100,000,000).
+    pub k_micros: u64,
+    /// The sliding window (1 s to 24 h).
+    pub window: SimDuration,
+}
+
+impl ThrottleConfig {
+    /// K as a number.
+    pub fn k(&self) -> f64 {
+        self.k_micros as f64 / crate::model::throttle::K_SCALE as f64
+    }
 }
 
 /// `policy.retry`.

@@ -229,6 +229,12 @@ fn policy_json(p: &Policy, on_call: bool) -> Value {
             json!({"ttl": k.ttl.to_string(), "cost": k.cost.to_string()}),
         );
     }
+    if let Some(t) = &p.adaptive_throttle {
+        policy.insert(
+            "adaptive_throttle".into(),
+            json!({"k": t.k(), "window": t.window.to_string()}),
+        );
+    }
     Value::Object(policy)
 }
 

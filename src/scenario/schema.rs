@@ -456,6 +456,34 @@ pub struct RawPolicy {
     /// Idempotency keys: true (the defaults), false (none) or {"ttl", "cost"}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<RawIdempotencyKey>,
+    /// Client-side adaptive throttling (Google SRE book): true (the defaults), false (none)
+    /// or {"k", "window"}.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_throttle: Option<RawAdaptiveThrottle>,
+}
+
+/// `policy.adaptive_throttle`: true (the defaults), false (none) or the settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawAdaptiveThrottle {
+    /// true: adaptive throttling with the default settings; false: none.
+    On(bool),
+    /// Adaptive throttling with these settings.
+    Settings(RawThrottleSettings),
+}
+
+/// `policy.adaptive_throttle` as an object.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawThrottleSettings {
+    /// The multiplier K: the client sends about K times what the backend accepts, from 1 to
+    /// 100 (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<f64>,
+    /// The sliding window requests and accepts are counted over, from "1s" to "24h"
+    /// (default "2m").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<DurationText>,
 }
 
 /// `policy.hedge`: hedged requests.

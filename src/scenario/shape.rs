@@ -733,7 +733,8 @@ mod tests {
                           "hedge": {"delay": "p95", "max_hedges": 2, "cancel": true,
                                     "budget": 0.1, "window": 100},
                           "idempotent": false,
-                          "idempotency_key": {"ttl": "1h", "cost": "1ms"}}})
+                          "idempotency_key": {"ttl": "1h", "cost": "1ms"},
+                          "adaptive_throttle": {"k": 1.5, "window": "1m"}}})
     }
 
     /// A call graph with every key a service, a call and a call's policy have.
@@ -750,7 +751,8 @@ mod tests {
                                                  "fallback": {"latency": {"constant": "1ms"}},
                                                  "propagate_deadline": true,
                                                  "hedge": {"delay": "1ms"},
-                                                 "idempotency_key": true}}]},
+                                                 "idempotency_key": true,
+                                                 "adaptive_throttle": true}}]},
                    "db": {"kind": "occ", "permanent_error_rate": 0.1}}})
     }
 

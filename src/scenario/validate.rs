@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use crate::engine::{SimDuration, SimTime};
+use crate::model::throttle::K_SCALE;
 use crate::model::{
     Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
     Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet, QueueConfig, RateLimit,
@@ -19,7 +20,7 @@ use super::units::{parse_duration, parse_percentile};
 use super::{
     BulkheadConfig, Call, Clients, ClosedWorkload, HEDGE_MIN_SAMPLES, HedgeConfig, HedgeDelay,
     IdempotencyKey, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario, Server, ServerKind,
-    Service, Workload,
+    Service, ThrottleConfig, Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -59,6 +60,16 @@ pub const DEFAULT_HEDGE_WINDOW: u32 = 1000;
 pub const MAX_HEDGE_WINDOW: u64 = 1_000_000;
 /// How long a service remembers an executed call by default (`idempotency_key.ttl`).
 pub const DEFAULT_KEY_TTL: SimDuration = SimDuration::from_secs(24 * 3600);
+/// Default K of an adaptive throttle (the SRE book's).
+pub const DEFAULT_THROTTLE_K: u64 = 2;
+/// The largest K of an adaptive throttle: beyond, it would hardly ever reject.
+pub const MAX_THROTTLE_K: f64 = 100.0;
+/// Default window of an adaptive throttle (the SRE book's two minutes).
+pub const DEFAULT_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(120);
+/// The shortest window of an adaptive throttle: 60 buckets of at least 1/60 s.
+pub const MIN_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(1);
+/// The longest window of an adaptive throttle.
+pub const MAX_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(24 * 3600);
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -1265,7 +1276,61 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
             .idempotency_key
             .as_ref()
             .and_then(|k| idempotency_key(c, at, k)),
+        adaptive_throttle: raw
+            .adaptive_throttle
+            .as_ref()
+            .and_then(|t| adaptive_throttle(c, at, t)),
     }
+}
+
+/// `adaptive_throttle` of the policy `at`: `None` for `false`.
+fn adaptive_throttle(
+    c: &mut Checker,
+    at: &str,
+    raw: &RawAdaptiveThrottle,
+) -> Option<ThrottleConfig> {
+    let p = format!("{at}.adaptive_throttle");
+    let default = ThrottleConfig {
+        k_micros: DEFAULT_THROTTLE_K * K_SCALE,
+        window: DEFAULT_THROTTLE_WINDOW,
+    };
+    let s = match raw {
+        RawAdaptiveThrottle::On(false) => return None,
+        RawAdaptiveThrottle::On(true) => return Some(default),
+        RawAdaptiveThrottle::Settings(s) => s,
+    };
+    let k_micros = match s.k {
+        None => default.k_micros,
+        Some(k) if (1.0..=MAX_THROTTLE_K).contains(&k) => (k * K_SCALE as f64).round() as u64,
+        Some(k) => {
+            c.err(
+                &format!("{p}.k"),
+                format!(
+                    "must be at least 1 and at most 100 (got {}): the client sends about k times what the service accepts, so below 1 it would refuse requests a healthy service takes; 2 is the SRE book's choice, 1.1 throttles harder",
+                    num(k)
+                ),
+            );
+            default.k_micros
+        }
+    };
+    let window = match &s.window {
+        None => default.window,
+        Some(d) => match c.duration(&format!("{p}.window"), d) {
+            Some(w) if (MIN_THROTTLE_WINDOW..=MAX_THROTTLE_WINDOW).contains(&w) => w,
+            Some(_) => {
+                c.err(
+                    &format!("{p}.window"),
+                    format!(
+                        "must be at least 1s and at most 24h (got {}): requests and accepts are counted over it in 60 buckets; the SRE book uses \"2m\"",
+                        short(&d.0)
+                    ),
+                );
+                default.window
+            }
+            None => default.window,
+        },
+    };
+    Some(ThrottleConfig { k_micros, window })
 }
 
 /// `hedge` of the policy `at`.
@@ -2332,6 +2397,46 @@ mod tests {
         for key in ["hedge", "idempotent", "idempotency_key"] {
             assert!(plain.get(key).is_none(), "{key}");
         }
+        let mut again = first.clone();
+        again["name"] = json!("three-tier");
+        assert_eq!(resolved_json(&load(&again)), resolved);
+    }
+
+    #[test]
+    fn adaptive_throttles_take_their_defaults_and_echo_to_themselves() {
+        use crate::scenario::ThrottleConfig;
+        let mut doc = three_tier();
+        assert!(scenario(&doc).policy.adaptive_throttle.is_none());
+        doc["policy"]["adaptive_throttle"] = json!(true);
+        doc["services"]["frontend"]["calls"][1]["policy"] =
+            json!({"adaptive_throttle": {"k": 1.1, "window": "30s"}});
+        doc["services"]["frontend"]["calls"][0]["policy"] = json!({"adaptive_throttle": false});
+        let s = scenario(&doc);
+        assert_eq!(
+            s.policy.adaptive_throttle,
+            Some(ThrottleConfig {
+                k_micros: 2_000_000,
+                window: SimDuration::from_secs(120),
+            })
+        );
+        let call = s.services[0].calls[1].policy.adaptive_throttle.unwrap();
+        assert_eq!(call.k_micros, 1_100_000);
+        assert_eq!(call.k(), 1.1);
+        assert_eq!(call.window, SimDuration::from_secs(30));
+        assert!(s.services[0].calls[0].policy.adaptive_throttle.is_none());
+        let resolved = resolved_json(&load(&doc));
+        let first = &resolved["variants"][0]["scenario"];
+        assert_eq!(
+            first["policy"]["adaptive_throttle"],
+            json!({"k": 2.0, "window": "2m"})
+        );
+        let calls = &first["services"]["frontend"]["calls"];
+        assert_eq!(
+            calls[1]["policy"]["adaptive_throttle"],
+            json!({"k": 1.1, "window": "30s"})
+        );
+        // Left out where there is none, so a policy without one echoes as it always did.
+        assert!(calls[0]["policy"].get("adaptive_throttle").is_none());
         let mut again = first.clone();
         again["name"] = json!("three-tier");
         assert_eq!(resolved_json(&load(&again)), resolved);

@@ -256,10 +256,13 @@ impl Sim<'_> {
     pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
         let call = &self.calls[slot as usize];
         let edge = call.edge as usize;
-        let admit =
-            self.edges[edge]
-                .policies
-                .admit(call.client, call.attempts > 0, call.deadline, now);
+        let admit = self.edges[edge].policies.admit(
+            call.client,
+            call.attempts > 0,
+            call.deadline,
+            now,
+            &mut self.rng.throttle,
+        );
         match admit {
             Admit::Send => {
                 let holds = self.edges[edge].policies.has_bulkhead();
@@ -267,6 +270,12 @@ impl Sim<'_> {
                 self.transmit(slot, token, holds, now);
             }
             Admit::BreakerOpen => self.end_call(slot, Outcome::BreakerOpen, now),
+            Admit::ThrottledLocally => {
+                if edge != 0 && call.hedge_of == NONE {
+                    self.edges[edge].counters.throttled_locally += 1;
+                }
+                self.end_call(slot, Outcome::ThrottledLocally, now);
+            }
             Admit::Wait(until) => {
                 let token = self.begin_attempt(slot);
                 self.calls[slot as usize].waiting = true;
@@ -436,7 +445,10 @@ impl Sim<'_> {
         self.end_hedge(h);
         let edge = self.calls[slot as usize].edge as usize;
         let retry_on = self.edges[edge].policies.policy.retry.retry_on;
-        let local = matches!(outcome, Outcome::BulkheadFull | Outcome::BreakerOpen);
+        let local = matches!(
+            outcome,
+            Outcome::BulkheadFull | Outcome::BreakerOpen | Outcome::ThrottledLocally
+        );
         if matches!(outcome, Outcome::Success | Outcome::Degraded)
             || (!local && !retry_on.contains(outcome))
         {

@@ -7,9 +7,11 @@
 //! 1. [`CallPolicies::call_started`]: a logical call starts (a retry budget's and a hedge
 //!    budget's deposits).
 //! 2. [`CallPolicies::admit`]: an attempt is about to be sent: the breaker may refuse it
-//!    (the call ends `breaker_open`), then the bulkhead may make it wait or refuse it.
+//!    (the call ends `breaker_open`), then the adaptive throttle may reject it (the call
+//!    ends `throttled_locally`), then the bulkhead may make it wait or refuse it.
 //! 3. [`CallPolicies::learn`]: an attempt's outcome is known (breaker and budget learn; a
-//!    percentile hedge delay learns the latency of an answer).
+//!    percentile hedge delay learns the latency of an answer; an adaptive throttle counts
+//!    an accept).
 //! 4. [`CallPolicies::may_retry`]: a retry has been decided (the budget may deny it).
 //! 5. [`CallPolicies::attempt_over`]: the caller stops waiting for an attempt (its bulkhead
 //!    permit comes back and may go to a waiter).
@@ -18,13 +20,16 @@
 //! [`CallPolicies::hedge_delay`] (when to hedge it) and [`CallPolicies::may_hedge`] (the
 //! limit per attempt and the hedge budget).
 //!
-//! No I/O, no random draws: the driver owns time and handles.
+//! No I/O, and no random draws but the adaptive throttle's, from the stream the driver hands
+//! to [`CallPolicies::admit`]: the driver owns time and handles.
 
 use std::collections::BTreeMap;
 
 use crate::engine::{SimDuration, SimTime};
 use crate::metrics::CallCounters;
-use crate::model::{Breaker, Budget, Bulkhead, HedgeBudget, HedgeTimer, Outcome};
+use rand_pcg::Pcg64;
+
+use crate::model::{Breaker, Budget, Bulkhead, HedgeBudget, HedgeTimer, Outcome, Throttle};
 use crate::scenario::{HedgeConfig, Policy};
 
 /// Per-client policy instances kept in a vector up to this many; above it, only the clients
@@ -95,6 +100,8 @@ pub(super) enum Admit {
     Send,
     /// The breaker refused it: the call ends `breaker_open`.
     BreakerOpen,
+    /// The adaptive throttle rejected it: the call ends `throttled_locally`.
+    ThrottledLocally,
     /// Every bulkhead permit is taken: it waits until the given instant at the latest.
     Wait(SimTime),
     /// Every bulkhead permit is taken and it may not wait: it fails `bulkhead_full`.
@@ -116,6 +123,9 @@ pub(super) struct CallPolicies<'a> {
     bulkhead: Option<Bulkhead>,
     /// Hedging.
     hedge: Option<Hedging>,
+    /// Adaptive throttles: one per client on the clients' edge, one on a call between
+    /// services (the calling service is the client).
+    pub throttles: Option<Instances<Throttle>>,
 }
 
 /// Hedging on one edge.
@@ -150,6 +160,10 @@ impl<'a> CallPolicies<'a> {
                 config,
                 timer: HedgeTimer::new(config.delay),
                 budget: config.budget.map(HedgeBudget::new),
+            }),
+            throttles: policy.adaptive_throttle.map(|t| {
+                let count = if per_client { clients as usize } else { 1 };
+                Instances::new(Throttle::new(t.k_micros, t.window), count, dense_max)
             }),
         }
     }
@@ -226,10 +240,20 @@ impl<'a> CallPolicies<'a> {
         Some(self.breakers.as_mut()?.get_mut(i))
     }
 
-    /// Whether the edge has a budget, a breaker or hedging to tell about calls and outcomes.
+    #[inline]
+    fn throttle(&mut self, client: u32) -> Option<&mut Throttle> {
+        let i = if self.per_client { client as usize } else { 0 };
+        Some(self.throttles.as_mut()?.get_mut(i))
+    }
+
+    /// Whether the edge has a budget, a breaker, hedging or an adaptive throttle to tell
+    /// about calls and outcomes.
     #[inline(always)]
     fn watches(&self) -> bool {
-        self.budgets.is_some() || self.breakers.is_some() || self.hedge.is_some()
+        self.budgets.is_some()
+            || self.breakers.is_some()
+            || self.hedge.is_some()
+            || self.throttles.is_some()
     }
 
     /// Step 1: a logical call of `client` starts.
@@ -250,13 +274,24 @@ impl<'a> CallPolicies<'a> {
     }
 
     /// Step 2: an attempt (a retry if `is_retry`) of a call of `client` whose deadline is
-    /// `deadline` is about to be sent.
+    /// `deadline` is about to be sent. An adaptive throttle counts it as a request and
+    /// draws its rejection from `throttle_rng`.
     #[inline(always)]
-    pub fn admit(&mut self, client: u32, is_retry: bool, deadline: SimTime, now: SimTime) -> Admit {
+    pub fn admit(
+        &mut self,
+        client: u32,
+        is_retry: bool,
+        deadline: SimTime,
+        now: SimTime,
+        throttle_rng: &mut Pcg64,
+    ) -> Admit {
         if let Some(breaker) = self.breaker(client)
             && !breaker.allow(now, is_retry)
         {
             return Admit::BreakerOpen;
+        }
+        if self.throttles.is_some() && !self.throttle_admits(client, now, throttle_rng) {
+            return Admit::ThrottledLocally;
         }
         let Some(bulkhead) = &mut self.bulkhead else {
             return Admit::Send;
@@ -273,6 +308,12 @@ impl<'a> CallPolicies<'a> {
         } else {
             Admit::Wait((now + max_wait).min(deadline))
         }
+    }
+
+    /// Step 2 for an edge with adaptive throttles: whether `client`'s throttle lets the
+    /// attempt through.
+    fn throttle_admits(&mut self, client: u32, now: SimTime, rng: &mut Pcg64) -> bool {
+        self.throttle(client).is_none_or(|t| t.admit(now, rng))
     }
 
     /// Step 2, continued: `waiter` waits for a bulkhead permit.
@@ -295,7 +336,8 @@ impl<'a> CallPolicies<'a> {
     /// every outcome but success, degraded and `permanent` (a 4xx: the server did its job)
     /// is a failure, as for a Resilience4j breaker recording server errors and timeouts. A
     /// budget pays only for outcomes the policy retries, as gRPC's throttle counts only
-    /// retryable status codes.
+    /// retryable status codes. An adaptive throttle counts an accept for every answer but a
+    /// refusal for overload (`rejected`, `throttled`) and a timeout.
     #[inline(always)]
     pub fn learn(
         &mut self,
@@ -310,7 +352,7 @@ impl<'a> CallPolicies<'a> {
         }
     }
 
-    /// [`CallPolicies::learn`] for an edge with a budget or a breaker.
+    /// [`CallPolicies::learn`] for an edge with a budget, a breaker, hedging or a throttle.
     fn learn_watched(
         &mut self,
         client: u32,
@@ -337,6 +379,21 @@ impl<'a> CallPolicies<'a> {
                 Outcome::Success | Outcome::Degraded | Outcome::Permanent
             );
             breaker.record(now, failed, now - sent);
+        }
+        if self.throttles.is_some()
+            && !matches!(
+                outcome,
+                Outcome::Rejected
+                    | Outcome::Throttled
+                    | Outcome::Timeout
+                    | Outcome::BulkheadFull
+                    | Outcome::BreakerOpen
+                    | Outcome::DeadlineExceeded
+                    | Outcome::ThrottledLocally
+            )
+            && let Some(t) = self.throttle(client)
+        {
+            t.accepted(now);
         }
         let retry_on = self.policy.retry.retry_on;
         if let Some(budget) = self.budget(client) {

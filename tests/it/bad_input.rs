@@ -1465,3 +1465,92 @@ fn hedges_and_idempotency_keys_in_every_form_are_accepted() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every rule of `adaptive_throttle`, each broken alone: in the clients' policy of GOOD, or
+/// in a call's policy of GRAPH. The message names the path, the rule, the value and the
+/// fix, and nothing is written; every good form is accepted.
+#[test]
+fn every_rule_of_adaptive_throttling_is_checked() {
+    let good = |policy: &str| {
+        GOOD.replacen(
+            r#""policy": { "retry": { "max_attempts": 3 } }"#,
+            &format!(r#""policy": {{ "retry": {{ "max_attempts": 3 }}, {policy} }}"#),
+            1,
+        )
+    };
+    let call = |policy: &str| {
+        GRAPH.replacen(
+            r#""policy": { "timeout": "10ms" }"#,
+            &format!(r#""policy": {{ "timeout": "10ms", {policy} }}"#),
+            1,
+        )
+    };
+    let p = "services.frontend.calls[1].policy";
+    let cases: Vec<(String, Vec<String>)> = vec![
+        (
+            good(r#""adaptive_throttle": { "kk": 2 }"#),
+            vec!["policy.adaptive_throttle.kk: unknown key; did you mean `k`?".into()],
+        ),
+        (
+            good(r#""adaptive_throtle": true"#),
+            vec!["policy.adaptive_throtle: unknown key; did you mean `adaptive_throttle`?".into()],
+        ),
+        (
+            good(r#""adaptive_throttle": { "k": 0.5 }"#),
+            vec![
+                "policy.adaptive_throttle.k: must be at least 1 and at most 100 (got 0.5)".into(),
+                "2 is the SRE book's choice".into(),
+            ],
+        ),
+        (
+            good(r#""adaptive_throttle": { "k": 101 }"#),
+            vec!["policy.adaptive_throttle.k: must be at least 1 and at most 100 (got 101)".into()],
+        ),
+        (
+            good(r#""adaptive_throttle": { "window": "500ms" }"#),
+            vec![
+                "policy.adaptive_throttle.window: must be at least 1s and at most 24h (got \"500ms\")".into(),
+                "the SRE book uses \"2m\"".into(),
+            ],
+        ),
+        (
+            good(r#""adaptive_throttle": { "window": "2" }"#),
+            vec!["policy.adaptive_throttle.window: a duration needs a unit (got \"2\")".into()],
+        ),
+        (
+            call(r#""adaptive_throttle": { "window": "25h" }"#),
+            vec![format!(
+                "{p}.adaptive_throttle.window: must be at least 1s and at most 24h (got \"25h\")"
+            )],
+        ),
+        (
+            call(r#""adaptive_throttle": 2"#),
+            vec![format!("{p}.adaptive_throttle: must be true or false or an object (got 2)")],
+        ),
+    ];
+    for (text, needles) in &cases {
+        let stderr = reject(text);
+        assert_says(&stderr, &["1 problem in the scenario"]);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_says(&stderr, &needles);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, text) in [
+        good(r#""adaptive_throttle": true"#),
+        good(r#""adaptive_throttle": false"#),
+        good(r#""adaptive_throttle": { "k": 1, "window": "1s" }"#),
+        call(r#""adaptive_throttle": { "k": 100, "window": "24h" }"#),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let name = format!("s{i}.json");
+        std::fs::write(dir.path().join(&name), text).unwrap();
+        let out = retrystorm(dir.path(), &["check", &name]);
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -24,6 +24,7 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
+mod throttling;
 mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
