@@ -155,7 +155,7 @@ pub fn report_md(
             "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
         );
     }
-    results_table(&mut out, &point.variants, reps > 1, graph);
+    results_table(&mut out, &point.variants, &scenarios, reps > 1, graph);
     for v in &point.variants {
         if let Some(r) = v
             .metrics
@@ -233,7 +233,7 @@ const RESULT_COLUMNS: [Metric; 9] = [
 
 /// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
 /// fail-fast outcomes, hedging and idempotency keys did.
-const OPTIONAL_COLUMNS: [Metric; 10] = [
+const OPTIONAL_COLUMNS: [Metric; 11] = [
     Metric::FAILURE_P50,
     Metric::BUDGET_DENIALS,
     Metric::BREAKER_REFUSALS,
@@ -241,12 +241,19 @@ const OPTIONAL_COLUMNS: [Metric; 10] = [
     Metric::HEDGES,
     Metric::HEDGE_WINS,
     Metric::CANCELLED,
+    Metric::SHED,
     Metric::DUPLICATES,
     Metric::DUPLICATE_CALLS,
     Metric::REPLAYED,
 ];
 
-fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, graph: bool) {
+fn results_table(
+    out: &mut String,
+    variants: &[VariantResult],
+    scenarios: &[&Scenario],
+    with_ci: bool,
+    graph: bool,
+) {
     // The server's own end, when it went on serving well after the last request ended (work
     // its clients had abandoned): completion time alone would hide that drain.
     let drains = variants.iter().any(|v| {
@@ -279,15 +286,16 @@ fn results_table(out: &mut String, variants: &[VariantResult], with_ci: bool, gr
         }
     }
     let _ = writeln!(out);
-    for v in variants {
+    for (v, sc) in variants.iter().zip(scenarios) {
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = write!(out, "| {}{mark} |", escape(&v.name));
         for k in &cols {
-            let _ = write!(
-                out,
-                " {} |",
+            let cell = if super::produces(k.key, sc.server()) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
-            );
+            } else {
+                "-".to_string()
+            };
+            let _ = write!(out, " {cell} |");
             if graph && *k == Metric::SUCCESS_RATE {
                 let _ = write!(out, " {} |", super::table::degraded_cell(v, with_ci));
             }
@@ -328,7 +336,12 @@ fn graph_section(
             let entry = if i == 0 { " (entry)" } else { "" };
             let _ = write!(out, "| {}{entry} |", escape(&s.name));
             for k in &cols {
-                let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+                let cell = if super::produces(k.key, &s.server) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                };
+                let _ = write!(out, " {cell} |");
             }
             let _ = writeln!(out);
         }
@@ -1702,8 +1715,14 @@ fn server_lines(
                 format!("{l} waiting places")
             });
             let order = match q.discipline {
-                Discipline::Fifo => "",
-                Discipline::Lifo => ", newest first (LIFO)",
+                Discipline::Fifo => String::new(),
+                Discipline::Lifo => ", newest first (LIFO)".to_string(),
+                Discipline::Codel { target, interval } => format!(
+                    ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
+                ),
+                Discipline::AdaptiveLifo { interval } => format!(
+                    ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
+                ),
             };
             let mut line = format!(
                 "{}: {workers} with {room}{order}; service takes {}",

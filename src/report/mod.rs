@@ -32,6 +32,20 @@ use std::path::Path;
 use crate::runner::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
+/// Whether `server` can produce the optional count `key` at all (`server.shed` and a
+/// service's `shed` need a CoDel discipline); every other count, yes. Where it cannot, a
+/// table prints `-` rather than a zero.
+pub(crate) fn produces(key: &str, server: &crate::scenario::Server) -> bool {
+    match key {
+        "server.shed" | "shed" => matches!(
+            &server.kind,
+            crate::scenario::ServerKind::Queue(q)
+                if matches!(q.discipline, crate::model::Discipline::Codel { .. })
+        ),
+        _ => true,
+    }
+}
+
 /// A sweep value as tables and CSV files show it: a string without its quotes, anything else
 /// as JSON; no value (no sweep) is empty.
 pub fn value_text(v: Option<&serde_json::Value>) -> String {

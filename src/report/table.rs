@@ -53,7 +53,7 @@ const COLS: [Col; 8] = [
 
 /// Columns shown only when some variant has a non-zero value: the retry budget, circuit
 /// breaker, hedging and idempotency counts, which are zero for every variant without one.
-const POLICY_COLS: [Col; 10] = [
+const POLICY_COLS: [Col; 11] = [
     Col {
         header: "budget denials",
         metric: Metric::BUDGET_DENIALS,
@@ -81,6 +81,10 @@ const POLICY_COLS: [Col; 10] = [
     Col {
         header: "cancelled",
         metric: Metric::CANCELLED,
+    },
+    Col {
+        header: "shed",
+        metric: Metric::SHED,
     },
     Col {
         header: "duplicates",
@@ -137,7 +141,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     }
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (point, at) in result.points.iter().zip(&experiment.points) {
-        for v in &point.variants {
+        for (v, ran) in point.variants.iter().zip(&at.variants) {
             let mut row = Vec::new();
             if point.value.is_some() {
                 row.push(super::value_text(point.value.as_ref()));
@@ -156,7 +160,13 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                     row.push(degraded_cell(v, with_ci));
                 }
             }
-            row.extend(policy_cols.iter().map(|c| cell(v, c, with_ci)));
+            row.extend(policy_cols.iter().map(|c| {
+                if super::produces(c.metric.key, ran.scenario.server()) {
+                    cell(v, c, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            }));
             if with_recovery {
                 row.push(recovery_cell(&v.metrics).unwrap_or_default());
             }
@@ -275,10 +285,11 @@ pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
         ServiceMetric::MAX_QUEUE,
         ServiceMetric::GOODPUT,
     ];
-    const SOMETIMES: [ServiceMetric; 6] = [
+    const SOMETIMES: [ServiceMetric; 7] = [
         ServiceMetric::THROTTLED,
         ServiceMetric::EXPIRED_DROPPED,
         ServiceMetric::CANCELLED,
+        ServiceMetric::SHED,
         ServiceMetric::DUPLICATES,
         ServiceMetric::DUPLICATE_CALLS,
         ServiceMetric::REPLAYED,
@@ -394,8 +405,8 @@ fn graph_tables(
     header.extend(cols.iter().map(part_header));
     let mut rows = Vec::new();
     for (v, ran) in &variants {
-        let names = ran.scenario.services.iter().map(|s| s.name.as_str());
-        for (i, ((m, h), name)) in v
+        let names = ran.scenario.services.iter();
+        for (i, ((m, h), service)) in v
             .metrics
             .services
             .iter()
@@ -403,6 +414,7 @@ fn graph_tables(
             .zip(names)
             .enumerate()
         {
+            let name = &service.name;
             let mut row = vec![
                 if i == 0 { shown(v) } else { String::new() },
                 if i == 0 {
@@ -411,7 +423,13 @@ fn graph_tables(
                     name.to_string()
                 },
             ];
-            row.extend(cols.iter().map(|k| k.format_estimate(m, h, with_ci)));
+            row.extend(cols.iter().map(|k| {
+                if super::produces(k.key, &service.server) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            }));
             rows.push(row);
         }
     }
