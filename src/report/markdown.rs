@@ -754,6 +754,13 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
                 m.server.cancelled
             ));
         }
+        if m.server.shed > 0.0 && m.attempts > 0.0 {
+            parts.push(format!(
+                "{server} shed {:.0} attempts ({:.1} % of those that reached it) that had waited too long in a standing queue, answering them `rejected` at once instead of serving them late",
+                m.server.shed,
+                100.0 * m.server.shed / m.attempts
+            ));
+        }
         let entry = crate::metrics::ServiceMetrics {
             duplicates: m.server.duplicates,
             duplicate_calls: m.server.duplicate_calls,
