@@ -23,6 +23,7 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
+mod shedding;
 mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
