@@ -43,6 +43,8 @@ pub struct ServiceCounters {
     /// Abandoned hedge-race attempts dropped before service because their caller cancelled
     /// them (`hedge.cancel`).
     pub cancelled: u64,
+    /// Attempts the service's CoDel discipline shed at dequeue, answered `rejected`.
+    pub shed: u64,
     /// Executions of a non-idempotent call after its first: duplicate side effects.
     pub duplicates: u64,
     /// Calls executed more than once (at least one duplicate).
@@ -129,6 +131,9 @@ pub struct ServiceMetrics {
     /// Abandoned hedge-race attempts dropped before service (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cancelled: f64,
+    /// Attempts shed by CoDel at dequeue, answered `rejected` (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shed: f64,
     /// Executions of a non-idempotent call after its first (absent when none happened).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duplicates: f64,
@@ -214,6 +219,7 @@ impl ServiceCounters {
             },
             max_queue: self.max_queue as f64,
             cancelled: self.cancelled as f64,
+            shed: self.shed as f64,
             duplicates: self.duplicates as f64,
             duplicate_calls: self.duplicate_calls as f64,
             replayed: self.replayed as f64,

@@ -136,6 +136,10 @@ pub struct ServerMetrics {
     /// them (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cancelled: f64,
+    /// Attempts shed at dequeue by the CoDel discipline, answered `rejected` (absent when
+    /// none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shed: f64,
     /// Executions of a non-idempotent request after its first: duplicate side effects
     /// (absent when none happened).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -757,6 +761,8 @@ impl Metric {
     pub const HEDGE_WINS: Metric = metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
     /// Cancelled attempts dropped before service.
     pub const CANCELLED: Metric = metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, server.cancelled);
+    /// Attempts shed by CoDel.
+    pub const SHED: Metric = metric!("server.shed", "shed", Count, 1.0, 0, Neither, server.shed);
     /// Duplicate executions.
     pub const DUPLICATES: Metric = metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, server.duplicates);
     /// Requests executed more than once.
@@ -767,10 +773,11 @@ impl Metric {
     pub const FAILED_THROTTLED_LOCALLY: Metric = metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally);
 
     /// Every optional count, in summary.json's order.
-    pub const OPTIONAL: [Metric; 7] = [
+    pub const OPTIONAL: [Metric; 8] = [
         Metric::HEDGES,
         Metric::HEDGE_WINS,
         Metric::CANCELLED,
+        Metric::SHED,
         Metric::DUPLICATES,
         Metric::DUPLICATE_CALLS,
         Metric::REPLAYED,
@@ -903,6 +910,8 @@ impl PartMetric<super::ServiceMetrics> {
     pub const MAX_QUEUE: ServiceMetric = part_metric!("max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
     /// Abandoned hedge-race attempts dropped before service.
     pub const CANCELLED: ServiceMetric = part_metric!(optional "cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled);
+    /// Attempts shed by CoDel.
+    pub const SHED: ServiceMetric = part_metric!(optional "shed", "shed", Count, 1.0, 0, Neither, shed);
     /// Executions of a non-idempotent call after its first.
     pub const DUPLICATES: ServiceMetric = part_metric!(optional "duplicates", "duplicate executions", Count, 1.0, 0, Lower, duplicates);
     /// Calls executed more than once.
@@ -912,7 +921,7 @@ impl PartMetric<super::ServiceMetrics> {
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [ServiceMetric; 14] = [
+    pub const ALL: [ServiceMetric; 15] = [
         Self::ATTEMPTS,
         Self::AMPLIFICATION,
         Self::SERVED,
@@ -924,6 +933,7 @@ impl PartMetric<super::ServiceMetrics> {
         Self::UTILIZATION,
         Self::MAX_QUEUE,
         Self::CANCELLED,
+        Self::SHED,
         Self::DUPLICATES,
         Self::DUPLICATE_CALLS,
         Self::REPLAYED,
@@ -1068,7 +1078,7 @@ mod tests {
             assert_eq!(read, Some(x), "{key}");
         }
         for (fields, n) in [
-            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 14),
+            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 15),
             (CallMetric::ALL.map(|k| k.key).to_vec(), 11),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();

@@ -97,6 +97,8 @@ pub struct Counters {
     pub outage_dropped: u64,
     /// Abandoned hedge-race attempts the server dropped before service (`hedge.cancel`).
     pub cancelled: u64,
+    /// Attempts the server's CoDel discipline shed at dequeue, answered `rejected`.
+    pub shed: u64,
     /// Executions of a non-idempotent request after its first: duplicate side effects.
     pub duplicates: u64,
     /// Requests executed more than once.
@@ -647,6 +649,7 @@ impl RunResult {
                 outage_rejected: c.outage_rejected as f64,
                 outage_dropped: c.outage_dropped as f64,
                 cancelled: c.cancelled as f64,
+                shed: c.shed as f64,
                 duplicates: c.duplicates as f64,
                 duplicate_calls: c.duplicate_calls as f64,
                 replayed: c.replayed as f64,

@@ -1,8 +1,9 @@
 //! The `queue` server: a pool of workers with a waiting room.
 //!
 //! A state machine with two inputs, [`QueueServer::arrive`] and [`QueueServer::complete`]. It
-//! decides admission (start, wait or reject), picks the next waiting attempt (FIFO or LIFO),
-//! discards expired attempts when deadlines propagate, and draws service times. It does not
+//! decides admission (start, wait or reject), picks the next waiting attempt (FIFO, LIFO,
+//! CoDel or adaptive LIFO), discards expired attempts when deadlines propagate, sheds the
+//! attempts CoDel finds too old, and draws service times. It does not
 //! know what an attempt is for: the driver schedules the completion events and the replies.
 //! Invariant: at most `concurrency` attempts in service and `queue_limit` waiting.
 
@@ -14,13 +15,33 @@ use crate::engine::{SimDuration, SimTime};
 use crate::model::dist::Dist;
 use crate::model::fault::Faults;
 
-/// Order in which waiting attempts are served.
+/// Order in which waiting attempts are served, and which are shed.
+///
+/// The queue is *standing* at an instant when the waiting room has not been empty at any
+/// point within the last `interval`: the last instant at which no attempt waited is at least
+/// `interval` ago. While attempts wait, that instant is the one at which the earliest of the
+/// attempts waiting without a break since arrived into an empty waiting room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Discipline {
     /// First come, first served.
     Fifo,
     /// Last come, first served.
     Lifo,
+    /// Controlled delay (Facebook's CoDel variant, "Fail at Scale"): oldest first, but an
+    /// attempt that has waited longer than the limit is shed at dequeue (answered
+    /// `rejected`). The limit is `target` while the queue is standing, `interval` otherwise.
+    Codel {
+        /// The longest wait in a standing queue (< `interval`).
+        target: SimDuration,
+        /// How long the waiting room must stay non-empty for the queue to be standing.
+        interval: SimDuration,
+    },
+    /// Adaptive LIFO: newest first while the queue is standing, oldest first otherwise. It
+    /// sheds nothing.
+    AdaptiveLifo {
+        /// How long the waiting room must stay non-empty for the queue to be standing.
+        interval: SimDuration,
+    },
 }
 
 /// Validated settings of a `queue` server.
@@ -73,7 +94,11 @@ pub struct QueueServer {
     /// Workers now: the configured concurrency, or what a fault imposes.
     workers: Option<u32>,
     in_service: u32,
-    waiting: VecDeque<Job>,
+    /// The attempts waiting, oldest first, each with the instant it arrived.
+    waiting: VecDeque<(Job, SimTime)>,
+    /// When the waiting room last went from empty to holding an attempt: while it holds
+    /// attempts, the last instant at which it was empty.
+    nonempty_since: SimTime,
     /// Most attempts ever waiting at once.
     pub max_queue: u32,
     /// Most attempts ever in service at once.
@@ -85,9 +110,14 @@ pub struct QueueServer {
     pub expired_dropped: u64,
     /// Attempts discarded at dequeue because their caller cancelled them.
     pub cancelled: u64,
+    /// Attempts CoDel shed at dequeue (each answered `rejected` by the driver).
+    pub shed: u64,
     /// The attempts discarded at dequeue that the driver has not yet taken back
     /// ([`QueueServer::pop_dropped`]): each attempt is accounted for by its driver.
     dropped: Vec<Job>,
+    /// The attempts shed at dequeue that the driver has not yet taken back
+    /// ([`QueueServer::pop_shed`]) to answer them.
+    shed_jobs: Vec<Job>,
 }
 
 impl QueueServer {
@@ -106,12 +136,15 @@ impl QueueServer {
             config,
             in_service: 0,
             waiting: VecDeque::new(),
+            nonempty_since: SimTime::ZERO,
             max_queue: 0,
             max_in_service: 0,
             busy_nanos: 0,
             expired_dropped: 0,
             cancelled: 0,
+            shed: 0,
             dropped: Vec::new(),
+            shed_jobs: Vec::new(),
         }
     }
 
@@ -197,7 +230,10 @@ impl QueueServer {
             .queue_limit
             .is_none_or(|l| (self.waiting.len() as u32) < l)
         {
-            self.waiting.push_back(job);
+            if self.waiting.is_empty() {
+                self.nonempty_since = now;
+            }
+            self.waiting.push_back((job, now));
             self.max_queue = self.max_queue.max(self.waiting.len() as u32);
             Admission::Queued
         } else {
@@ -231,14 +267,41 @@ impl QueueServer {
         self.dropped.pop()
     }
 
+    /// Hands back one of the attempts shed at dequeue not yet handed back.
+    #[inline]
+    pub fn pop_shed(&mut self) -> Option<Job> {
+        self.shed_jobs.pop()
+    }
+
+    /// Whether the queue is standing at `now`: the waiting room holds attempts and has not
+    /// been empty at any point within the last `interval`.
+    fn standing(&self, now: SimTime, interval: SimDuration) -> bool {
+        !self.waiting.is_empty() && now.saturating_since(self.nonempty_since) >= interval
+    }
+
     /// Takes the next waiting attempt in serving order, discarding expired ones if
-    /// `drop_expired` is set, and cancelled ones.
+    /// `drop_expired` is set and cancelled ones, and shedding those CoDel finds too old.
+    /// Whether the queue is standing is decided once, before anything leaves it.
     #[inline]
     fn next_waiting(&mut self, now: SimTime, cancelled: impl Fn(&Job) -> bool) -> Option<Job> {
+        let (newest_first, limit) = match self.config.discipline {
+            Discipline::Fifo => (false, None),
+            Discipline::Lifo => (true, None),
+            Discipline::Codel { target, interval } => (
+                false,
+                Some(if self.standing(now, interval) {
+                    target
+                } else {
+                    interval
+                }),
+            ),
+            Discipline::AdaptiveLifo { interval } => (self.standing(now, interval), None),
+        };
         loop {
-            let job = match self.config.discipline {
-                Discipline::Fifo => self.waiting.pop_front(),
-                Discipline::Lifo => self.waiting.pop_back(),
+            let (job, since) = if newest_first {
+                self.waiting.pop_back()
+            } else {
+                self.waiting.pop_front()
             }?;
             if self.config.drop_expired && job.abandon_at <= now {
                 self.expired_dropped += 1;
@@ -248,6 +311,13 @@ impl QueueServer {
             if cancelled(&job) {
                 self.cancelled += 1;
                 self.dropped.push(job);
+                continue;
+            }
+            if let Some(limit) = limit
+                && now.saturating_since(since) > limit
+            {
+                self.shed += 1;
+                self.shed_jobs.push(job);
                 continue;
             }
             return Some(job);
@@ -426,5 +496,132 @@ mod tests {
         assert_eq!(at(4, &mut s, &mut rng), 1);
         assert_eq!(at(5, &mut s, &mut rng), 3);
         assert_eq!(at(10, &mut s, &mut rng), 1);
+    }
+    const CODEL: Discipline = Discipline::Codel {
+        target: SimDuration::from_millis(5),
+        interval: SimDuration::from_millis(100),
+    };
+
+    fn ms(n: u64) -> SimTime {
+        SimTime(n * 1_000_000)
+    }
+
+    /// The slots of the attempts shed so far, in arrival order.
+    fn shed_slots(s: &mut QueueServer) -> Vec<u32> {
+        let mut slots: Vec<u32> = std::iter::from_fn(|| s.pop_shed())
+            .map(|j| j.slot)
+            .collect();
+        slots.sort_unstable();
+        slots
+    }
+
+    #[test]
+    fn codel_sheds_exactly_the_attempts_that_waited_past_the_target_in_a_standing_queue() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 100, CODEL);
+        assert!(matches!(
+            s.arrive(job(0, 99_999), ms(0), &mut rng),
+            Admission::Start(_)
+        ));
+        // The waiting room holds attempts from 0 ms on: at 300 ms the queue is standing.
+        let just_over = SimTime(ms(295).0 - 1);
+        for (slot, at) in [(1, ms(0)), (2, ms(10)), (3, ms(200)), (4, just_over)] {
+            assert_eq!(s.arrive(job(slot, 99_999), at, &mut rng), Admission::Queued);
+        }
+        for (slot, at) in [(5, 295), (6, 298), (7, 299)] {
+            assert_eq!(
+                s.arrive(job(slot, 99_999), ms(at), &mut rng),
+                Admission::Queued
+            );
+        }
+        let (next, _) = s.complete(ms(300), &mut rng, |_| false).unwrap();
+        // Slots 1 to 4 waited 300, 290, 100 and 5 ms + 1 ns: shed. Slot 5 waited exactly
+        // the target, 5 ms.
+        assert_eq!(next.slot, 5);
+        assert_eq!((s.shed, s.expired_dropped, s.cancelled), (4, 0, 0));
+        assert_eq!(shed_slots(&mut s), vec![1, 2, 3, 4]);
+        assert_eq!(
+            s.pop_dropped(),
+            None,
+            "shed attempts are not silently dropped"
+        );
+        // The rest in arrival order, each 3 ms old when its turn comes.
+        let (next, _) = s.complete(ms(301), &mut rng, |_| false).unwrap();
+        assert_eq!(next.slot, 6);
+        let (next, _) = s.complete(ms(302), &mut rng, |_| false).unwrap();
+        assert_eq!(next.slot, 7);
+        assert_eq!(s.complete(ms(303), &mut rng, |_| false), None);
+        assert_eq!((s.shed, s.queue_len()), (4, 0));
+    }
+
+    #[test]
+    fn codel_allows_the_interval_right_after_the_waiting_room_was_empty() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 100, CODEL);
+        s.arrive(job(0, 99_999), ms(0), &mut rng);
+        // The waiting room is empty until 1000 ms.
+        s.arrive(job(1, 99_999), ms(1000), &mut rng);
+        s.arrive(job(2, 99_999), ms(1000), &mut rng);
+        // 60 ms later it has not been non-empty for a whole interval: the limit is 100 ms,
+        // so an attempt 60 ms old (far past the 5 ms target) is served.
+        let (next, _) = s.complete(ms(1060), &mut rng, |_| false).unwrap();
+        assert_eq!((next.slot, s.shed), (1, 0));
+        // At 1100 ms it has held attempts for the whole interval: the limit is the target.
+        assert_eq!(s.complete(ms(1100), &mut rng, |_| false), None);
+        assert_eq!((s.shed, shed_slots(&mut s)), (1, vec![2]));
+        // Emptied, the waiting room starts a new stretch: again the interval applies.
+        s.arrive(job(0, 99_999), ms(1100), &mut rng);
+        s.arrive(job(3, 99_999), ms(1150), &mut rng);
+        let (next, _) = s.complete(ms(1249), &mut rng, |_| false).unwrap();
+        assert_eq!(
+            (next.slot, s.shed),
+            (3, 1),
+            "99 ms old, non-empty for 99 ms"
+        );
+    }
+
+    #[test]
+    fn codel_leaves_expired_and_cancelled_attempts_to_their_own_counts() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let mut s = server(1, 100, CODEL);
+        s.arrive(job(0, 99_999), ms(0), &mut rng);
+        s.arrive(job(1, 100), ms(0), &mut rng); // its client gives up at 100 ms
+        s.arrive(job(2, 99_999), ms(0), &mut rng); // cancelled
+        s.arrive(job(3, 99_999), ms(0), &mut rng); // too old
+        assert_eq!(s.complete(ms(500), &mut rng, |j| j.slot == 2), None);
+        assert_eq!((s.expired_dropped, s.cancelled, s.shed), (1, 1, 1));
+        assert_eq!(shed_slots(&mut s), vec![3]);
+    }
+
+    #[test]
+    fn adaptive_lifo_serves_newest_first_only_while_the_queue_stands() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let interval = SimDuration::from_millis(100);
+        let mut s = server(1, 100, Discipline::AdaptiveLifo { interval });
+        s.arrive(job(0, 99_999), ms(0), &mut rng);
+        for slot in 1..=4 {
+            s.arrive(job(slot, 99_999), ms(0), &mut rng);
+        }
+        fn next(at: u64, s: &mut QueueServer, rng: &mut Pcg64) -> Option<u32> {
+            s.complete(ms(at), rng, |_| false).map(|(j, _)| j.slot)
+        }
+        // Not yet standing (non-empty for 50 ms): oldest first.
+        assert_eq!(next(50, &mut s, &mut rng), Some(1));
+        // Standing at 100 ms: newest first.
+        assert_eq!(next(100, &mut s, &mut rng), Some(4));
+        assert_eq!(next(150, &mut s, &mut rng), Some(3));
+        assert_eq!(
+            next(900, &mut s, &mut rng),
+            Some(2),
+            "nothing is shed, however old"
+        );
+        assert_eq!(s.queue_len(), 0);
+        // Empty again: a new stretch is served oldest first until it has lasted 100 ms.
+        for (slot, at) in [(5, 1000), (6, 1010), (7, 1020)] {
+            s.arrive(job(slot, 99_999), ms(at), &mut rng);
+        }
+        assert_eq!(next(1099, &mut s, &mut rng), Some(5));
+        assert_eq!(next(1100, &mut s, &mut rng), Some(7));
+        assert_eq!((s.shed, s.expired_dropped), (0, 0));
     }
 }

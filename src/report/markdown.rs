@@ -155,13 +155,7 @@ pub fn report_md(
             "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
         );
     }
-    results_table(
-        &mut out,
-        &point.variants,
-        &experiment.points[focus].variants,
-        reps > 1,
-        graph,
-    );
+    results_table(&mut out, &point.variants, &scenarios, reps > 1, graph);
     for v in &point.variants {
         if let Some(r) = v
             .metrics
@@ -239,7 +233,7 @@ const RESULT_COLUMNS: [Metric; 9] = [
 
 /// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
 /// fail-fast outcomes, hedging and idempotency keys did.
-const OPTIONAL_COLUMNS: [Metric; 11] = [
+const OPTIONAL_COLUMNS: [Metric; 12] = [
     Metric::FAILURE_P50,
     Metric::BUDGET_DENIALS,
     Metric::BREAKER_REFUSALS,
@@ -247,6 +241,7 @@ const OPTIONAL_COLUMNS: [Metric; 11] = [
     Metric::HEDGES,
     Metric::HEDGE_WINS,
     Metric::CANCELLED,
+    Metric::SHED,
     Metric::DUPLICATES,
     Metric::DUPLICATE_CALLS,
     Metric::REPLAYED,
@@ -256,7 +251,7 @@ const OPTIONAL_COLUMNS: [Metric; 11] = [
 fn results_table(
     out: &mut String,
     variants: &[VariantResult],
-    ran: &[crate::scenario::Variant],
+    scenarios: &[&Scenario],
     with_ci: bool,
     graph: bool,
 ) {
@@ -292,11 +287,11 @@ fn results_table(
         }
     }
     let _ = writeln!(out);
-    for (v, r) in variants.iter().zip(ran) {
+    for (v, sc) in variants.iter().zip(scenarios) {
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = write!(out, "| {}{mark} |", escape(&v.name));
         for k in &cols {
-            let cell = if super::table::produces(k, &r.scenario) {
+            let cell = if super::produces(k.key, sc) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
             } else {
                 "-".to_string()
@@ -342,7 +337,12 @@ fn graph_section(
             let entry = if i == 0 { " (entry)" } else { "" };
             let _ = write!(out, "| {}{entry} |", escape(&s.name));
             for k in &cols {
-                let _ = write!(out, " {} |", k.format_estimate(m, h, with_ci));
+                let cell = if super::service_produces(k.key, &r.scenario, i) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                };
+                let _ = write!(out, " {cell} |");
             }
             let _ = writeln!(out);
         }
@@ -775,6 +775,13 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
             parts.push(format!(
                 "has {server} answer {:.0} repeats from its idempotency key memory instead of executing them again",
                 m.server.replayed
+            ));
+        }
+        if m.server.shed > 0.0 && m.attempts > 0.0 {
+            parts.push(format!(
+                "has {server} shed {:.0} attempts ({:.1} % of those that reached it) that had waited too long in a standing queue, answering them `rejected` at once instead of serving them late",
+                m.server.shed,
+                100.0 * m.server.shed / m.attempts
             ));
         }
         if !parts.is_empty() {
@@ -1749,8 +1756,14 @@ fn server_lines(
                 format!("{l} waiting places")
             });
             let order = match q.discipline {
-                Discipline::Fifo => "",
-                Discipline::Lifo => ", newest first (LIFO)",
+                Discipline::Fifo => String::new(),
+                Discipline::Lifo => ", newest first (LIFO)".to_string(),
+                Discipline::Codel { target, interval } => format!(
+                    ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
+                ),
+                Discipline::AdaptiveLifo { interval } => format!(
+                    ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
+                ),
             };
             let mut line = format!(
                 "{}: {workers} with {room}{order}; service takes {}",

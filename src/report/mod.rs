@@ -32,6 +32,62 @@ use std::path::Path;
 use crate::runner::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
+/// Whether a variant running `scenario` can produce the optional headline count `key` at
+/// all (a hedge count needs the clients to hedge, a local rejection an adaptive throttle
+/// somewhere, the entry's counts what [`service_produces`] says of it); every other count,
+/// yes. Where it cannot, a table prints `-` rather than a zero, so that a zero means the
+/// policy was there and did nothing.
+pub(crate) fn produces(key: &str, scenario: &crate::scenario::Scenario) -> bool {
+    match key {
+        "hedges" | "hedge_wins" => scenario.policy.hedge.is_some(),
+        "failed.throttled_locally" => std::iter::once(&scenario.policy)
+            .chain(scenario.services.iter().flat_map(|s| &s.calls).map(|c| &c.policy))
+            .any(|p| p.adaptive_throttle.is_some()),
+        _ => key
+            .strip_prefix("server.")
+            .is_none_or(|k| service_produces(k, scenario, 0)),
+    }
+}
+
+/// Whether service `s` of `scenario` can produce its optional count `key` at all: `shed`
+/// needs a CoDel discipline, `cancelled` a caller that hedges with `cancel`, the duplicate
+/// counts a caller whose call is not idempotent, `replayed` one that sends idempotency keys.
+pub(crate) fn service_produces(key: &str, scenario: &crate::scenario::Scenario, s: usize) -> bool {
+    // The policies of the calls into `s`: the clients' for the entry, then every call to it.
+    let mut callers = (s == 0)
+        .then_some(&scenario.policy)
+        .into_iter()
+        .chain(
+            scenario
+                .services
+                .iter()
+                .flat_map(|x| &x.calls)
+                .filter(|c| c.to == s)
+                .map(|c| &c.policy),
+        );
+    match key {
+        "shed" => matches!(
+            &scenario.services[s].server.kind,
+            crate::scenario::ServerKind::Queue(q)
+                if matches!(q.discipline, crate::model::Discipline::Codel { .. })
+        ),
+        "cancelled" => callers.any(|p| p.hedge.as_ref().is_some_and(|h| h.cancel)),
+        "duplicates" | "duplicate_calls" => callers.any(|p| !p.idempotent),
+        "replayed" => callers.any(|p| p.idempotency_key.is_some()),
+        _ => true,
+    }
+}
+
+/// Whether `call` can produce its optional count `key` at all: hedge counts need a hedging
+/// call, local rejections an adaptive throttle on it.
+pub(crate) fn call_produces(key: &str, call: &crate::scenario::Call) -> bool {
+    match key {
+        "hedges" | "hedge_wins" => call.policy.hedge.is_some(),
+        "throttled_locally" => call.policy.adaptive_throttle.is_some(),
+        _ => true,
+    }
+}
+
 /// A sweep value as tables and CSV files show it: a string without its quotes, anything else
 /// as JSON; no value (no sweep) is empty.
 pub fn value_text(v: Option<&serde_json::Value>) -> String {

@@ -53,7 +53,7 @@ const COLS: [Col; 8] = [
 
 /// Columns shown only when some variant has a non-zero value: the retry budget, circuit
 /// breaker, hedging and idempotency counts, which are zero for every variant without one.
-const POLICY_COLS: [Col; 11] = [
+const POLICY_COLS: [Col; 12] = [
     Col {
         header: "budget denials",
         metric: Metric::BUDGET_DENIALS,
@@ -83,6 +83,10 @@ const POLICY_COLS: [Col; 11] = [
         metric: Metric::CANCELLED,
     },
     Col {
+        header: "shed",
+        metric: Metric::SHED,
+    },
+    Col {
         header: "duplicates",
         metric: Metric::DUPLICATES,
     },
@@ -100,32 +104,14 @@ const POLICY_COLS: [Col; 11] = [
     },
 ];
 
-/// Whether a variant running `scenario` can produce metric `k`: a local rejection needs an
-/// adaptive throttle on the clients' policy or on some call.
-pub(super) fn produces(k: &Metric, scenario: &crate::scenario::Scenario) -> bool {
-    *k != Metric::FAILED_THROTTLED_LOCALLY
-        || std::iter::once(&scenario.policy)
-            .chain(
-                scenario
-                    .services
-                    .iter()
-                    .flat_map(|s| &s.calls)
-                    .map(|c| &c.policy),
-            )
-            .any(|p| p.adaptive_throttle.is_some())
-}
-
-/// The cells of the per-call count `k` of the calls of `variant`, in call order: `-` where
-/// a call cannot produce it (a local rejection on a call without adaptive throttling).
+/// The cell of the per-call count `k` of `call`: `-` where the call cannot produce it.
 pub(super) fn call_cell(
     k: &CallMetric,
     call: Option<&crate::scenario::Call>,
     (m, h): (&crate::metrics::CallMetrics, &crate::metrics::CallMetrics),
     with_ci: bool,
 ) -> String {
-    if k.key == CallMetric::THROTTLED_LOCALLY.key
-        && call.is_none_or(|c| c.policy.adaptive_throttle.is_none())
-    {
+    if call.is_none_or(|c| !super::call_produces(k.key, c)) {
         return "-".to_string();
     }
     k.format_estimate(m, h, with_ci)
@@ -182,7 +168,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     }
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (point, at) in result.points.iter().zip(&experiment.points) {
-        for (j, v) in point.variants.iter().enumerate() {
+        for (v, ran) in point.variants.iter().zip(&at.variants) {
             let mut row = Vec::new();
             if point.value.is_some() {
                 row.push(super::value_text(point.value.as_ref()));
@@ -201,9 +187,8 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                     row.push(degraded_cell(v, with_ci));
                 }
             }
-            let ran = &at.variants[j].scenario;
             row.extend(policy_cols.iter().map(|c| {
-                if produces(&c.metric, ran) {
+                if super::produces(c.metric.key, &ran.scenario) {
                     cell(v, c, with_ci)
                 } else {
                     "-".to_string()
@@ -327,10 +312,11 @@ pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
         ServiceMetric::MAX_QUEUE,
         ServiceMetric::GOODPUT,
     ];
-    const SOMETIMES: [ServiceMetric; 6] = [
+    const SOMETIMES: [ServiceMetric; 7] = [
         ServiceMetric::THROTTLED,
         ServiceMetric::EXPIRED_DROPPED,
         ServiceMetric::CANCELLED,
+        ServiceMetric::SHED,
         ServiceMetric::DUPLICATES,
         ServiceMetric::DUPLICATE_CALLS,
         ServiceMetric::REPLAYED,
@@ -446,8 +432,8 @@ fn graph_tables(
     header.extend(cols.iter().map(part_header));
     let mut rows = Vec::new();
     for (v, ran) in &variants {
-        let names = ran.scenario.services.iter().map(|s| s.name.as_str());
-        for (i, ((m, h), name)) in v
+        let names = ran.scenario.services.iter();
+        for (i, ((m, h), service)) in v
             .metrics
             .services
             .iter()
@@ -455,6 +441,7 @@ fn graph_tables(
             .zip(names)
             .enumerate()
         {
+            let name = &service.name;
             let mut row = vec![
                 if i == 0 { shown(v) } else { String::new() },
                 if i == 0 {
@@ -463,7 +450,13 @@ fn graph_tables(
                     name.to_string()
                 },
             ];
-            row.extend(cols.iter().map(|k| k.format_estimate(m, h, with_ci)));
+            row.extend(cols.iter().map(|k| {
+                if super::service_produces(k.key, &ran.scenario, i) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            }));
             rows.push(row);
         }
     }

@@ -110,6 +110,20 @@ fn scenario_json(s: &Scenario) -> Value {
     Value::Object(out)
 }
 
+/// A serving discipline: a word, or the shedding disciplines with their settings.
+fn discipline_json(d: Discipline) -> Value {
+    match d {
+        Discipline::Fifo => json!("fifo"),
+        Discipline::Lifo => json!("lifo"),
+        Discipline::Codel { target, interval } => json!({
+            "codel": {"target": target.to_string(), "interval": interval.to_string()}
+        }),
+        Discipline::AdaptiveLifo { interval } => {
+            json!({"adaptive_lifo": {"interval": interval.to_string()}})
+        }
+    }
+}
+
 /// A server's settings, every default filled in.
 fn server_json(s: &Server) -> Value {
     let server = match &s.kind {
@@ -117,7 +131,7 @@ fn server_json(s: &Server) -> Value {
             "kind": "queue",
             "concurrency": q.concurrency.map_or(json!("unlimited"), |c| json!(c)),
             "queue_limit": q.queue_limit.map_or(json!("unlimited"), |c| json!(c)),
-            "discipline": match q.discipline { Discipline::Fifo => "fifo", Discipline::Lifo => "lifo" },
+            "discipline": discipline_json(q.discipline),
             "service_time": dist_json(&q.service_time),
             "slowdown_per_inflight": q.slowdown_per_inflight.to_string(),
             "error_rate": q.error_rate,

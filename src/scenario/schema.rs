@@ -197,14 +197,61 @@ pub enum RawServerKind {
     Occ,
 }
 
-/// `server.discipline`.
+/// `server.discipline`: a word, or a shedding discipline with its settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawDiscipline {
+    /// "fifo", "lifo", "codel" or "adaptive_lifo" (the last two with their defaults).
+    Word(RawDisciplineWord),
+    /// {"codel": {...}} or {"adaptive_lifo": {...}}.
+    Settings(RawDisciplineSettings),
+}
+
+/// The disciplines by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum RawDiscipline {
+pub enum RawDisciplineWord {
     /// First come, first served.
     Fifo,
     /// Last come, first served.
     Lifo,
+    /// Controlled delay with the default target and interval.
+    Codel,
+    /// Adaptive LIFO with the default interval.
+    AdaptiveLifo,
+}
+
+/// A shedding discipline written as an object: one key naming it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawDisciplineSettings {
+    /// Controlled delay: shed at dequeue an attempt that waited too long.
+    Codel(RawCodel),
+    /// Newest first while the queue stands, oldest first otherwise.
+    AdaptiveLifo(RawAdaptiveLifo),
+}
+
+/// `discipline.codel`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCodel {
+    /// The longest wait while the queue stands (default "5ms").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<DurationText>,
+    /// How long the waiting room must stay non-empty for the queue to stand, and the
+    /// longest wait otherwise (default "100ms").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<DurationText>,
+}
+
+/// `discipline.adaptive_lifo`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdaptiveLifo {
+    /// How long the waiting room must stay non-empty for the queue to stand (default
+    /// "100ms").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<DurationText>,
 }
 
 /// Declares a struct with every key of a server followed by `extra` keys: `server` and each
@@ -225,7 +272,9 @@ macro_rules! with_server_keys {
             /// Waiting places: an integer >= 0 or "unlimited" (default "unlimited").
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub queue_limit: Option<Count>,
-            /// Order in which waiting attempts are served (default "fifo").
+            /// Order in which waiting attempts are served, and which are shed: "fifo"
+            /// (default), "lifo", "codel" or "adaptive_lifo", or {"codel": {"target",
+            /// "interval"}} or {"adaptive_lifo": {"interval"}}.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub discipline: Option<RawDiscipline>,
             /// Time one attempt keeps a worker busy (required for a queue server).
@@ -283,7 +332,7 @@ impl RawService {
             kind: self.kind,
             concurrency: self.concurrency,
             queue_limit: self.queue_limit,
-            discipline: self.discipline,
+            discipline: self.discipline.clone(),
             service_time: self.service_time.clone(),
             slowdown_per_inflight: self.slowdown_per_inflight.clone(),
             error_rate: self.error_rate,

@@ -70,6 +70,11 @@ pub const DEFAULT_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(120);
 pub const MIN_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(1);
 /// The longest window of an adaptive throttle.
 pub const MAX_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(24 * 3600);
+/// The longest wait in a standing queue under `codel` by default (`target`).
+pub const DEFAULT_CODEL_TARGET: SimDuration = SimDuration::from_millis(5);
+/// How long the waiting room must stay non-empty for the queue to stand, by default
+/// (`interval` of `codel` and `adaptive_lifo`).
+pub const DEFAULT_SHED_INTERVAL: SimDuration = SimDuration::from_millis(100);
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -1039,10 +1044,7 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
             queue_limit,
-            discipline: match raw.discipline {
-                Some(RawDiscipline::Lifo) => Discipline::Lifo,
-                _ => Discipline::Fifo,
-            },
+            discipline: discipline(c, &format!("{at}.discipline"), raw.discipline.as_ref()),
             service_time,
             slowdown_per_inflight,
             error_rate: c.probability(&format!("{at}.error_rate"), raw.error_rate),
@@ -1051,6 +1053,52 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
         permanent_error_rate,
         faults: faults(c, at, raw.faults.as_deref().unwrap_or_default(), duration),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, at, r)),
+    }
+}
+
+/// `discipline` at `path`: a word takes the defaults; `codel`'s and `adaptive_lifo`'s
+/// durations are longer than zero, and `codel`'s target shorter than its interval.
+fn discipline(c: &mut Checker, path: &str, raw: Option<&RawDiscipline>) -> Discipline {
+    let mut read = |key: &str, d: Option<&DurationText>, default: SimDuration| match d {
+        None => Some(default),
+        Some(d) => c.positive_duration(&format!("{path}.{key}"), d),
+    };
+    let (codel, adaptive) = match raw {
+        None | Some(RawDiscipline::Word(RawDisciplineWord::Fifo)) => return Discipline::Fifo,
+        Some(RawDiscipline::Word(RawDisciplineWord::Lifo)) => return Discipline::Lifo,
+        Some(RawDiscipline::Word(RawDisciplineWord::Codel)) => (Some(RawCodel::default()), None),
+        Some(RawDiscipline::Word(RawDisciplineWord::AdaptiveLifo)) => {
+            (None, Some(RawAdaptiveLifo::default()))
+        }
+        Some(RawDiscipline::Settings(RawDisciplineSettings::Codel(k))) => (Some(k.clone()), None),
+        Some(RawDiscipline::Settings(RawDisciplineSettings::AdaptiveLifo(k))) => {
+            (None, Some(k.clone()))
+        }
+    };
+    if let Some(k) = codel {
+        let target = read("codel.target", k.target.as_ref(), DEFAULT_CODEL_TARGET);
+        let interval = read("codel.interval", k.interval.as_ref(), DEFAULT_SHED_INTERVAL);
+        let (Some(target), Some(interval)) = (target, interval) else {
+            return Discipline::Fifo;
+        };
+        if target >= interval {
+            c.err(
+                &format!("{path}.codel.target"),
+                format!(
+                    "must be shorter than the interval (got target {target}, interval {interval}): the target bounds the wait in a standing queue, the interval the wait right after the queue was empty; lower target or raise interval"
+                ),
+            );
+        }
+        return Discipline::Codel { target, interval };
+    }
+    let k = adaptive.unwrap_or_default();
+    match read(
+        "adaptive_lifo.interval",
+        k.interval.as_ref(),
+        DEFAULT_SHED_INTERVAL,
+    ) {
+        Some(interval) => Discipline::AdaptiveLifo { interval },
+        None => Discipline::Fifo,
     }
 }
 

@@ -74,6 +74,7 @@ impl ServiceState {
             c.max_in_service = u64::from(server.max_in_service);
             c.expired_dropped += server.expired_dropped;
             c.cancelled += server.cancelled;
+            c.shed += server.shed;
             // Utilization's horizon: until the service drained, or the whole run if it was
             // cut off or served nothing.
             let horizon = if !truncated && c.last_service_end > SimTime::ZERO {
@@ -109,6 +110,7 @@ impl ServiceState {
         c.outage_rejected = s.outage_rejected;
         c.outage_dropped = s.outage_dropped;
         c.cancelled = s.cancelled;
+        c.shed = s.shed;
         c.duplicates = s.duplicates;
         c.duplicate_calls = s.duplicate_calls;
         c.replayed = s.replayed;
@@ -623,18 +625,23 @@ impl Sim<'_> {
         self.account_dropped(s, now);
     }
 
-    /// Accounts for the attempts service `s` discarded at dequeue.
+    /// Accounts for the attempts service `s` discarded at dequeue, and answers those it
+    /// shed `rejected`, as a full server would have.
     #[inline(always)]
     fn account_dropped(&mut self, s: usize, now: SimTime) {
         loop {
             let ServerState::Queue(server) = &mut self.services[s].server else {
                 return;
             };
-            let Some(job) = server.pop_dropped() else {
+            if let Some(job) = server.pop_dropped() {
+                self.key_released(s, job.slot, now);
+                self.attempt_accounted(job.slot);
+            } else if let Some(job) = server.pop_shed() {
+                self.key_released(s, job.slot, now);
+                self.reply(job.slot, job.token, Outcome::Rejected, now);
+            } else {
                 return;
-            };
-            self.key_released(s, job.slot, now);
-            self.attempt_accounted(job.slot);
+            }
         }
     }
 

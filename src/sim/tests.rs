@@ -256,7 +256,7 @@ mod graph {
         let mut seen = CallCounters::default();
         let mut wasted_below = 0;
         let mut dropped_below = 0;
-        let (mut duplicates, mut replayed, mut cancelled) = (0, 0, 0);
+        let (mut duplicates, mut replayed, mut cancelled, mut shed) = (0, 0, 0, 0);
         for case in 0..150 {
             let tiers = rng.random_range(1..=4usize);
             let mut sc = single(
@@ -282,11 +282,18 @@ mod graph {
                     let error = rng.random_range(0.0..0.3);
                     let drop = rng.random_bool(0.5);
                     let mean = rng.random_range(1..=12);
+                    let discipline = [
+                        r#""fifo""#,
+                        r#""lifo""#,
+                        r#"{"codel": {"target": "2ms", "interval": "20ms"}}"#,
+                        r#"{"adaptive_lifo": {"interval": "20ms"}}"#,
+                    ][rng.random_range(0..4)];
                     service(
                         &format!("s{i}"),
                         &format!(
                             r#"{{"concurrency": {concurrency}, "queue_limit": {queue}, "error_rate": {error},
-                              "drop_expired": {drop}, "service_time": {{"exponential": {{"mean": "{mean}ms"}}}}}}"#
+                              "drop_expired": {drop}, "discipline": {discipline},
+                              "service_time": {{"exponential": {{"mean": "{mean}ms"}}}}}}"#
                         ),
                     )
                 })
@@ -403,6 +410,7 @@ mod graph {
                         + s.outage_dropped
                         + s.expired_dropped
                         + s.cancelled
+                        + s.shed
                         + s.replayed,
                     "case {case}: every attempt at s{t} is served or turned away: {s:?}"
                 );
@@ -435,6 +443,7 @@ mod graph {
                 duplicates += s.duplicates;
                 replayed += s.replayed;
                 cancelled += s.cancelled;
+                shed += s.shed;
             }
             for s in &r.services[1..] {
                 wasted_below += s.wasted;
@@ -445,7 +454,7 @@ mod graph {
             seen.bulkhead_full > 0 && seen.degraded > 0 && seen.retries > 0,
             "{seen:?}"
         );
-        assert!(seen.failed > 0 && wasted_below > 0 && dropped_below > 0);
+        assert!(seen.failed > 0 && wasted_below > 0 && dropped_below > 0 && shed > 0);
         assert!(
             seen.hedges > 0
                 && seen.hedge_wins > 0

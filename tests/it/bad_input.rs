@@ -1554,3 +1554,141 @@ fn every_rule_of_adaptive_throttling_is_checked() {
         );
     }
 }
+
+/// Every rule of the shedding disciplines, each broken alone: on the server of GOOD, or on a
+/// service of GRAPH. The message names the path, the rule, the value and the fix, and
+/// nothing is written.
+#[test]
+fn every_rule_of_the_shedding_disciplines_is_checked() {
+    let good = |discipline: &str| {
+        GOOD.replacen(
+            r#""server": { "service_time": { "constant": "1ms" } }"#,
+            &format!(
+                r#""server": {{ "service_time": {{ "constant": "1ms" }}, "discipline": {discipline} }}"#
+            ),
+            1,
+        )
+    };
+    let service = |discipline: &str| {
+        GRAPH.replacen(
+            r#""backend": { "concurrency": 2,"#,
+            &format!(r#""backend": {{ "concurrency": 2, "discipline": {discipline},"#),
+            1,
+        )
+    };
+    let p = "services.backend.discipline";
+    let cases: Vec<(String, Vec<String>)> = vec![
+        (
+            good(r#""codl""#),
+            vec![
+                "server.discipline: must be one of: fifo, lifo, codel, adaptive_lifo or an object with one key, one of: codel, adaptive_lifo (got \"codl\"); did you mean \"codel\"?".into(),
+            ],
+        ),
+        (
+            good(r#"{ "codle": {} }"#),
+            vec!["server.discipline.codle: unknown key; did you mean `codel`?".into()],
+        ),
+        (
+            good(r#"{ "codel": { "targt": "5ms" } }"#),
+            vec!["server.discipline.codel.targt: unknown key; did you mean `target`?".into()],
+        ),
+        (
+            good(r#"{ "adaptive_lifo": { "target": "5ms" } }"#),
+            vec!["server.discipline.adaptive_lifo.target: unknown key; the keys here are interval".into()],
+        ),
+        (
+            good(r#"{ "codel": {}, "adaptive_lifo": {} }"#),
+            vec!["server.discipline: has 2 keys (codel, adaptive_lifo) but must have exactly one".into()],
+        ),
+        (
+            good(r#"{ "codel": "5ms" }"#),
+            vec!["server.discipline.codel: must be an object (got \"5ms\")".into()],
+        ),
+        (
+            good(r#"{ "codel": { "target": "0ms" } }"#),
+            vec!["server.discipline.codel.target: must be longer than zero (got \"0ms\")".into()],
+        ),
+        (
+            good(r#"{ "codel": { "target": 5 } }"#),
+            vec!["server.discipline.codel.target: a duration needs a unit (got the bare number 5); write \"5s\" or \"5ms\"".into()],
+        ),
+        (
+            good(r#"{ "codel": { "interval": "0s" } }"#),
+            vec!["server.discipline.codel.interval: must be longer than zero (got \"0s\")".into()],
+        ),
+        (
+            good(r#"{ "codel": { "target": "200ms" } }"#),
+            vec![
+                "server.discipline.codel.target: must be shorter than the interval (got target 200ms, interval 100ms)".into(),
+                "lower target or raise interval".into(),
+            ],
+        ),
+        (
+            service(r#"{ "codel": { "target": "10ms", "interval": "10ms" } }"#),
+            vec![format!(
+                "{p}.codel.target: must be shorter than the interval (got target 10ms, interval 10ms)"
+            )],
+        ),
+        (
+            service(r#"{ "adaptive_lifo": { "interval": "0s" } }"#),
+            vec![format!("{p}.adaptive_lifo.interval: must be longer than zero (got \"0s\")")],
+        ),
+        (
+            GOOD.replacen(
+                r#""server": { "service_time": { "constant": "1ms" } }"#,
+                r#""server": { "kind": "occ", "discipline": "codel" }"#,
+                1,
+            ),
+            vec!["server.discipline: applies to a queue server only".into()],
+        ),
+    ];
+    for (text, needles) in &cases {
+        let stderr = reject(text);
+        assert_says(&stderr, &["1 problem in the scenario"]);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_says(&stderr, &needles);
+    }
+    // A variant's patch is checked like the file, and names the variant.
+    let stderr = reject(&GOOD.replacen(
+        "\"duration\": \"1s\",",
+        r#""duration": "1s", "variants": [{ "name": "shed", "patch": { "server": { "discipline": { "codel": { "interval": "1ms" } } } } }],"#,
+        1,
+    ));
+    assert_says(
+        &stderr,
+        &[
+            "1 problem in the scenario",
+            "server.discipline.codel.target: must be shorter than the interval (got target 5ms, interval 1ms)",
+            "(in variants[0] \"shed\")",
+        ],
+    );
+}
+
+/// Every form of a shedding discipline is accepted, on a server and on a service.
+#[test]
+fn shedding_disciplines_in_every_form_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, discipline) in [
+        r#""codel""#,
+        r#""adaptive_lifo""#,
+        r#"{ "codel": {} }"#,
+        r#"{ "codel": { "target": "1ms", "interval": "1s" } }"#,
+        r#"{ "adaptive_lifo": { "interval": "50ms" } }"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let text = GRAPH.replacen(
+            r#""backend": { "concurrency": 2,"#,
+            &format!(r#""backend": {{ "concurrency": 2, "discipline": {discipline},"#),
+            1,
+        );
+        std::fs::write(dir.path().join(format!("g{i}.json")), text).unwrap();
+        let out = retrystorm(dir.path(), &["check", &format!("g{i}.json")]);
+        assert!(
+            out.status.success(),
+            "{discipline}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

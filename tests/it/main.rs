@@ -25,6 +25,7 @@ mod references;
 mod results;
 mod scenario_rules;
 mod throttling;
+mod shedding;
 mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
