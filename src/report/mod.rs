@@ -41,7 +41,13 @@ pub(crate) fn produces(key: &str, scenario: &crate::scenario::Scenario) -> bool 
     match key {
         "hedges" | "hedge_wins" => scenario.policy.hedge.is_some(),
         "failed.throttled_locally" => std::iter::once(&scenario.policy)
-            .chain(scenario.services.iter().flat_map(|s| &s.calls).map(|c| &c.policy))
+            .chain(
+                scenario
+                    .services
+                    .iter()
+                    .flat_map(|s| &s.calls)
+                    .map(|c| &c.policy),
+            )
             .any(|p| p.adaptive_throttle.is_some()),
         _ => key
             .strip_prefix("server.")
@@ -54,17 +60,14 @@ pub(crate) fn produces(key: &str, scenario: &crate::scenario::Scenario) -> bool 
 /// counts a caller whose call is not idempotent, `replayed` one that sends idempotency keys.
 pub(crate) fn service_produces(key: &str, scenario: &crate::scenario::Scenario, s: usize) -> bool {
     // The policies of the calls into `s`: the clients' for the entry, then every call to it.
-    let mut callers = (s == 0)
-        .then_some(&scenario.policy)
-        .into_iter()
-        .chain(
-            scenario
-                .services
-                .iter()
-                .flat_map(|x| &x.calls)
-                .filter(|c| c.to == s)
-                .map(|c| &c.policy),
-        );
+    let mut callers = (s == 0).then_some(&scenario.policy).into_iter().chain(
+        scenario
+            .services
+            .iter()
+            .flat_map(|x| &x.calls)
+            .filter(|c| c.to == s)
+            .map(|c| &c.policy),
+    );
     match key {
         "shed" => matches!(
             &scenario.services[s].server.kind,

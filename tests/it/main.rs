@@ -24,8 +24,8 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
-mod throttling;
 mod shedding;
+mod throttling;
 mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
