@@ -221,7 +221,7 @@ impl QueueServer {
 
     /// An attempt arrives at `now`. An arrival while every worker is busy (or a stall holds
     /// them all) waits if there is room.
-    #[inline]
+    #[inline(always)]
     pub fn arrive(&mut self, job: Job, now: SimTime, rng: &mut Pcg64) -> Admission {
         if self.has_free_worker() {
             Admission::Start(self.start(now, rng))
@@ -244,7 +244,7 @@ impl QueueServer {
     /// A worker finished at `now`. Returns the waiting attempt it starts next, with its service
     /// time, after discarding expired ones if `drop_expired` is set and those `cancelled`
     /// says their callers cancelled.
-    #[inline]
+    #[inline(always)]
     pub fn complete(
         &mut self,
         now: SimTime,
@@ -259,6 +259,12 @@ impl QueueServer {
         }
         let job = self.next_waiting(now, &cancelled)?;
         Some((job, self.start(now, rng)))
+    }
+
+    /// Whether attempts discarded or shed at dequeue wait to be handed back.
+    #[inline(always)]
+    pub fn discarded(&self) -> bool {
+        !self.dropped.is_empty() || !self.shed_jobs.is_empty()
     }
 
     /// Hands back one of the attempts discarded at dequeue not yet handed back.
@@ -282,7 +288,7 @@ impl QueueServer {
     /// Takes the next waiting attempt in serving order, discarding expired ones if
     /// `drop_expired` is set and cancelled ones, and shedding those CoDel finds too old.
     /// Whether the queue is standing is decided once, before anything leaves it.
-    #[inline]
+    #[inline(always)]
     fn next_waiting(&mut self, now: SimTime, cancelled: impl Fn(&Job) -> bool) -> Option<Job> {
         let (newest_first, limit) = match self.config.discipline {
             Discipline::Fifo => (false, None),

@@ -336,9 +336,18 @@ impl Sim<'_> {
 
     /// The attempt of call `slot` that held its idempotency key at service `s` was
     /// discarded without executing: the first repeat waiting for it executes in its place.
-    /// Does nothing for a call without keys.
+    /// Does nothing for a call without keys (the common case, checked inline).
+    #[inline(always)]
     fn key_released(&mut self, s: usize, slot: u32, now: SimTime) {
         let edge = self.calls[slot as usize].edge as usize;
+        if self.edges[edge].keys.is_some() {
+            self.hand_key_over(s, slot, edge, now);
+        }
+    }
+
+    /// [`Self::key_released`] for a call with keys.
+    #[inline(never)]
+    fn hand_key_over(&mut self, s: usize, slot: u32, edge: usize, now: SimTime) {
         let key = self.calls[slot as usize].id;
         loop {
             let Some(keys) = &mut self.edges[edge].keys else {
@@ -629,6 +638,11 @@ impl Sim<'_> {
     /// shed `rejected`, as a full server would have.
     #[inline(always)]
     fn account_dropped(&mut self, s: usize, now: SimTime) {
+        if let ServerState::Queue(server) = &self.services[s].server
+            && !server.discarded()
+        {
+            return;
+        }
         loop {
             let ServerState::Queue(server) = &mut self.services[s].server else {
                 return;
