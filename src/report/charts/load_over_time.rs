@@ -16,6 +16,23 @@ use crate::metrics::Column;
 use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
+/// The figure's caption: `caption`, and where some variant's clients rejected requests
+/// locally, that those never left them and so are not in the bars.
+pub fn caption(caption: &str, result: &ExperimentResult) -> String {
+    let local = result
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .any(|v| v.metrics.failed.throttled_locally > 0.0);
+    if local {
+        format!(
+            "{caption} Requests a client's adaptive throttle rejected never left it: they are not in the bars (`failed.throttled_locally` in summary.json counts them)."
+        )
+    } else {
+        caption.to_string()
+    }
+}
+
 /// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s,
 /// first_attempts_per_s, retries_per_s, succeeded_per_s, queue_len` (and `trigger`).
 pub fn draw<DB: DrawingBackend>(
@@ -66,10 +83,17 @@ where
             "{}: load per second{at} ({}; bars: first attempts (pale) + {}; black: succeeded{}{})",
             experiment.name,
             frame.bucket_words(),
-            if point.variants.iter().any(|v| v.metrics.hedges > 0.0) {
-                "retries and hedges"
-            } else {
-                "retries"
+            match (
+                point.variants.iter().any(|v| v.metrics.hedges > 0.0),
+                point
+                    .variants
+                    .iter()
+                    .any(|v| v.metrics.failed.throttled_locally > 0.0),
+            ) {
+                (false, false) => "retries",
+                (true, false) => "retries and hedges",
+                (false, true) => "retries that left the clients",
+                (true, true) => "retries and hedges that left the clients",
             },
             if any_queue { "; grey: queue" } else { "" },
             if any_trigger {

@@ -667,6 +667,7 @@ fn render(
             }
         }
         Chart::PhaseDiagram { .. } => phase_diagram::caption(caption, experiment, result),
+        Chart::LoadOverTime { .. } => load_over_time::caption(caption, result),
         _ => caption.to_string(),
     };
     let panels = match chart {
