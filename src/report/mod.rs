@@ -33,12 +33,18 @@ use crate::runner::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
 /// Whether a variant running `scenario` can produce the optional headline count `key` at
-/// all (a hedge count needs the clients to hedge, a local rejection an adaptive throttle
+/// all (a budget or breaker count needs the clients' policy to have one, a hedge count needs
+/// the clients to hedge, a local rejection an adaptive throttle
 /// somewhere, the entry's counts what [`service_produces`] says of it); every other count,
 /// yes. Where it cannot, a table prints `-` rather than a zero, so that a zero means the
 /// policy was there and did nothing.
 pub(crate) fn produces(key: &str, scenario: &crate::scenario::Scenario) -> bool {
     match key {
+        "budget_denials" => scenario.policy.budget.is_some(),
+        "breaker.refusals"
+        | "breaker.openings"
+        | "breaker.transitions"
+        | "breaker.open_fraction" => scenario.policy.breaker.is_some(),
         "hedges" | "hedge_wins" => scenario.policy.hedge.is_some(),
         "failed.throttled_locally" => std::iter::once(&scenario.policy)
             .chain(
@@ -237,6 +243,85 @@ pub fn write_files(dir: &Path, files: &[OutputFile]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one variant of a scenario text.
+    fn scenario(text: &str) -> crate::scenario::Scenario {
+        let e = crate::scenario::load_str(text, "t", &Default::default())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        e.points[0].variants[0].scenario.clone()
+    }
+
+    /// A table prints `-`, not a zero, exactly where no policy could produce the count.
+    #[test]
+    fn only_a_policy_that_can_produce_a_count_gets_a_number() {
+        let single = |policy: &str, discipline: &str| {
+            scenario(&format!(
+                r#"{{"name": "t", "duration": "1s",
+                  "clients": {{"count": 1, "workload": {{"open": {{"rate_per_s": 10}}}}}},
+                  "server": {{"discipline": {discipline}, "service_time": {{"constant": "1ms"}}}},
+                  "policy": {{"timeout": "1s", {policy}}}}}"#
+            ))
+        };
+        let plain = single(r#""retry": {"max_attempts": 2}"#, r#""fifo""#);
+        for key in [
+            "budget_denials",
+            "breaker.refusals",
+            "breaker.open_fraction",
+            "hedges",
+            "hedge_wins",
+            "failed.throttled_locally",
+            "server.shed",
+            "server.cancelled",
+            "server.duplicates",
+            "server.duplicate_calls",
+            "server.replayed",
+        ] {
+            assert!(!produces(key, &plain), "{key}");
+        }
+        for key in ["attempts", "server.wasted", "failed.timeout"] {
+            assert!(produces(key, &plain), "{key}");
+        }
+        let all = single(
+            r#""budget": {"token_bucket": {"max_tokens": 10, "token_ratio": 0.1}},
+               "breaker": {}, "hedge": {"delay": "10ms", "cancel": true},
+               "adaptive_throttle": true, "idempotent": false, "idempotency_key": true"#,
+            r#""codel""#,
+        );
+        for key in [
+            "budget_denials",
+            "breaker.refusals",
+            "breaker.open_fraction",
+            "hedges",
+            "hedge_wins",
+            "failed.throttled_locally",
+            "server.shed",
+            "server.cancelled",
+            "server.duplicates",
+            "server.duplicate_calls",
+            "server.replayed",
+        ] {
+            assert!(produces(key, &all), "{key}");
+        }
+        // In a graph, a service's counts follow the calls into it.
+        let graph = scenario(
+            r#"{"name": "g", "duration": "1s",
+              "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}, "entry": "a"},
+              "services": {
+                "a": {"service_time": {"constant": "1ms"}, "calls": [
+                  {"to": "b", "policy": {"idempotent": false, "hedge": {"delay": "5ms"}}}]},
+                "b": {"service_time": {"constant": "1ms"}}}}"#,
+        );
+        assert!(!service_produces("duplicates", &graph, 0));
+        assert!(service_produces("duplicates", &graph, 1));
+        assert!(
+            !service_produces("cancelled", &graph, 1),
+            "hedges without cancel"
+        );
+        assert!(!service_produces("replayed", &graph, 1));
+        let call = &graph.services[0].calls[0];
+        assert!(call_produces("hedges", call));
+        assert!(!call_produces("throttled_locally", call));
+    }
 
     #[test]
     fn csv_cells_that_start_a_formula_are_defused_and_read_back() {
