@@ -108,7 +108,8 @@ pub struct Counters {
 }
 
 /// Why a run stopped before everything drained.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Truncation {
     /// `max_time` passed with requests still in flight.
     MaxTime {
@@ -207,6 +208,24 @@ pub struct LatencyHistogram {
     counts: Counts,
     sum_nanos: u128,
     max_nanos: u64,
+}
+
+/// A [`LatencyHistogram`] as plain numbers (a shard folder's latencies): the raw values while
+/// there are few, else each HDR bucket's highest value and count; the exact sum (as decimal
+/// text: it may exceed 64 bits) and the max.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyParts {
+    /// The exact sum of the latencies in nanoseconds, in decimal.
+    pub sum_nanos: String,
+    /// The largest latency in nanoseconds.
+    pub max_nanos: u64,
+    /// The latencies as they are (at most [`FEW_LATENCIES`]), or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub few: Option<Vec<u64>>,
+    /// Each HDR bucket's highest value and its count, or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<Vec<[u64; 2]>>,
 }
 
 /// Latencies kept as raw values up to this many; beyond, in the HDR histogram.
@@ -371,6 +390,52 @@ impl LatencyHistogram {
             }
         }
         bins
+    }
+
+    /// The histogram as plain numbers, for a shard folder ([`LatencyParts`]).
+    pub fn to_parts(&self) -> LatencyParts {
+        let (few, hdr) = match &self.counts {
+            Counts::Few(values) => (Some(values.clone()), None),
+            Counts::Many(hist) => (
+                None,
+                Some(
+                    hist.iter_recorded()
+                        .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                        .collect(),
+                ),
+            ),
+        };
+        LatencyParts {
+            sum_nanos: self.sum_nanos.to_string(),
+            max_nanos: self.max_nanos,
+            few,
+            hdr,
+        }
+    }
+
+    /// The histogram [`LatencyHistogram::to_parts`] described: every count lands in the
+    /// bucket it came from (each HDR bucket is recorded at its highest value, which lies in
+    /// it), so every number read from it is the one read from the original. `None` when the
+    /// parts do not describe a histogram.
+    pub fn from_parts(parts: &LatencyParts) -> Option<Self> {
+        let counts = match (&parts.few, &parts.hdr) {
+            (Some(values), None) if values.len() <= FEW_LATENCIES && !values.contains(&0) => {
+                Counts::Few(values.clone())
+            }
+            (None, Some(buckets)) => {
+                let mut hist = new_histogram();
+                for &[value, count] in buckets {
+                    hist.record_n(value.max(1), count).ok()?;
+                }
+                Counts::Many(hist)
+            }
+            _ => return None,
+        };
+        Some(LatencyHistogram {
+            counts,
+            sum_nanos: parts.sum_nanos.parse().ok()?,
+            max_nanos: parts.max_nanos,
+        })
     }
 
     /// The same latencies, kept in the HDR histogram whatever their number (for tests of the
