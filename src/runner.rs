@@ -673,7 +673,7 @@ pub fn run_range(
 /// replication), and each replication's digest.
 pub enum Refed {
     /// Latencies of some of the replications of a group, merged.
-    Pool(usize, LatencyPool),
+    Pool(usize, Box<LatencyPool>),
     /// The digest of job `index`.
     Replication(u64, Box<Digest>),
 }

@@ -672,6 +672,13 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
                 "{d}: written by retrystorm {}, this is {version}; shards are merged by the version that ran them (their typical runs are simulated again): run every shard with one version",
                 i.retrystorm
             ));
+        } else if i.overrides != reference.overrides {
+            problems.push(format!(
+                "{d}: run with other --seed, --replications or --sweep ({}) than {} ({}); run every shard with the same flags",
+                overrides_text(&i.overrides),
+                first.dir.display(),
+                overrides_text(&reference.overrides)
+            ));
         } else if i.resolved_sha256 != reference.resolved_sha256 || i.scenario != reference.scenario
         {
             problems.push(format!(
@@ -681,13 +688,6 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
                 first.dir.display(),
                 reference.scenario,
                 short(&reference.resolved_sha256)
-            ));
-        } else if i.overrides != reference.overrides {
-            problems.push(format!(
-                "{d}: run with other --seed, --replications or --sweep ({}) than {} ({}); run every shard with the same flags",
-                overrides_text(&i.overrides),
-                first.dir.display(),
-                overrides_text(&reference.overrides)
             ));
         } else if i.count != reference.count {
             problems.push(format!(
@@ -911,7 +911,7 @@ fn stream(
                 };
                 Some(Ok(Refed::Pool(
                     unit as usize,
-                    LatencyPool { success, failure },
+                    Box::new(LatencyPool { success, failure }),
                 )))
             }
             (Line::Replication(raw), Some(r)) if raw.unit == unit && raw.replication == r => {
@@ -938,4 +938,94 @@ fn stream(
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_tile_the_jobs_in_order_and_deal_whole_units_when_they_can() {
+        for units in 1..12u64 {
+            for reps in 1..6u64 {
+                for count in 1..15u64 {
+                    let ranges: Vec<Range<u64>> =
+                        (0..count).map(|i| jobs(units, reps, i, count)).collect();
+                    assert_eq!(ranges[0].start, 0);
+                    assert_eq!(ranges[count as usize - 1].end, units * reps);
+                    for pair in ranges.windows(2) {
+                        assert_eq!(pair[0].end, pair[1].start, "contiguous, in order");
+                    }
+                    for r in &ranges {
+                        if units >= count {
+                            assert!(!r.is_empty(), "every shard gets a unit");
+                            assert_eq!(r.start % reps, 0, "whole units");
+                            assert_eq!(r.end % reps, 0, "whole units");
+                        } else if units * reps >= count {
+                            assert!(!r.is_empty(), "every shard gets replications");
+                        }
+                        let covered: u64 = parts(r, reps)
+                            .iter()
+                            .map(|&(_, a, b)| u64::from(b - a))
+                            .sum();
+                        assert_eq!(covered, r.end - r.start);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shard_text_is_read_or_refused_with_the_rule() {
+        assert_eq!(
+            parse_spec("2/5"),
+            Ok(ShardSpec::Fixed { index: 2, count: 5 })
+        );
+        assert_eq!(parse_spec("auto"), Ok(ShardSpec::Auto { count: None }));
+        assert_eq!(parse_spec("auto/8"), Ok(ShardSpec::Auto { count: Some(8) }));
+        for bad in ["5/5", "1/0", "", "auto/", "x/3", "3", "1/2/3", "auto/-1"] {
+            let e = parse_spec(bad).unwrap_err();
+            assert!(e.contains("--shard takes I/K"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn auto_takes_the_index_relative_to_the_array_minimum() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let auto = ShardSpec::Auto { count: None };
+        let one_based = env(&[
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert_eq!(resolve(auto, &one_based).unwrap(), (2, 3));
+        let zero_based = env(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert_eq!(resolve(auto, &zero_based).unwrap(), (0, 3));
+        let k8s = env(&[("JOB_COMPLETION_INDEX", "0")]);
+        assert_eq!(
+            resolve(ShardSpec::Auto { count: Some(2) }, &k8s).unwrap(),
+            (0, 2)
+        );
+        assert!(resolve(auto, &k8s).is_err(), "auto needs the count");
+        let below = env(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert!(resolve(auto, &below).is_err());
+        let junk = env(&[
+            ("SLURM_ARRAY_TASK_ID", "x"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert!(resolve(auto, &junk).is_err());
+    }
 }

@@ -855,6 +855,27 @@ mod tests {
     }
 
     #[test]
+    fn latencies_read_back_from_their_parts_give_the_same_numbers() {
+        for n in [0u64, 1, 7, 1024, 1025, 50_000] {
+            let mut h = LatencyHistogram::default();
+            for i in 0..n {
+                h.record(SimDuration::from_nanos((i * 7_919_993) % 3_000_000_000 + 1));
+            }
+            let back = LatencyHistogram::from_parts(&h.to_parts()).unwrap();
+            assert_eq!(back.count(), h.count(), "{n}");
+            assert_eq!(back.summary(), h.summary(), "{n}");
+            assert_eq!(back.bins(), h.bins(), "{n}");
+            assert_eq!(back.mean_nanos().to_bits(), h.mean_nanos().to_bits(), "{n}");
+            // Merged with another, as a merge of shards does, still the same.
+            let (mut a, mut b) = (h.clone(), back);
+            a.merge(&h);
+            b.merge(&h);
+            assert_eq!(a.summary(), b.summary(), "{n}");
+            assert_eq!(a.bins(), b.bins(), "{n}");
+        }
+    }
+
+    #[test]
     fn latency_bins_are_log_spaced_and_clamped() {
         assert_eq!(latency_bin(1), 0, "below 1 us lands in the first bin");
         assert_eq!(latency_bin(1_000), 0);
