@@ -24,6 +24,7 @@ use crate::runner;
 use crate::scenario::{
     Axis, Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
 };
+use crate::shard::{self, ShardRefused, ShardSpec};
 
 /// Exit code for a bad scenario or bad usage.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -66,6 +67,24 @@ pub enum Command {
     },
     /// Print the JSON Schema of the scenario format (for editor autocompletion).
     Schema,
+    /// Merge the shard folders of a sharded run (`run --shard I/K`) into the folder a single
+    /// run would have written, byte for byte; refuses missing, duplicate, foreign or damaged
+    /// shards and then writes nothing.
+    Merge(MergeArgs),
+}
+
+/// `retrystorm merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard folders, every one of the run, in any order.
+    #[arg(required = true, value_name = "SHARD_DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Output folder (default output/<name>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `retrystorm run`.
@@ -96,6 +115,11 @@ pub struct RunArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run one share of the work and write a shard folder (default output/<name>.shard-I-of-K)
+    /// for `retrystorm merge`: I/K (0-based, 0 <= I < K), auto (index and count from a Slurm
+    /// job array) or auto/K (index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "I/K", value_parser = shard::parse_spec)]
+    pub shard: Option<ShardSpec>,
 }
 
 fn parse_sweep(text: &str) -> Result<Sweep, String> {
@@ -122,7 +146,9 @@ fn parse_sweep(text: &str) -> Result<Sweep, String> {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Run(args) if args.shard.is_some() => run_shard(&args, &Signals::install()?),
         Command::Run(args) => run_files(&args, &Signals::install()?),
+        Command::Merge(args) => merge_shards(&args, &Signals::install()?),
         Command::Check { files } => check_files(&files),
         Command::Report { dir, format } => report_dir(&dir, format, &Signals::install()?),
         Command::Schema => {
@@ -143,6 +169,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         128u8.saturating_add(i.signal as u8)
     } else if err.downcast_ref::<ScenarioError>().is_some()
         || err.downcast_ref::<BadInput>().is_some()
+        || err.downcast_ref::<ShardRefused>().is_some()
         || err.downcast_ref::<Refused>().is_some()
     {
         EXIT_BAD_INPUT
@@ -403,6 +430,170 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The overrides of `args` that change results, as a shard records them.
+fn overrides(args: &RunArgs) -> shard::Overrides {
+    shard::Overrides {
+        seed: args.seed,
+        replications: args.replications,
+        sweep: args
+            .sweep
+            .iter()
+            .map(|s| shard::SweepOverride {
+                path: s.path.clone(),
+                values: s.values.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// `retrystorm run FILE --shard I/K`: runs the jobs of shard I of K and writes its shard
+/// folder.
+fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
+    let spec = args.shard.expect("called with --shard");
+    let [file] = args.files.as_slice() else {
+        return Err(BadInput(format!(
+            "--shard runs one scenario file (got {}); run each file's shards on their own",
+            args.files.len()
+        ))
+        .into());
+    };
+    let (index, count) = shard::resolve(spec, &|name| std::env::var(name).ok())?;
+    let overrides = overrides(args);
+    let options = LoadOptions {
+        seed: args.seed,
+        replications: args.replications,
+        sweep: sweep_option(&args.sweep)?,
+    };
+    let source = std::fs::read_to_string(file).map_err(|reason| ScenarioError::Read {
+        file: file.display().to_string(),
+        reason,
+    })?;
+    let shown = file.display().to_string();
+    let experiment = crate::scenario::load_str(&source, &shown, &options)?;
+    let dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => output_dir(
+            None,
+            &format!("{}.shard-{index}-of-{count}", experiment.name),
+            false,
+        )
+        .map_err(|e| BadInput(format!("{shown}: {e}")))?,
+    };
+    let dest = report::prepare(&dir)?;
+    let (range, held) = shard::plan(&experiment, index, count);
+    let experiment = Arc::new(experiment);
+    let progress = Arc::new(Progress::with_total(
+        &format!("{} shard {index}/{count}", experiment.name),
+        range.end - range.start,
+        args.quiet,
+    ));
+    let work = {
+        let (experiment, progress) = (experiment.clone(), progress.clone());
+        let jobs = args.jobs;
+        let range = range.clone();
+        move || runner::run_range(&experiment, range, jobs, &|| progress.job_done())
+    };
+    let result = match signals.wait_for(work) {
+        Ok(done) => done,
+        Err(signal) => {
+            progress.finish();
+            return Err(match signal {
+                Some(_) => signals.interrupted(format!(
+                    "nothing was written; {} is as it was",
+                    dest.shown().display()
+                )),
+                None => anyhow::anyhow!("the simulation stopped without a result"),
+            });
+        }
+    };
+    progress.finish();
+    let files = shard::shard_files(
+        &shard::ShardRun {
+            experiment: &experiment,
+            source: &source,
+            file: &shown,
+            overrides: &overrides,
+            format: args.format,
+            index,
+            count,
+        },
+        &result,
+    )?;
+    signals.publish(&dest, &files)?;
+    if !args.quiet {
+        let whole = held
+            .iter()
+            .filter(|h| {
+                u64::from(h.replications[1] - h.replications[0])
+                    == u64::from(experiment.replications)
+            })
+            .count();
+        println!(
+            "shard {index}/{count} of {}: {} of {} units ({whole} whole), {} replications run; shard folder {}",
+            experiment.name,
+            held.len(),
+            runner::groups(&experiment).len(),
+            range.end - range.start,
+            dest.shown().display()
+        );
+    }
+    Ok(())
+}
+
+/// `retrystorm merge SHARD_DIR... --out DIR`: checks the shards, folds them and writes the
+/// run's folder.
+fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
+    let checked = shard::check(&args.dirs)?;
+    let experiment = &checked.experiment;
+    let dir = output_dir(args.out.as_deref(), &experiment.name, false)
+        .map_err(|e| BadInput(format!("merge: {e}")))?;
+    let dest = report::prepare(&dir)?;
+    let units = runner::groups(experiment).len();
+    if !args.quiet {
+        println!(
+            "found {} shards of {}: {units} units of {} replications ({} in all)",
+            checked.shards.len(),
+            experiment.name,
+            experiment.replications,
+            units as u64 * u64::from(experiment.replications)
+        );
+    }
+    let checked = Arc::new(checked);
+    let work = {
+        let checked = checked.clone();
+        move || -> anyhow::Result<_> {
+            let result = shard::merge(&checked)?;
+            let files = report::render(&checked.experiment, &result, checked.format)?;
+            Ok((result, files))
+        }
+    };
+    let (result, files) = match signals.wait_for(work) {
+        Ok(done) => done?,
+        Err(signal) => {
+            return Err(match signal {
+                Some(_) => signals.interrupted(format!(
+                    "nothing was written; {} is as it was",
+                    dest.shown().display()
+                )),
+                None => anyhow::anyhow!("the merge stopped without a result"),
+            });
+        }
+    };
+    signals.publish(&dest, &files)?;
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", report::table(&checked.experiment, &result))?;
+        writeln!(
+            out,
+            "merged {} shards: {} files written to {}\n",
+            checked.shards.len(),
+            files.len() + 1,
+            dest.shown().display()
+        )?;
+    }
+    Ok(())
+}
+
 /// A progress bar on stderr that appears only when a run takes longer than about a second,
 /// and never when stderr is not a terminal or with `--quiet`.
 struct Progress {
@@ -419,8 +610,12 @@ impl Progress {
             .iter()
             .map(|p| p.variants.len() * experiment.replications as usize)
             .sum();
+        Self::with_total(&experiment.name, jobs as u64, quiet)
+    }
+
+    fn with_total(name: &str, jobs: u64, quiet: bool) -> Self {
         let bar = indicatif::ProgressBar::with_draw_target(
-            Some(jobs as u64),
+            Some(jobs),
             indicatif::ProgressDrawTarget::hidden(),
         );
         bar.set_style(
@@ -430,7 +625,7 @@ impl Progress {
             .expect("the template is valid")
             .progress_chars("=> "),
         );
-        bar.set_message(experiment.name.clone());
+        bar.set_message(name.to_string());
         Progress {
             bar,
             started: std::time::Instant::now(),

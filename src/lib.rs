@@ -13,4 +13,5 @@ pub mod model;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod sim;

@@ -423,6 +423,25 @@ impl<'a> Folder<'a> {
     }
 }
 
+/// The (point, variant) groups of `experiment`, in job order: point by point, then variant by
+/// variant. Job `index` is replication `index % replications` of group
+/// `index / replications`.
+pub fn groups(experiment: &Experiment) -> Vec<(usize, usize)> {
+    experiment
+        .points
+        .iter()
+        .enumerate()
+        .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
+        .collect()
+}
+
+fn thread_count(jobs: usize) -> usize {
+    match jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
 /// Runs `experiment` on `jobs` threads (0: all cores). `on_job_done` is called after every
 /// replication, from any thread.
 pub fn run(
@@ -430,17 +449,9 @@ pub fn run(
     jobs: usize,
     on_job_done: &(dyn Fn() + Sync),
 ) -> ExperimentResult {
-    let groups: Vec<(usize, usize)> = experiment
-        .points
-        .iter()
-        .enumerate()
-        .flat_map(|(p, point)| (0..point.variants.len()).map(move |v| (p, v)))
-        .collect();
+    let groups = groups(experiment);
     let total = groups.len() as u64 * u64::from(experiment.replications);
-    let threads = match jobs {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = thread_count(jobs);
     // The latency histograms of the groups being run, merged by the threads that ran them,
     // each into its own.
     let pools: Vec<Pools> = (0..threads).map(|_| Pools::default()).collect();
@@ -588,4 +599,151 @@ fn run_parallel<'a>(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .folder
+}
+
+/// The replications of a range of jobs, run where the rest of the experiment is not (a
+/// shard): each replication's [`Digest`] in job order, and each group's latency histograms
+/// merged (over the range's replications of that group).
+pub struct RangeResult {
+    /// The first job of the range.
+    pub start: u64,
+    /// One per job of the range, in job order.
+    pub digests: Vec<Digest>,
+    /// The latencies of each group met in the range, by group.
+    pub pools: BTreeMap<usize, LatencyPool>,
+}
+
+/// Runs jobs `range` of `experiment` (see [`groups`] for their numbering) on `jobs` threads
+/// (0: all cores), calling `on_job_done` after each. Each job depends only on its scenario,
+/// the seed and its replication index, so its digest is the one [`run`] folds for it.
+pub fn run_range(
+    experiment: &Experiment,
+    range: std::ops::Range<u64>,
+    jobs: usize,
+    on_job_done: &(dyn Fn() + Sync),
+) -> RangeResult {
+    let groups = groups(experiment);
+    let reps = u64::from(experiment.replications);
+    let len = range.end.saturating_sub(range.start) as usize;
+    let threads = thread_count(jobs).clamp(1, len.max(1));
+    let next = std::sync::atomic::AtomicU64::new(range.start);
+    let slots: Mutex<Vec<Option<Digest>>> = Mutex::new((0..len).map(|_| None).collect());
+    let pools: Mutex<BTreeMap<usize, LatencyPool>> = Mutex::new(BTreeMap::new());
+    let worker = || {
+        loop {
+            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if index >= range.end {
+                return;
+            }
+            let (group, replication) = ((index / reps) as usize, index % reps);
+            let (p, v) = groups[group];
+            let scenario = &experiment.points[p].variants[v].scenario;
+            let result = sim::run(scenario, experiment.seed, replication);
+            on_job_done();
+            pools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(group)
+                .or_default()
+                .add(&result);
+            let digest = result.digest();
+            slots.lock().unwrap_or_else(|e| e.into_inner())[(index - range.start) as usize] =
+                Some(digest);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    RangeResult {
+        start: range.start,
+        digests: slots
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .map(|d| d.expect("every job of the range ran"))
+            .collect(),
+        pools: pools.into_inner().unwrap_or_else(|e| e.into_inner()),
+    }
+}
+
+/// What [`refold`] is fed, in job order: a group's latencies (all of them before its last
+/// replication), and each replication's digest.
+pub enum Refed {
+    /// Latencies of some of the replications of a group, merged.
+    Pool(usize, Box<LatencyPool>),
+    /// The digest of job `index`.
+    Replication(u64, Box<Digest>),
+}
+
+/// Folds replications that ran elsewhere (in shards) exactly as [`run`] folds its own: the
+/// same [`Folder`], fed the same digests in the same job order, so every number comes out
+/// bit for bit the same. Recovery is analysed again from each digest's series (a pure
+/// function of it), and the typical runs a group calls for are simulated again here, as
+/// [`run`] does. Fails when a replication comes out of order or one is missing.
+pub fn refold(
+    experiment: &Experiment,
+    fed: impl Iterator<Item = anyhow::Result<Refed>>,
+) -> anyhow::Result<ExperimentResult> {
+    let groups = groups(experiment);
+    let pools: Vec<Pools> = vec![Pools::default()];
+    let scenario = |group: usize| -> &Scenario {
+        let (p, v) = groups[group];
+        &experiment.points[p].variants[v].scenario
+    };
+    let mut folder = Folder::new(experiment, &groups, &pools);
+    let mut next = 0u64;
+    for item in fed {
+        match item? {
+            Refed::Pool(group, pool) => {
+                anyhow::ensure!(group < groups.len(), "no unit {group}");
+                pools[0]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(group)
+                    .or_default()
+                    .absorb(&pool);
+            }
+            Refed::Replication(index, run) => {
+                anyhow::ensure!(
+                    index == next,
+                    "job {index} came where job {next} was expected"
+                );
+                next += 1;
+                let reps = u64::from(experiment.replications);
+                let group = (index / reps) as usize;
+                anyhow::ensure!(group < groups.len(), "no unit {group}");
+                let s = scenario(group);
+                let recovery = recovery::analyse(&run.series, &s.triggers(), s.duration);
+                let mut done = VecDeque::from([Done::Replication(
+                    index,
+                    Box::new(Finished {
+                        run: *run,
+                        recovery,
+                    }),
+                )]);
+                while let Some(d) = done.pop_front() {
+                    for job in folder.take(d) {
+                        if let Job::Example { group, replication } = job {
+                            let result =
+                                sim::run(scenario(group), experiment.seed, u64::from(replication));
+                            done.push_back(Done::Example {
+                                group,
+                                replication,
+                                series: result.series,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    anyhow::ensure!(
+        folder.is_complete(),
+        "only {next} of {} replications were found",
+        groups.len() as u64 * u64::from(experiment.replications)
+    );
+    Ok(folder.into_result())
 }

@@ -108,7 +108,8 @@ pub struct Counters {
 }
 
 /// Why a run stopped before everything drained.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Truncation {
     /// `max_time` passed with requests still in flight.
     MaxTime {
@@ -207,6 +208,24 @@ pub struct LatencyHistogram {
     counts: Counts,
     sum_nanos: u128,
     max_nanos: u64,
+}
+
+/// A [`LatencyHistogram`] as plain numbers (a shard folder's latencies): the raw values while
+/// there are few, else each HDR bucket's highest value and count; the exact sum (as decimal
+/// text: it may exceed 64 bits) and the max.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyParts {
+    /// The exact sum of the latencies in nanoseconds, in decimal.
+    pub sum_nanos: String,
+    /// The largest latency in nanoseconds.
+    pub max_nanos: u64,
+    /// The latencies as they are (at most [`FEW_LATENCIES`]), or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub few: Option<Vec<u64>>,
+    /// Each HDR bucket's highest value and its count, or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<Vec<[u64; 2]>>,
 }
 
 /// Latencies kept as raw values up to this many; beyond, in the HDR histogram.
@@ -371,6 +390,52 @@ impl LatencyHistogram {
             }
         }
         bins
+    }
+
+    /// The histogram as plain numbers, for a shard folder ([`LatencyParts`]).
+    pub fn to_parts(&self) -> LatencyParts {
+        let (few, hdr) = match &self.counts {
+            Counts::Few(values) => (Some(values.clone()), None),
+            Counts::Many(hist) => (
+                None,
+                Some(
+                    hist.iter_recorded()
+                        .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                        .collect(),
+                ),
+            ),
+        };
+        LatencyParts {
+            sum_nanos: self.sum_nanos.to_string(),
+            max_nanos: self.max_nanos,
+            few,
+            hdr,
+        }
+    }
+
+    /// The histogram [`LatencyHistogram::to_parts`] described: every count lands in the
+    /// bucket it came from (each HDR bucket is recorded at its highest value, which lies in
+    /// it), so every number read from it is the one read from the original. `None` when the
+    /// parts do not describe a histogram.
+    pub fn from_parts(parts: &LatencyParts) -> Option<Self> {
+        let counts = match (&parts.few, &parts.hdr) {
+            (Some(values), None) if values.len() <= FEW_LATENCIES && !values.contains(&0) => {
+                Counts::Few(values.clone())
+            }
+            (None, Some(buckets)) => {
+                let mut hist = new_histogram();
+                for &[value, count] in buckets {
+                    hist.record_n(value.max(1), count).ok()?;
+                }
+                Counts::Many(hist)
+            }
+            _ => return None,
+        };
+        Some(LatencyHistogram {
+            counts,
+            sum_nanos: parts.sum_nanos.parse().ok()?,
+            max_nanos: parts.max_nanos,
+        })
     }
 
     /// The same latencies, kept in the HDR histogram whatever their number (for tests of the
@@ -786,6 +851,27 @@ mod tests {
             proptest::prop_assert!(s.p999 <= s.max, "{:?}", s);
             let max = a.iter().chain(&b).map(|&(shift, x)| x >> shift).max().unwrap();
             proptest::prop_assert_eq!(s.max, max as f64 / 1e6);
+        }
+    }
+
+    #[test]
+    fn latencies_read_back_from_their_parts_give_the_same_numbers() {
+        for n in [0u64, 1, 7, 1024, 1025, 50_000] {
+            let mut h = LatencyHistogram::default();
+            for i in 0..n {
+                h.record(SimDuration::from_nanos((i * 7_919_993) % 3_000_000_000 + 1));
+            }
+            let back = LatencyHistogram::from_parts(&h.to_parts()).unwrap();
+            assert_eq!(back.count(), h.count(), "{n}");
+            assert_eq!(back.summary(), h.summary(), "{n}");
+            assert_eq!(back.bins(), h.bins(), "{n}");
+            assert_eq!(back.mean_nanos().to_bits(), h.mean_nanos().to_bits(), "{n}");
+            // Merged with another, as a merge of shards does, still the same.
+            let (mut a, mut b) = (h.clone(), back);
+            a.merge(&h);
+            b.merge(&h);
+            assert_eq!(a.summary(), b.summary(), "{n}");
+            assert_eq!(a.bins(), b.bins(), "{n}");
         }
     }
 

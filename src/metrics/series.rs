@@ -189,6 +189,18 @@ impl TimeSeries {
         }
     }
 
+    /// A finished series of buckets of width `bucket` (> 0) with these rows (at least one),
+    /// as [`TimeSeries::rows`] gave them: for results read back from a shard folder.
+    pub fn from_rows(bucket: SimDuration, rows: Vec<Row>) -> Self {
+        let current = rows.len().saturating_sub(1);
+        TimeSeries {
+            bucket,
+            next_boundary: SimTime((current as u64 + 1).saturating_mul(bucket.as_nanos())),
+            rows,
+            current,
+        }
+    }
+
     /// Bucket width.
     pub fn bucket(&self) -> SimDuration {
         self.bucket

@@ -179,7 +179,8 @@ fn is_sha256(text: &str) -> bool {
 }
 
 impl Manifest {
-    /// The manifest of `files` (which must hold summary.json and scenario.resolved.json).
+    /// The manifest of `files` (which must hold scenario.resolved.json and summary.json, or,
+    /// for a shard folder, shard.json).
     pub fn of(files: &[OutputFile]) -> anyhow::Result<Manifest> {
         let mut entries: Vec<ManifestEntry> = files
             .iter()
@@ -197,9 +198,24 @@ impl Manifest {
                 .map(|e| e.sha256.clone())
                 .with_context(|| format!("a run folder needs {name}"))
         };
+        // A shard folder (see `shard`) has shard.json where a run has summary.json.
+        let run_id = if entries.iter().any(|e| e.name == "summary.json") {
+            run_id(&digest("scenario.resolved.json")?, &digest("summary.json")?)
+        } else if entries.iter().any(|e| e.name == "shard.json") {
+            sha256_hex(
+                format!(
+                    "scenario.resolved.json {}\nshard.json {}\n",
+                    digest("scenario.resolved.json")?,
+                    digest("shard.json")?
+                )
+                .as_bytes(),
+            )
+        } else {
+            run_id(&digest("scenario.resolved.json")?, &digest("summary.json")?)
+        };
         Ok(Manifest {
             retrystorm: env!("CARGO_PKG_VERSION").to_string(),
-            run_id: run_id(&digest("scenario.resolved.json")?, &digest("summary.json")?),
+            run_id,
             files: entries,
         })
     }

@@ -24,6 +24,7 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
+mod shards;
 mod shedding;
 mod throttling;
 mod two_axis_sweep;
