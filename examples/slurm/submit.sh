@@ -3,20 +3,22 @@
 # job (merge.sbatch) that starts once every shard has succeeded. Prints the job ids and where
 # the result lands; it does not wait.
 #
-#   examples/slurm/submit.sh SCENARIO OUT [SHARDS]
+#   examples/slurm/submit.sh SCENARIO OUT [SHARDS [SBATCH_OPTION...]]
 #
 # OUT must be on a file system every node sees, and must not hold shards of an earlier sweep.
 # RETRYSTORM names the binary (default: retrystorm on PATH); it must be reachable at the same
-# path on the nodes. Other sbatch options go in sbatch's own environment variables
-# (SBATCH_PARTITION, SBATCH_ACCOUNT, SBATCH_TIMELIMIT, ...).
+# path on the nodes. SBATCH_OPTIONs (say --partition=short --time=2:00:00 --cpus-per-task=4)
+# go to both jobs, as do sbatch's own environment variables (SBATCH_PARTITION, SBATCH_ACCOUNT,
+# ...).
 set -euo pipefail
 
-if (($# < 2 || $# > 3)); then
-    echo "usage: $0 SCENARIO OUT [SHARDS]   (SHARDS defaults to 4)" >&2
+if (($# < 2)); then
+    echo "usage: $0 SCENARIO OUT [SHARDS [SBATCH_OPTION...]]   (SHARDS defaults to 4)" >&2
     exit 2
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 SHARDS=${3:-4}
+EXTRA=("${@:4}")
 if ! [[ $SHARDS =~ ^[1-9][0-9]*$ ]]; then
     echo "$0: SHARDS must be a whole number of at least 1, not '$SHARDS'" >&2
     exit 2
@@ -46,10 +48,10 @@ fi
 mkdir -p "$OUT/logs"
 export SCENARIO OUT RETRYSTORM
 sweep=$(env -u SHARDS sbatch --parsable --export=ALL --array="0-$((SHARDS - 1))" \
-    --output="$OUT/logs/shard-%a.out" "$HERE/sweep.sbatch")
+    --output="$OUT/logs/shard-%a.out" "${EXTRA[@]}" "$HERE/sweep.sbatch")
 sweep=${sweep%%;*}
 merge=$(sbatch --parsable --export=ALL --dependency="afterok:$sweep" \
-    --output="$OUT/logs/merge.out" "$HERE/merge.sbatch")
+    --output="$OUT/logs/merge.out" "${EXTRA[@]}" "$HERE/merge.sbatch")
 merge=${merge%%;*}
 
 echo "sweep job $sweep: $SHARDS shards, into $OUT/shard-0 ... $OUT/shard-$((SHARDS - 1)) (logs: $OUT/logs/shard-N.out)"
