@@ -233,6 +233,18 @@ impl Signals {
         .into()
     }
 
+    /// The error of work that `signal` (or a worker that ended without a result) stopped
+    /// before anything was written to `dest`.
+    fn stopped(&self, signal: Option<i32>, dest: &std::path::Path) -> anyhow::Error {
+        match signal {
+            Some(_) => self.interrupted(format!(
+                "nothing was written; {} is as it was",
+                dest.display()
+            )),
+            None => anyhow::anyhow!("the simulation stopped without a result"),
+        }
+    }
+
     /// Runs `work` on another thread and waits for it, unless a signal comes first.
     fn wait_for<T: Send + 'static>(
         &self,
@@ -411,13 +423,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
             Ok(done) => done?,
             Err(signal) => {
                 progress.finish();
-                return Err(match signal {
-                    Some(_) => signals.interrupted(format!(
-                        "nothing was written; {} is as it was",
-                        dest.shown().display()
-                    )),
-                    None => anyhow::anyhow!("the simulation stopped without a result"),
-                });
+                return Err(signals.stopped(signal, dest.shown()));
             }
         };
         signals.publish(dest, &files)?;
@@ -497,13 +503,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         Ok(done) => done,
         Err(signal) => {
             progress.finish();
-            return Err(match signal {
-                Some(_) => signals.interrupted(format!(
-                    "nothing was written; {} is as it was",
-                    dest.shown().display()
-                )),
-                None => anyhow::anyhow!("the simulation stopped without a result"),
-            });
+            return Err(signals.stopped(signal, dest.shown()));
         }
     };
     progress.finish();

@@ -251,6 +251,21 @@ mod tests {
         e.points[0].variants[0].scenario.clone()
     }
 
+    /// The counts that only a policy or discipline produces.
+    const POLICY_COUNTS: [&str; 11] = [
+        "budget_denials",
+        "breaker.refusals",
+        "breaker.open_fraction",
+        "hedges",
+        "hedge_wins",
+        "failed.throttled_locally",
+        "server.shed",
+        "server.cancelled",
+        "server.duplicates",
+        "server.duplicate_calls",
+        "server.replayed",
+    ];
+
     /// A table prints `-`, not a zero, exactly where no policy could produce the count.
     #[test]
     fn only_a_policy_that_can_produce_a_count_gets_a_number() {
@@ -263,19 +278,7 @@ mod tests {
             ))
         };
         let plain = single(r#""retry": {"max_attempts": 2}"#, r#""fifo""#);
-        for key in [
-            "budget_denials",
-            "breaker.refusals",
-            "breaker.open_fraction",
-            "hedges",
-            "hedge_wins",
-            "failed.throttled_locally",
-            "server.shed",
-            "server.cancelled",
-            "server.duplicates",
-            "server.duplicate_calls",
-            "server.replayed",
-        ] {
+        for key in POLICY_COUNTS {
             assert!(!produces(key, &plain), "{key}");
         }
         for key in ["attempts", "server.wasted", "failed.timeout"] {
@@ -287,19 +290,7 @@ mod tests {
                "adaptive_throttle": true, "idempotent": false, "idempotency_key": true"#,
             r#""codel""#,
         );
-        for key in [
-            "budget_denials",
-            "breaker.refusals",
-            "breaker.open_fraction",
-            "hedges",
-            "hedge_wins",
-            "failed.throttled_locally",
-            "server.shed",
-            "server.cancelled",
-            "server.duplicates",
-            "server.duplicate_calls",
-            "server.replayed",
-        ] {
+        for key in POLICY_COUNTS {
             assert!(produces(key, &all), "{key}");
         }
         // In a graph, a service's counts follow the calls into it.
