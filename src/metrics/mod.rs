@@ -501,6 +501,22 @@ impl Recorder {
         }
     }
 
+    /// Records an attempt outcome as its client saw it at `at`, an instant the driver
+    /// settled at an earlier event (and the run has reached).
+    pub fn attempt_ended_at(&mut self, outcome: Outcome, at: SimTime) {
+        self.counters.attempt_outcomes[outcome.index()] += 1;
+        if let Some(col) = Column::for_attempt_outcome(outcome) {
+            self.series.add_at(at, col);
+        }
+    }
+
+    /// Records a retry sent at `at`, an instant the driver settled at an earlier event (and
+    /// the run has reached).
+    pub fn retry_sent_at(&mut self, at: SimTime) {
+        self.counters.retries += 1;
+        self.series.add_at(at, Column::Retries);
+    }
+
     /// Records the end of a logical request.
     #[inline]
     pub fn request_ended(&mut self, outcome: Outcome, latency: SimDuration, now: SimTime) {

@@ -283,6 +283,21 @@ impl TimeSeries {
         row[col as usize] = row[col as usize].saturating_add(1);
     }
 
+    /// Adds one to `col` in the bucket holding `t`, a count the driver settles after the fact
+    /// (it decided at an earlier event what happens at `t`). `t` may lie in the current
+    /// bucket, an earlier one or a later one; the rows reach it afterwards.
+    pub fn add_at(&mut self, t: SimTime, col: Column) {
+        let in_current = t < self.next_boundary
+            && t.as_nanos() >= (self.current as u64).saturating_mul(self.bucket.as_nanos());
+        let i = if in_current {
+            self.current
+        } else {
+            self.index_of(t)
+        };
+        let row = &mut self.rows[i];
+        row[col as usize] = row[col as usize].saturating_add(1);
+    }
+
     /// Closes the series with the final state.
     pub fn close(&mut self, state: Gauges) {
         for row in &mut self.rows[self.current..] {

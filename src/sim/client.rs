@@ -80,6 +80,32 @@ pub(super) struct CallState {
     /// Times a service executed an attempt of the call (duplicates are the ones after the
     /// first).
     pub executions: u32,
+    /// The steps `Sim::retry_at_once` settled ahead and has not counted yet.
+    pub ahead: Option<Ahead>,
+}
+
+/// A conflict's answer and the retry it led to, settled at the write that conflicted
+/// (`Sim::retry_at_once`) for the instants they happen at, and counted once the run has
+/// reached them: at the call's next write, or at the end of the run (then only those at or
+/// before its end).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ahead {
+    /// When the conflict reaches the caller.
+    pub answered: SimTime,
+    /// When the retry leaves.
+    pub retried: SimTime,
+}
+
+impl Ahead {
+    /// Counts the steps at or before `until`.
+    pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) {
+        if self.answered <= until {
+            rec.attempt_ended_at(Outcome::Conflict, self.answered);
+        }
+        if self.retried <= until {
+            rec.retry_sent_at(self.retried);
+        }
+    }
 }
 
 /// No slot: a call's `hedge_of`, the end of a hedge list.
@@ -124,6 +150,7 @@ impl CallState {
             round_outcome: Outcome::Success,
             cancelled: NO_TOKEN,
             executions: 0,
+            ahead: None,
         }
     }
 
@@ -351,9 +378,13 @@ impl Sim<'_> {
                 c.retries += 1;
             }
         }
-        let hop = self.sc.network.latency.sample(&mut self.rng.network);
-        self.queue
-            .schedule(now + hop, Event::ServerArrival { slot, token });
+        if !timed && self.edges[edge].folds_reads {
+            self.occ_send(slot, token, now);
+        } else {
+            let hop = self.sc.network.latency.sample(&mut self.rng.network);
+            self.queue
+                .schedule(now + hop, Event::ServerArrival { slot, token });
+        }
         if timed {
             self.queue
                 .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
@@ -560,6 +591,44 @@ impl Sim<'_> {
             self.calls[s as usize].waiting = false;
             self.transmit(s, t, true, now);
         }
+    }
+
+    /// `occ` with `Sim::fold_retries`: the awaited attempt of call `slot` has just
+    /// conflicted at the row, `now`. Its caller's next steps depend on nothing that can
+    /// happen in between (passive policies, no timer, no deadline), so they are taken here
+    /// for the instants they happen at, as `reply_arrived`, `decide` and `send_attempt`
+    /// would take them: the answer reaches the caller one hop later, the policy retries
+    /// after its backoff, and the retry leaves then ([`Sim::occ_send`]). The counts are
+    /// recorded ahead, for those instants. Returns false, having done nothing, when the
+    /// policy would not retry: the answer then travels as an event.
+    pub(super) fn retry_at_once(&mut self, slot: u32, now: SimTime) -> bool {
+        let retry = &self.edges[0].policies.policy.retry;
+        let call = &mut self.calls[slot as usize];
+        let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
+        if exhausted || !retry.retry_on.contains(Outcome::Conflict) {
+            return false;
+        }
+        let answered = now + self.sc.network.latency.sample(&mut self.rng.network);
+        let delay =
+            retry
+                .backoff
+                .delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
+        let due = answered + delay;
+        // Passive policies: no budget to pay, no breaker or throttle to ask, no permit.
+        call.last_retry_cost = 0.0;
+        debug_assert!(call.ahead.is_none(), "counted at the write");
+        call.ahead = Some(Ahead {
+            answered,
+            retried: due,
+        });
+        // The retry goes out at `due`; the answered attempt is accounted for and the retry
+        // is outstanding instead, so `outstanding` stays as it is.
+        let token = self.begin_attempt(slot);
+        let call = &mut self.calls[slot as usize];
+        call.sent = due;
+        call.abandon_at = SimTime::NEVER;
+        self.occ_send(slot, token, due);
+        true
     }
 
     /// A retry's backoff is over.

@@ -45,11 +45,13 @@ enum Event {
     /// A retry's backoff is over: the caller sends the next attempt, or gives up if the
     /// call's deadline has passed.
     RetryDue { slot: u32 },
-    /// An attempt reaches its service (for an `occ` service: its read).
+    /// An attempt reaches its service (for an `occ` service: its read, an event only when
+    /// the caller might stop waiting before the version is back).
     ServerArrival { slot: u32, token: u32 },
-    /// `occ`: a conditional write reaches the service (two hops after the read: the version
-    /// travels back and the caller writes at once).
-    OccWrite { slot: u32, token: u32, version: u32 },
+    /// `occ`: a conditional write reaches the service (two hops after its read, whose
+    /// instant the row keeps under `read`: the version travels back and the caller writes
+    /// at once).
+    OccWrite { slot: u32, token: u32, read: u32 },
     /// A service finishes the service time of an attempt.
     ServiceDone { slot: u32, token: u32 },
     /// An answer reaches the caller.
@@ -101,6 +103,10 @@ struct Edge<'a> {
     propagate_deadline: bool,
     /// The per-attempt timeout (the policy's, kept here for the hot path).
     timeout: Option<crate::engine::SimDuration>,
+    /// The service called is `occ` and the edge does not hedge: an attempt the caller keeps
+    /// no timer for is awaited until its answer, so its read needs no event
+    /// (`Sim::occ_send`).
+    folds_reads: bool,
     /// Whether the service executions of the call are counted (`idempotent: false`) or
     /// remembered (`idempotency_key`), so the service reads the answer of an attempt nobody
     /// awaits too.
@@ -113,6 +119,12 @@ struct Edge<'a> {
     policies: CallPolicies<'a>,
     /// What happened on it (reported for calls between services).
     counters: CallCounters,
+}
+
+/// Whether attempts on an edge with `policy` to a service with `server` may skip the read's
+/// event (see `Edge::folds_reads`).
+fn folds_reads(server: &crate::scenario::Server, policy: &crate::scenario::Policy) -> bool {
+    matches!(server.kind, crate::scenario::ServerKind::Occ) && policy.hedge.is_none()
 }
 
 /// The key memory of a call that sends idempotency keys.
@@ -158,6 +170,11 @@ struct Sim<'a> {
     end_of_arrivals: SimTime,
     /// Set when a backlog passes its limit; the loop stops after the event.
     overflow: Option<Truncation>,
+    /// A single `occ` service called through passive policies (see
+    /// `CallPolicies::passive`) with no timeout or deadline: once a write conflicts, the
+    /// caller's next steps depend on nothing that can happen in between, so they are settled
+    /// at the write (`Sim::retry_at_once`) and a retry costs one event.
+    fold_retries: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -176,6 +193,7 @@ impl<'a> Sim<'a> {
             route: None,
             propagate_deadline: false,
             timeout: sc.policy.timeout,
+            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
             tracks_executions: tracks(&sc.policy),
             keys: key_store(&sc.policy),
             policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
@@ -196,6 +214,7 @@ impl<'a> Sim<'a> {
                     route,
                     propagate_deadline: call.policy.propagate_deadline,
                     timeout: call.policy.timeout,
+                    folds_reads: folds_reads(&sc.services[call.to].server, &call.policy),
                     tracks_executions: tracks(&call.policy),
                     keys: key_store(&call.policy),
                     policies: CallPolicies::new(&call.policy, false, clients, dense_max),
@@ -204,6 +223,11 @@ impl<'a> Sim<'a> {
             }
         }
         let cancels = edges.iter().any(|e| e.policies.cancels());
+        let fold_retries = !graph
+            && edges[0].folds_reads
+            && edges[0].policies.passive()
+            && sc.policy.timeout.is_none()
+            && sc.policy.deadline.is_none();
         let entry_routes = (0..sc.services[0].calls.len() as u32)
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
@@ -229,6 +253,7 @@ impl<'a> Sim<'a> {
             remaining: Vec::new(),
             end_of_arrivals: SimTime::ZERO + sc.duration,
             overflow: None,
+            fold_retries,
         };
         for (i, s) in sc.services.iter().enumerate() {
             for edge in s.server.faults.concurrency_edges() {
@@ -338,11 +363,7 @@ impl<'a> Sim<'a> {
                 Event::RetryDue { slot } => self.retry_due(slot, now),
                 Event::ServerArrival { slot, token } => self.server_arrival(slot, token, now),
                 Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
-                Event::OccWrite {
-                    slot,
-                    token,
-                    version,
-                } => self.occ_write(slot, token, version, now),
+                Event::OccWrite { slot, token, read } => self.occ_write(slot, token, read, now),
                 Event::Reply {
                     slot,
                     token,
@@ -454,6 +475,13 @@ impl<'a> Sim<'a> {
             c.breaker_transitions += b.transitions;
             c.breaker_openings += b.openings;
             c.breaker_open_nanos += b.time_open(end_time);
+        }
+        // Steps settled ahead for instants the run reached are counted; a run cut off
+        // earlier never got to the rest.
+        for call in &mut self.calls {
+            if let Some(ahead) = call.ahead.take() {
+                ahead.count(&mut self.rec, end_time);
+            }
         }
         let gauges = self.gauges(end_time);
         self.rec.series.close(gauges);

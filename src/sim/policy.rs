@@ -256,6 +256,15 @@ impl<'a> CallPolicies<'a> {
             || self.throttles.is_some()
     }
 
+    /// Whether the edge's policies are passive: they admit every attempt, learn nothing from
+    /// outcomes and let every retry go (no budget, breaker, bulkhead, hedging or adaptive
+    /// throttle). What a caller on such an edge does after an answer then depends only on
+    /// the call itself, which lets the driver settle it early. A new policy that admits,
+    /// learns or limits must make this false.
+    pub fn passive(&self) -> bool {
+        !self.watches() && self.bulkhead.is_none()
+    }
+
     /// Step 1: a logical call of `client` starts.
     #[inline(always)]
     pub fn call_started(&mut self, client: u32, now: SimTime) {

@@ -182,31 +182,20 @@ impl Sim<'_> {
             // writes at once, unless it gave up before the version arrived: its timer is
             // already scheduled, so whether it is still waiting then is known now, and the
             // two hops need no event in between.
-            let version = row.read();
             let back = self.sc.network.latency.sample(&mut self.rng.network);
             let call = &self.calls[slot as usize];
             let live = call.awaits(token);
             if live && now + back < call.abandon_at {
                 let forth = self.sc.network.latency.sample(&mut self.rng.network);
-                self.queue.schedule(
-                    now + back + forth,
-                    Event::OccWrite {
-                        slot,
-                        token,
-                        version,
-                    },
-                );
+                let read = row.read(now);
+                self.queue
+                    .schedule(now + back + forth, Event::OccWrite { slot, token, read });
             } else if live && call.abandon_at == SimTime::NEVER {
                 // The version would come back after the end of simulated time with the
                 // caller still waiting for it: the run ends there.
-                self.queue.schedule(
-                    SimTime::NEVER,
-                    Event::OccWrite {
-                        slot,
-                        token,
-                        version,
-                    },
-                );
+                let read = row.read(now);
+                self.queue
+                    .schedule(SimTime::NEVER, Event::OccWrite { slot, token, read });
             } else {
                 self.rec.counters.late_replies += 1;
                 self.attempt_accounted(slot);
@@ -255,6 +244,28 @@ impl Sim<'_> {
         if !self.enqueue(s, slot, token, now) {
             self.key_released(s, slot, now);
         }
+    }
+
+    /// `occ`: attempt `token` of call `slot` leaves its caller at `sent` on an edge that folds
+    /// reads (`Edge::folds_reads`), with no timer. Nothing but an answer ends the caller's
+    /// wait, so it is still waiting when the version comes back and writes at once: the read
+    /// needs no event, and the write lands three hops after `sent`, carrying its read's
+    /// instant. The hops are drawn in the order the events would draw them.
+    #[inline(always)]
+    pub(super) fn occ_send(&mut self, slot: u32, token: u32, sent: SimTime) {
+        let latency = &self.sc.network.latency;
+        let read_at = sent + latency.sample(&mut self.rng.network);
+        let back = latency.sample(&mut self.rng.network);
+        let forth = latency.sample(&mut self.rng.network);
+        let s = self.target(slot);
+        let ServerState::Occ(row) = &mut self.services[s].server else {
+            unreachable!("reads go to an occ service")
+        };
+        let read = row.read(read_at);
+        self.queue.schedule(
+            read_at + back + forth,
+            Event::OccWrite { slot, token, read },
+        );
     }
 
     /// Whether service `s` discards attempt `token` of call `slot` as it arrives: its caller
@@ -403,16 +414,21 @@ impl Sim<'_> {
 
     /// `occ`: a conditional write arrives; it lands even if its caller has given up.
     #[inline]
-    pub(super) fn occ_write(&mut self, slot: u32, token: u32, version: u32, now: SimTime) {
+    pub(super) fn occ_write(&mut self, slot: u32, token: u32, read: u32, now: SimTime) {
         let s = self.target(slot);
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("writes go to an occ service")
         };
+        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+            // The run has reached the steps settled at the call's last write.
+            ahead.count(&mut self.rec, now);
+        }
         let call = &self.calls[slot as usize];
         let live = call.awaits(token);
         // A bad request is refused without writing.
         let bad = live && call.permanent;
-        let won = !bad && row.write(version);
+        let read_at = row.take_read(read);
+        let won = !bad && row.write(read_at, now);
         let c = &mut self.services[s].counters;
         c.attempts += 1;
         c.served += 1;
@@ -429,6 +445,9 @@ impl Sim<'_> {
             };
             if outcome == Outcome::Success {
                 self.services[s].counters.useful += 1;
+            }
+            if outcome == Outcome::Conflict && self.fold_retries && self.retry_at_once(slot, now) {
+                return;
             }
             self.reply(slot, token, outcome, now);
         } else {

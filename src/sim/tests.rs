@@ -30,6 +30,53 @@ fn an_instant_past_the_end_of_time_truncates_the_run() {
     assert_eq!(r.ended(), 0);
 }
 
+/// An `occ` storm whose conflicts are settled at the write (`Sim::retry_at_once`), cut off
+/// by `max_time` mid-storm: the counts settled ahead are counted in the buckets of their
+/// instants and only up to the end of the run, so the series add up to the counters and
+/// nothing lies past the cut.
+#[test]
+fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
+    let text = r#"{"name": "t", "duration": "1ms", "max_time": "700ms",
+      "clients": {"count": 40, "workload": {"closed": {"requests_per_client": 1}}},
+      "network": {"latency": {"normal": {"mean": "10ms", "sd": "2ms"}}},
+      "server": {"kind": "occ"},
+      "metrics": {"bucket": "50ms"},
+      "policy": {"retry": {"max_attempts": "unlimited", "retry_on": ["conflict"],
+        "backoff": {"base": "10ms", "multiplier": 2, "cap": "2s", "jitter": "full"}}}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let sc = e.points[0].variants[0].scenario.clone();
+    for replication in 0..5 {
+        let mut sim = Sim::new(&sc, 3, replication, DENSE_INSTANCES);
+        assert!(
+            sim.fold_retries,
+            "the storm settles its conflicts at the write"
+        );
+        let truncated = sim.run();
+        let r = sim.finish(truncated);
+        assert!(
+            matches!(r.truncated, Some(Truncation::MaxTime { .. })),
+            "cut off mid-storm: {:?}",
+            r.truncated
+        );
+        let rows = r.series.rows();
+        let total = |col: Column| {
+            rows.iter()
+                .map(|row| u64::from(row[col as usize]))
+                .sum::<u64>()
+        };
+        let conflicts = r.counters.attempt_outcomes[Outcome::Conflict.index()];
+        assert!(r.counters.retries > 100 && conflicts > 100);
+        assert_eq!(total(Column::Retries), r.counters.retries);
+        assert_eq!(total(Column::AttemptConflict), conflicts);
+        // 700 ms in 50 ms buckets: 14 full buckets and the one the cut falls in.
+        assert!(rows.len() <= 15, "{} rows", rows.len());
+        // Every conflict answered was followed by a retry (none is ever denied), unless the
+        // cut fell between the answer and the retry's departure.
+        assert!(r.counters.retries <= conflicts);
+        assert!(conflicts - r.counters.retries <= 40);
+    }
+}
+
 /// Per-client budgets and breakers kept for the clients that started a request only run
 /// exactly like a vector of all of them: same counts, same outcomes, the same mean budget
 /// level to within rounding (it is summed in another order).

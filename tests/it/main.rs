@@ -24,6 +24,7 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
+mod settled;
 mod shards;
 mod shedding;
 mod throttling;
