@@ -63,12 +63,17 @@ pub fn run_folder() -> &'static [(String, Vec<u8>)] {
         let experiment = retrystorm::scenario::load_str(text, "first-storm", &options)
             .expect("first-storm is valid");
         let result = retrystorm::runner::run(&experiment, 1, &|| {});
-        retrystorm::report::render(&experiment, &result, retrystorm::report::ImageFormat::Svg)
-            .expect("first-storm renders")
-            .into_iter()
-            // The reader never looks at the pictures; leave them out so mutations hit data.
-            .filter(|f| !f.name.ends_with(".svg") && f.name != "report.md")
-            .map(|f| (f.name, f.bytes))
-            .collect()
+        retrystorm::report::render(
+            &experiment,
+            &result,
+            retrystorm::report::ImageFormat::Svg,
+            1,
+        )
+        .expect("first-storm renders")
+        .into_iter()
+        // The reader never looks at the pictures; leave them out so mutations hit data.
+        .filter(|f| !f.name.ends_with(".svg") && f.name != "report.md")
+        .map(|f| (f.name, f.bytes))
+        .collect()
     })
 }

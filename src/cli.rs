@@ -318,7 +318,7 @@ fn report_dir(dir: &Path, format: ImageFormat, signals: &Signals) -> anyhow::Res
     let folder = RunFolder::read(dir)?;
     let (experiment, result) =
         report::reload_files(&folder).map_err(|e| anyhow::anyhow!("{}: {e:#}", dir.display()))?;
-    let rendered = report::render_report(&experiment, &result, format)?;
+    let rendered = report::render_report(&experiment, &result, format, 0)?;
     let figures = rendered.len() - 1;
     let mut files = folder.kept_files();
     files.extend(rendered);
@@ -415,7 +415,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
             move || -> anyhow::Result<_> {
                 let result = runner::run(&experiment, jobs, &|| progress.job_done());
                 progress.finish();
-                let files = report::render(&experiment, &result, format)?;
+                let files = report::render(&experiment, &result, format, jobs)?;
                 Ok((result, files))
             }
         };
@@ -563,7 +563,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
         let checked = checked.clone();
         move || -> anyhow::Result<_> {
             let result = shard::merge(&checked)?;
-            let files = report::render(&checked.experiment, &result, checked.format)?;
+            let files = report::render(&checked.experiment, &result, checked.format, 0)?;
             Ok((result, files))
         }
     };

@@ -435,7 +435,8 @@ pub fn groups(experiment: &Experiment) -> Vec<(usize, usize)> {
         .collect()
 }
 
-fn thread_count(jobs: usize) -> usize {
+/// The threads `jobs` asks for: itself, or all cores for 0.
+pub fn thread_count(jobs: usize) -> usize {
     match jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,

@@ -153,11 +153,13 @@ pub struct OutputFile {
     pub bytes: Vec<u8>,
 }
 
-/// Renders every output of a finished run, with figures in `format`.
+/// Renders every output of a finished run, with figures in `format`, drawn on `threads`
+/// threads (0: all cores).
 pub fn render(
     experiment: &Experiment,
     result: &ExperimentResult,
     format: ImageFormat,
+    threads: usize,
 ) -> anyhow::Result<Vec<OutputFile>> {
     let json = |v: &serde_json::Value| -> anyhow::Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(v)?;
@@ -196,19 +198,20 @@ pub fn render(
             bytes: sweep_csv(experiment, result)?,
         });
     }
-    files.extend(render_report(experiment, result, format)?);
+    files.extend(render_report(experiment, result, format, threads)?);
     Ok(files)
 }
 
-/// Renders report.md and the figures (each with its CSV): what `retrystorm report DIR`
-/// re-renders from a finished run.
+/// Renders report.md and the figures (each with its CSV, drawn on `threads` threads, 0: all
+/// cores): what `retrystorm report DIR` re-renders from a finished run.
 pub fn render_report(
     experiment: &Experiment,
     result: &ExperimentResult,
     format: ImageFormat,
+    threads: usize,
 ) -> anyhow::Result<Vec<OutputFile>> {
     let mut files = Vec::new();
-    let figures = charts::figures(experiment, result, format)?;
+    let figures = charts::figures(experiment, result, format, threads)?;
     let refs: Vec<markdown::FigureRef> = figures
         .iter()
         .map(|f| markdown::FigureRef {

@@ -1106,7 +1106,7 @@ mod tests {
     /// The files `run` writes for the fixture's call graph, by name.
     fn written(options: &LoadOptions) -> (Experiment, ExperimentResult, RunFolder) {
         let (experiment, result) = graph_run(options);
-        let files = super::super::render(&experiment, &result, Default::default()).unwrap();
+        let files = super::super::render(&experiment, &result, Default::default(), 1).unwrap();
         let folder = RunFolder::from_files(files.into_iter().map(|f| (f.name, f.bytes)));
         (experiment, result, folder)
     }
@@ -1137,7 +1137,7 @@ mod tests {
                 }
             }
             let render = |r: &ExperimentResult| {
-                super::super::render_report(&experiment, r, Default::default()).unwrap()
+                super::super::render_report(&experiment, r, Default::default(), 1).unwrap()
             };
             for (a, b) in render(&result).iter().zip(render(&back)) {
                 assert!(a.bytes == b.bytes, "{} differs once read back", a.name);
@@ -1273,7 +1273,7 @@ mod tests {
                 }
                 let folder = RunFolder { files };
                 if let Ok(result) = read(&folder, &experiment) {
-                    super::super::render_report(&experiment, &result, Default::default())
+                    super::super::render_report(&experiment, &result, Default::default(), 1)
                         .map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
                 }
                 Ok(())

@@ -101,7 +101,7 @@ mod tests {
                 ..LoadOptions::default()
             };
             let (experiment, result) = graph_run(&options);
-            let files = crate::report::render(&experiment, &result, Default::default()).unwrap();
+            let files = crate::report::render(&experiment, &result, Default::default(), 1).unwrap();
             let file = |name: &str| {
                 files
                     .iter()

@@ -407,7 +407,7 @@ fn rendered(seed: u64) -> Vec<OutputFile> {
     )
     .unwrap();
     let result = retrystorm::runner::run(&experiment, 1, &|| {});
-    retrystorm::report::render(&experiment, &result, Default::default()).unwrap()
+    retrystorm::report::render(&experiment, &result, Default::default(), 0).unwrap()
 }
 
 #[test]
@@ -938,7 +938,7 @@ fn the_reader_survives_any_damage_to_any_file() {
             }
             let folder = RunFolder::from_files(folder);
             if let Ok((experiment, result)) = reload_files(&folder) {
-                retrystorm::report::render_report(&experiment, &result, Default::default())
+                retrystorm::report::render_report(&experiment, &result, Default::default(), 0)
                     .map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
             }
             Ok(())

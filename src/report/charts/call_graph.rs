@@ -524,7 +524,7 @@ mod tests {
     fn the_call_graph_figure_draws_every_call_and_its_csv_holds_the_summary_numbers() {
         let (experiment, result) = graph_run(&LoadOptions::default());
         let figures =
-            crate::report::charts::figures(&experiment, &result, Default::default()).unwrap();
+            crate::report::charts::figures(&experiment, &result, Default::default(), 1).unwrap();
         let figure = figures.iter().find(|f| f.stem == "call-graph").unwrap();
         let png = image::load_from_memory(&figure.image).unwrap();
         assert_eq!((png.width(), png.height()), size(&experiment));
@@ -549,9 +549,13 @@ mod tests {
                 assert_eq!(row[4].parse::<f64>().unwrap(), call.attempts_per_request);
             }
         }
-        let svg =
-            crate::report::charts::figures(&experiment, &result, crate::report::ImageFormat::Svg)
-                .unwrap();
+        let svg = crate::report::charts::figures(
+            &experiment,
+            &result,
+            crate::report::ImageFormat::Svg,
+            1,
+        )
+        .unwrap();
         let svg = svg.iter().find(|f| f.stem == "call-graph").unwrap();
         assert_eq!(svg.csv, figure.csv, "one table whatever the format");
     }

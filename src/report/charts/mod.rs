@@ -472,11 +472,38 @@ pub fn figures(
     experiment: &Experiment,
     result: &ExperimentResult,
     format: ImageFormat,
+    threads: usize,
 ) -> anyhow::Result<Vec<Figure>> {
-    charts_for(experiment, result)
-        .iter()
-        .map(|chart| render(chart, experiment, result, format))
-        .collect()
+    let charts = charts_for(experiment, result);
+    let threads = crate::runner::thread_count(threads).clamp(1, charts.len().max(1));
+    if threads == 1 {
+        return charts
+            .iter()
+            .map(|chart| render(chart, experiment, result, format))
+            .collect();
+    }
+    // Each thread takes the next chart not yet taken; the figures keep the charts' order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(chart) = charts.get(i) else {
+                return done;
+            };
+            done.push((i, render(chart, experiment, result, format)));
+        }
+    };
+    let mut rendered: Vec<(usize, anyhow::Result<Figure>)> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
+        for handle in others {
+            all.extend(handle.join().expect("a figure thread panicked"));
+        }
+        all
+    });
+    rendered.sort_by_key(|(i, _)| *i);
+    rendered.into_iter().map(|(_, figure)| figure).collect()
 }
 
 /// Which charts a run gets.

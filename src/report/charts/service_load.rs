@@ -221,7 +221,7 @@ mod tests {
     fn the_service_load_csv_adds_up_to_each_services_series() {
         let (experiment, result) = graph_run(&LoadOptions::default());
         let figures =
-            crate::report::charts::figures(&experiment, &result, Default::default()).unwrap();
+            crate::report::charts::figures(&experiment, &result, Default::default(), 1).unwrap();
         let figure = figures
             .iter()
             .find(|f| f.stem == "service-load-over-time")
@@ -273,7 +273,7 @@ mod tests {
         let experiment = crate::scenario::load_str(text, "s", &LoadOptions::default()).unwrap();
         let result = crate::runner::run(&experiment, 1, &|| {});
         let stems: Vec<String> =
-            crate::report::charts::figures(&experiment, &result, Default::default())
+            crate::report::charts::figures(&experiment, &result, Default::default(), 1)
                 .unwrap()
                 .into_iter()
                 .map(|f| f.stem)
