@@ -84,15 +84,18 @@ pub(super) struct CallState {
     pub ahead: Option<Ahead>,
 }
 
-/// A conflict's answer and the retry it led to, settled at the write that conflicted
+/// An answer and the retry it led to, settled when the service answered
 /// (`Sim::retry_at_once`) for the instants they happen at, and counted once the run has
-/// reached them: at the call's next write, or at the end of the run (then only those at or
-/// before its end).
+/// reached them: at the call's next answer, or when it ends, or at the end of the run (then
+/// only those at or before its end). Everything that happens to the call after them comes
+/// from events at or after its retry's departure.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ahead {
-    /// When the conflict reaches the caller.
+    /// The answer.
+    pub outcome: Outcome,
+    /// When it reaches the caller.
     pub answered: SimTime,
-    /// When the retry leaves.
+    /// When the retry leaves (never, when the deadline ends the call first).
     pub retried: SimTime,
 }
 
@@ -100,7 +103,7 @@ impl Ahead {
     /// Counts the steps at or before `until`.
     pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) {
         if self.answered <= until {
-            rec.attempt_ended_at(Outcome::Conflict, self.answered);
+            rec.attempt_ended_at(self.outcome, self.answered);
         }
         if self.retried <= until {
             rec.retry_sent_at(self.retried);
@@ -336,20 +339,8 @@ impl Sim<'_> {
     /// holds a bulkhead permit.
     #[inline(always)]
     fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
-        let call = &mut self.calls[slot as usize];
+        let call = &self.calls[slot as usize];
         let edge = call.edge as usize;
-        let timeout = self.edges[edge].timeout;
-        // With a timeout or a deadline the caller keeps a timer, even one that lands past
-        // the end of simulated time (at NEVER, ending the run if the attempt is still
-        // awaited).
-        let timed = timeout.is_some() || call.deadline != SimTime::NEVER;
-        call.sent = now;
-        call.holds_permit = holds;
-        call.outstanding += 1;
-        call.abandon_at = timeout
-            .map_or(SimTime::NEVER, |t| now + t)
-            .min(call.deadline);
-        let abandon_at = call.abandon_at;
         let first = call.attempts == 1;
         let hedge = call.hedge_of != NONE;
         if hedge {
@@ -378,6 +369,30 @@ impl Sim<'_> {
                 c.retries += 1;
             }
         }
+        self.dispatch(slot, token, holds, now);
+    }
+
+    /// What sending attempt `token` of call `slot` at `now` sets in motion, beyond counting
+    /// it: the call awaits it, its hop to the service (or, for an `occ` read that needs no
+    /// event, its write), its timer, and a hedging round. `now` may lie ahead of the event
+    /// being handled ([`Sim::retry_at_once`]).
+    #[inline(always)]
+    fn dispatch(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
+        let call = &mut self.calls[slot as usize];
+        let edge = call.edge as usize;
+        let timeout = self.edges[edge].timeout;
+        // With a timeout or a deadline the caller keeps a timer, even one that lands past
+        // the end of simulated time (at NEVER, ending the run if the attempt is still
+        // awaited).
+        let timed = timeout.is_some() || call.deadline != SimTime::NEVER;
+        call.sent = now;
+        call.holds_permit = holds;
+        call.outstanding += 1;
+        call.abandon_at = timeout
+            .map_or(SimTime::NEVER, |t| now + t)
+            .min(call.deadline);
+        let abandon_at = call.abandon_at;
+        let hedge = call.hedge_of != NONE;
         if !timed && self.edges[edge].folds_reads {
             self.occ_send(slot, token, now);
         } else {
@@ -593,42 +608,87 @@ impl Sim<'_> {
         }
     }
 
-    /// `occ` with `Sim::fold_retries`: the awaited attempt of call `slot` has just
-    /// conflicted at the row, `now`. Its caller's next steps depend on nothing that can
-    /// happen in between (passive policies, no timer, no deadline), so they are taken here
-    /// for the instants they happen at, as `reply_arrived`, `decide` and `send_attempt`
-    /// would take them: the answer reaches the caller one hop later, the policy retries
-    /// after its backoff, and the retry leaves then ([`Sim::occ_send`]). The counts are
-    /// recorded ahead, for those instants. Returns false, having done nothing, when the
-    /// policy would not retry: the answer then travels as an event.
-    pub(super) fn retry_at_once(&mut self, slot: u32, now: SimTime) -> bool {
-        let retry = &self.edges[0].policies.policy.retry;
-        let call = &mut self.calls[slot as usize];
-        let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
-        if exhausted || !retry.retry_on.contains(Outcome::Conflict) {
+    /// With `Sim::fold_retries`: the service answers attempt `token` of call `slot` with
+    /// `outcome`, and the answer will reach the caller at `answered`. If the caller then still
+    /// awaits it and the policy retries, the caller's next steps depend on nothing that can
+    /// happen in between (passive policies, no timer), so they are taken here for the
+    /// instants they happen at, as `reply_arrived`, `decide` and `send_attempt` would take
+    /// them: the answer arrives, the retry waits its backoff and leaves at `due`
+    /// ([`Sim::dispatch`]). The answer and the retry are counted when the run reaches them
+    /// ([`Ahead`]). Returns false when the answer must travel as an event: the call ends.
+    pub(super) fn retry_at_once(
+        &mut self,
+        slot: u32,
+        token: u32,
+        outcome: Outcome,
+        answered: SimTime,
+    ) -> bool {
+        let call = &self.calls[slot as usize];
+        if !call.awaits(token) || answered >= call.abandon_at {
             return false;
         }
-        let answered = now + self.sc.network.latency.sample(&mut self.rng.network);
+        let retry = &self.edges[0].policies.policy.retry;
+        let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
+        if exhausted
+            || matches!(outcome, Outcome::Success | Outcome::Degraded)
+            || !retry.retry_on.contains(outcome)
+        {
+            return false;
+        }
+        // The steps settled at the last answer lie behind: this answer is to their retry.
+        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+            ahead.count(&mut self.rec, answered);
+        }
+        let due = answered + self.retry_delay(slot, outcome);
+        let call = &mut self.calls[slot as usize];
+        // The answered attempt is over and accounted for (the call has not ended, so its
+        // slot stays); passive policies: no permit to return, no budget to pay.
+        call.live_token = NO_TOKEN;
+        call.outstanding -= 1;
+        call.last_retry_cost = 0.0;
+        if due >= call.deadline {
+            // The retry would start after the deadline: the call ends at the deadline.
+            let deadline = call.deadline;
+            call.ahead = Some(Ahead {
+                outcome,
+                answered,
+                retried: SimTime::NEVER,
+            });
+            self.queue.schedule(deadline, Event::RetryDue { slot });
+            return true;
+        }
+        call.ahead = Some(Ahead {
+            outcome,
+            answered,
+            retried: due,
+        });
+        let token = self.begin_attempt(slot);
+        self.dispatch(slot, token, false, due);
+        true
+    }
+
+    /// How long call `slot` waits before retrying after `outcome`: its backoff (drawing
+    /// jitter), or a throttling service's `retry_after` if the policy honours it and it is
+    /// longer.
+    #[inline(always)]
+    fn retry_delay(&mut self, slot: u32, outcome: Outcome) -> SimDuration {
+        let call = &mut self.calls[slot as usize];
+        let e = &self.edges[call.edge as usize];
+        let retry = &e.policies.policy.retry;
         let delay =
             retry
                 .backoff
                 .delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
-        let due = answered + delay;
-        // Passive policies: no budget to pay, no breaker or throttle to ask, no permit.
-        call.last_retry_cost = 0.0;
-        debug_assert!(call.ahead.is_none(), "counted at the write");
-        call.ahead = Some(Ahead {
-            answered,
-            retried: due,
-        });
-        // The retry goes out at `due`; the answered attempt is accounted for and the retry
-        // is outstanding instead, so `outstanding` stays as it is.
-        let token = self.begin_attempt(slot);
-        let call = &mut self.calls[slot as usize];
-        call.sent = due;
-        call.abandon_at = SimTime::NEVER;
-        self.occ_send(slot, token, due);
-        true
+        if outcome == Outcome::Throttled
+            && retry.retry_after == RetryAfter::Honor
+            && let Some(after) = self.sc.services[e.to as usize]
+                .server
+                .rate_limit
+                .and_then(|r| r.retry_after)
+        {
+            return delay.max(after);
+        }
+        delay
     }
 
     /// A retry's backoff is over.
@@ -755,7 +815,6 @@ impl Sim<'_> {
         let edge = self.calls[slot as usize].edge as usize;
         let e = &self.edges[edge];
         let retry = &e.policies.policy.retry;
-        let to = e.to as usize;
         let call = &mut self.calls[slot as usize];
         let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
         if matches!(outcome, Outcome::Success | Outcome::Degraded)
@@ -765,19 +824,8 @@ impl Sim<'_> {
             self.end_call(slot, outcome, now);
             return;
         }
-        let mut delay =
-            retry
-                .backoff
-                .delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
-        if outcome == Outcome::Throttled
-            && retry.retry_after == RetryAfter::Honor
-            && let Some(after) = self.sc.services[to]
-                .server
-                .rate_limit
-                .and_then(|r| r.retry_after)
-        {
-            delay = delay.max(after);
-        }
+        let delay = self.retry_delay(slot, outcome);
+        let call = &mut self.calls[slot as usize];
         let due = now + delay;
         if due >= call.deadline {
             // The retry would start after the deadline: the call ends at the deadline.
@@ -868,6 +916,9 @@ impl Sim<'_> {
     /// the work that made it.
     #[inline(always)]
     pub(super) fn finish_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+            ahead.count(&mut self.rec, now);
+        }
         let call = &mut self.calls[slot as usize];
         call.live_token = NO_TOKEN;
         call.ended = true;

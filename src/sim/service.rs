@@ -419,10 +419,6 @@ impl Sim<'_> {
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("writes go to an occ service")
         };
-        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
-            // The run has reached the steps settled at the call's last write.
-            ahead.count(&mut self.rec, now);
-        }
         let call = &self.calls[slot as usize];
         let live = call.awaits(token);
         // A bad request is refused without writing.
@@ -445,9 +441,6 @@ impl Sim<'_> {
             };
             if outcome == Outcome::Success {
                 self.services[s].counters.useful += 1;
-            }
-            if outcome == Outcome::Conflict && self.fold_retries && self.retry_at_once(slot, now) {
-                return;
             }
             self.reply(slot, token, outcome, now);
         } else {
@@ -766,6 +759,9 @@ impl Sim<'_> {
     #[inline(always)]
     fn reply(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
+        if self.fold_retries && self.retry_at_once(slot, token, outcome, now + hop) {
+            return;
+        }
         self.queue.schedule(
             now + hop,
             Event::Reply {
