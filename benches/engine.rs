@@ -15,7 +15,12 @@
 //! bare loop, and their ratio (medians of the timed iterations). Targets: at least 20 million
 //! events/s on one core, within 3x of the bare loop. See BENCHMARKS.md.
 //!
-//! Run with `cargo bench --bench engine` (about 30 s once built, on 2 cores).
+//! `draws/*` times one draw of the network hop delay |Normal(10 ms, 2 ms)| from a PCG stream:
+//! `rand_distr-normal` the way retrystorm drew it before (`rand_distr::Normal` in seconds,
+//! folded, converted to nanoseconds), `ziggurat` the way `Dist::Normal` draws it now.
+//!
+//! Run with `cargo bench --bench engine` (about 30 s once built, on 2 cores); `cargo bench
+//! --bench engine draws` for the draws alone.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -24,6 +29,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+use rand_pcg::Pcg64;
+use retrystorm::engine::SimDuration;
+use retrystorm::model::Dist;
 use retrystorm::scenario::{LoadOptions, Scenario, load_str};
 
 const SCENARIO: &str = include_str!("../scenarios/bench-1m.json");
@@ -187,6 +197,9 @@ fn engine(c: &mut Criterion) {
     });
     group.finish();
 
+    if sim_times.borrow().is_empty() || heap_times.borrow().is_empty() {
+        return; // a filter left one of the two out: no ratio to report
+    }
     let sim = median(&mut sim_times.borrow_mut()).as_secs_f64();
     let heap = median(&mut heap_times.borrow_mut()).as_secs_f64();
     eprintln!(
@@ -199,8 +212,53 @@ fn engine(c: &mut Criterion) {
     );
 }
 
+/// Draws per timed iteration, so the loop's overhead is spread thin.
+const DRAWS: u64 = 1000;
+
+fn draws(c: &mut Criterion) {
+    let (mean, sd) = (SimDuration::from_millis(10), SimDuration::from_millis(2));
+    let old = Normal::new(mean.as_secs_f64(), sd.as_secs_f64()).expect("valid");
+    let new = Dist::normal(mean, sd);
+    let mut group = c.benchmark_group("draws");
+    group.throughput(Throughput::Elements(DRAWS));
+    group.bench_function("rand_distr-normal", |b| {
+        let mut rng = Pcg64::seed_from_u64(SEED);
+        b.iter(|| {
+            let mut sum = 0u64;
+            for _ in 0..DRAWS {
+                let d = SimDuration::from_secs_f64(old.sample(&mut rng).abs());
+                sum = sum.wrapping_add(d.as_nanos());
+            }
+            black_box(sum)
+        })
+    });
+    group.bench_function("ziggurat", |b| {
+        let mut rng = Pcg64::seed_from_u64(SEED);
+        let new = black_box(&new);
+        b.iter(|| {
+            let mut sum = 0u64;
+            for _ in 0..DRAWS {
+                sum = sum.wrapping_add(new.sample(&mut rng).as_nanos());
+            }
+            black_box(sum)
+        })
+    });
+    group.bench_function("pcg-u64", |b| {
+        let mut rng = Pcg64::seed_from_u64(SEED);
+        b.iter(|| {
+            let mut sum = 0u64;
+            for _ in 0..DRAWS {
+                sum = sum.wrapping_add(rand::Rng::next_u64(&mut rng));
+            }
+            black_box(sum)
+        })
+    });
+    group.finish();
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
+    draws(&mut c);
     engine(&mut c);
     c.final_summary();
 }

@@ -1,13 +1,15 @@
 //! Distributions of durations, as scenario files describe them.
 //!
 //! A [`Dist`] is built from validated parameters (see `scenario::validate`) and never fails to
-//! sample. Draws are made in seconds as `f64` and rounded to whole nanoseconds at once, so
-//! everything downstream stays integer.
+//! sample. Draws are made in seconds as `f64` and rounded to whole nanoseconds at once (the
+//! folded normal draws nanoseconds directly, see [`FoldedNormal`]), so everything downstream
+//! stays integer.
 
 use rand::RngExt;
-use rand_distr::{Distribution, Exp, LogNormal, Normal};
+use rand_distr::{Distribution, Exp, LogNormal};
 use rand_pcg::Pcg64;
 
+use super::ziggurat::FoldedNormal;
 use crate::engine::SimDuration;
 
 /// A distribution of non-negative durations.
@@ -35,8 +37,8 @@ pub enum Dist {
         mean: SimDuration,
         /// Standard deviation of X.
         sd: SimDuration,
-        /// The sampler, in seconds.
-        normal: Normal<f64>,
+        /// The sampler, in nanoseconds (a ziggurat).
+        normal: FoldedNormal,
     },
     /// Log-normal with the given median and shape.
     LogNormal {
@@ -68,8 +70,7 @@ impl Dist {
 
     /// A folded normal distribution.
     pub fn normal(mean: SimDuration, sd: SimDuration) -> Dist {
-        let normal =
-            Normal::new(mean.as_secs_f64(), sd.as_secs_f64()).expect("validated: sd finite");
+        let normal = FoldedNormal::new(mean, sd);
         Dist::Normal { mean, sd, normal }
     }
 
@@ -111,7 +112,7 @@ impl Dist {
             Dist::Uniform { min, max } => {
                 SimDuration::from_nanos(rng.random_range(min.as_nanos()..=max.as_nanos()))
             }
-            Dist::Normal { normal, .. } => SimDuration::from_secs_f64(normal.sample(rng).abs()),
+            Dist::Normal { normal, .. } => normal.sample(rng),
             Dist::LogNormal { lognormal, .. } => SimDuration::from_secs_f64(lognormal.sample(rng)),
             Dist::Mixture { parts, cumulative } => {
                 let u: f64 = rng.random();

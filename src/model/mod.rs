@@ -22,6 +22,7 @@ pub mod rate_limit;
 pub mod server;
 pub mod throttle;
 pub mod workload;
+pub mod ziggurat;
 
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{Breaker, BreakerConfig, BreakerMode, BreakerState, BreakerWindow};
