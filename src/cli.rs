@@ -64,6 +64,9 @@ pub enum Command {
         /// Image format of the figures.
         #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
         format: ImageFormat,
+        /// Threads drawing the figures (default: all cores). The figures do not depend on it.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        jobs: usize,
     },
     /// Print the JSON Schema of the scenario format (for editor autocompletion).
     Schema,
@@ -150,7 +153,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_files(&args, &Signals::install()?),
         Command::Merge(args) => merge_shards(&args, &Signals::install()?),
         Command::Check { files } => check_files(&files),
-        Command::Report { dir, format } => report_dir(&dir, format, &Signals::install()?),
+        Command::Report { dir, format, jobs } => {
+            report_dir(&dir, format, jobs, &Signals::install()?)
+        }
         Command::Schema => {
             let schema = schemars::schema_for!(RawScenario);
             let mut out = std::io::stdout().lock();
@@ -310,7 +315,12 @@ impl Signals {
 /// `retrystorm report DIR`: checks the run in DIR, renders report.md and the figures again
 /// and replaces the folder with the run's data and the new renders. Every problem is a
 /// failure (exit 1): DIR's contents are the input here.
-fn report_dir(dir: &Path, format: ImageFormat, signals: &Signals) -> anyhow::Result<()> {
+fn report_dir(
+    dir: &Path,
+    format: ImageFormat,
+    jobs: usize,
+    signals: &Signals,
+) -> anyhow::Result<()> {
     let as_failure = |e: anyhow::Error| match e.downcast::<Refused>() {
         Ok(refused) => anyhow::anyhow!("{refused}"),
         Err(e) => e,
@@ -318,7 +328,7 @@ fn report_dir(dir: &Path, format: ImageFormat, signals: &Signals) -> anyhow::Res
     let folder = RunFolder::read(dir)?;
     let (experiment, result) =
         report::reload_files(&folder).map_err(|e| anyhow::anyhow!("{}: {e:#}", dir.display()))?;
-    let rendered = report::render_report(&experiment, &result, format, 0)?;
+    let rendered = report::render_report(&experiment, &result, format, jobs)?;
     let figures = rendered.len() - 1;
     let mut files = folder.kept_files();
     files.extend(rendered);

@@ -82,3 +82,65 @@ fn settling_conflicts_at_the_write_changes_no_statistic() {
     assert!(worst.0 < 4.0, "z = {:.2}: {}", worst.0, worst.1);
     println!("largest difference: z = {:.2}: {}", worst.0, worst.1);
 }
+
+/// A row contended by clients that give up after 4 attempts, make 5 requests each with a
+/// think time between them, and send 5 % bad requests, under three backoffs: the settled
+/// path (the default) against the evented one (a deadline far beyond the run).
+#[test]
+fn settling_keeps_the_statistics_of_limited_repeated_and_bad_requests() {
+    let scenario = |deadline: &str| {
+        format!(
+            r#"{{"name": "occ-mixed", "seed": 11, "replications": 300, "duration": "60s",
+              "clients": {{"count": 30, "workload": {{"closed": {{"requests_per_client": 5,
+                "think_time": {{"exponential": {{"mean": "20ms"}}}}}}}}}},
+              "network": {{"latency": {{"exponential": {{"mean": "5ms"}}}}}},
+              "server": {{"kind": "occ", "permanent_error_rate": 0.05}},
+              "policy": {{ {deadline}
+                "retry": {{"max_attempts": 4, "retry_on": ["conflict"],
+                  "backoff": {{"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}}}}},
+              "variants": [
+                {{"name": "no backoff", "patch": {{"policy": {{"retry": {{"backoff": "none"}}}}}}}},
+                {{"name": "exponential", "patch": {{}}}},
+                {{"name": "full jitter", "patch": {{"policy": {{"retry": {{"backoff": {{"jitter": "full"}}}}}}}}}}
+              ]}}"#
+        )
+    };
+    let settled = run_text(&scenario("")).1;
+    let events = run_text(&scenario(r#""deadline": "1h","#)).1;
+    assert!(
+        settled.events * 10 < events.events * 7,
+        "settled run: {} events, evented run: {}",
+        settled.events,
+        events.events
+    );
+    let mut worst = (0.0f64, String::new());
+    for (a, b) in settled.points[0]
+        .variants
+        .iter()
+        .zip(&events.points[0].variants)
+    {
+        for path in [
+            "attempts",
+            "retries",
+            "success_rate",
+            "failed.conflict",
+            "failed.permanent",
+            "latency_ms.mean",
+            "makespan_ms",
+        ] {
+            let (ma, ha) = metric(a, path);
+            let (mb, hb) = metric(b, path);
+            let se = ((ha / 1.96).powi(2) + (hb / 1.96).powi(2)).sqrt();
+            assert!(se > 0.0, "{} {path}: no spread to compare by", a.name);
+            let z = (ma - mb).abs() / se;
+            if z > worst.0 {
+                worst = (z, format!("{} {path}: {ma} ± {ha} vs {mb} ± {hb}", a.name));
+            }
+        }
+        // Some requests exhaust their attempts: the answer that ends them is an event.
+        assert!(metric(a, "failed.conflict").0 > 0.5, "{}", a.name);
+    }
+    // 21 comparisons of equal values: |z| < 4 each holds with probability 1 - 2e-3.
+    assert!(worst.0 < 4.0, "z = {:.2}: {}", worst.0, worst.1);
+    println!("largest difference: z = {:.2}: {}", worst.0, worst.1);
+}
