@@ -13,30 +13,22 @@ use std::collections::VecDeque;
 
 use super::time::SimTime;
 
-/// One pending event with its ordering key, (time, insertion sequence). The two halves are
-/// kept as `u64`s rather than one `u128`, so an entry is aligned to 8 bytes, not 16, and
-/// stays small; compared, they form one `u128`, which orders by (time, sequence) in one
-/// integer comparison.
+/// One pending event with its ordering key: the time in the high 64 bits and the insertion
+/// sequence in the low 64, so one integer comparison orders by (time, sequence).
 struct Entry<E> {
-    time: u64,
-    seq: u64,
+    key: u128,
     event: E,
 }
 
 impl<E> Entry<E> {
     fn time(&self) -> SimTime {
-        SimTime(self.time)
-    }
-
-    #[inline(always)]
-    fn key(&self) -> u128 {
-        (u128::from(self.time) << 64) | u128::from(self.seq)
+        SimTime((self.key >> 64) as u64)
     }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
+        self.key == other.key
     }
 }
 
@@ -51,7 +43,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     /// Reversed, so that the max-heap pops the earliest (time, seq) first.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.key().cmp(&self.key())
+        other.key.cmp(&self.key)
     }
 }
 
@@ -104,11 +96,7 @@ impl<E> EventQueue<E> {
     /// timer waits in a sorted FIFO lane instead of the heap; any other goes to the heap.
     pub fn schedule_timer(&mut self, time: SimTime, event: E) {
         let entry = self.entry(time, event);
-        if self
-            .lane
-            .back()
-            .is_none_or(|last| last.key() <= entry.key())
-        {
+        if self.lane.back().is_none_or(|last| last.key <= entry.key) {
             self.lane.push_back(entry);
         } else {
             self.heap.push(entry);
@@ -125,8 +113,7 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         Entry {
-            time: time.as_nanos(),
-            seq,
+            key: (u128::from(time.as_nanos()) << 64) | u128::from(seq),
             event,
         }
     }
@@ -134,7 +121,7 @@ impl<E> EventQueue<E> {
     /// Removes and returns the earliest event, advancing [`EventQueue::now`] to its time.
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         let from_lane = match (self.lane.front(), self.heap.peek()) {
-            (Some(l), Some(h)) => l.key() < h.key(),
+            (Some(l), Some(h)) => l.key < h.key,
             (Some(_), None) => true,
             (None, _) => false,
         };
