@@ -100,14 +100,19 @@ pub(super) struct Ahead {
 }
 
 impl Ahead {
-    /// Counts the steps at or before `until`.
-    pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) {
+    /// Counts the steps at or before `until`; returns the instant of the last one counted
+    /// (zero if none).
+    pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) -> SimTime {
+        let mut last = SimTime::ZERO;
         if self.answered <= until {
             rec.attempt_ended_at(self.outcome, self.answered);
+            last = self.answered;
         }
         if self.retried <= until {
             rec.retry_sent_at(self.retried);
+            last = self.retried;
         }
+        last
     }
 }
 

@@ -293,12 +293,10 @@ impl<'a> Sim<'a> {
         // Timers of answered attempts stay queued until they fire; with long timeouts they
         // would pile up with finished work. When the queue doubles, they are swept out.
         let mut compact_at = COMPACT_MIN;
-        loop {
-            // The time of the last event handled, for a run that reaches the end of time.
-            let last = self.queue.now();
-            let Some((now, event)) = self.queue.pop() else {
-                break;
-            };
+        // The time of the last event handled, for a run that reaches the end of time (a
+        // stale timer skipped there is not one).
+        let mut last = self.queue.now();
+        while let Some((now, event)) = self.queue.pop() {
             let pending = self.queue.len();
             if pending > compact_at {
                 let calls = &self.calls;
@@ -335,6 +333,7 @@ impl<'a> Sim<'a> {
                     at: now,
                 });
             }
+            last = now;
             if now >= self.rec.series.next_boundary() {
                 self.tick(now);
             }
@@ -445,6 +444,24 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
+        // A run that reached the end of time handled every event before it: the steps
+        // settled ahead at any instant before the end all happened, though no event stood
+        // for them, and the last of them may be the run's last instant.
+        let truncated = match truncated {
+            Some(Truncation::EndOfTime { at, in_flight }) => {
+                let mut last = at;
+                for call in &mut self.calls {
+                    if let Some(ahead) = call.ahead.take() {
+                        last = last.max(ahead.count(&mut self.rec, SimTime(u64::MAX - 1)));
+                    }
+                }
+                Some(Truncation::EndOfTime {
+                    at: last,
+                    in_flight,
+                })
+            }
+            t => t,
+        };
         let end_time = {
             let c = &mut self.rec.counters;
             c.events = self.queue.events_processed();

@@ -77,6 +77,92 @@ fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
     }
 }
 
+/// A row whose second backoff passes the end of simulated time (a year, then a thousand):
+/// the run reaches the end of time with the last conflicts' answers and retries settled
+/// ahead of any event. Every write that happened was answered before the end, so the answers
+/// counted match the writes, on the settled path as on the evented one, and the run ends no
+/// earlier than its last answer.
+#[test]
+fn steps_settled_ahead_of_the_end_of_time_are_counted() {
+    let text = r#"{"name": "t", "duration": "1ms",
+      "clients": {"count": 10, "workload": {"closed": {"requests_per_client": 1}}},
+      "network": {"latency": {"exponential": {"mean": "1ms"}}},
+      "server": {"kind": "occ"},
+      "policy": {"retry": {"max_attempts": "unlimited", "retry_on": ["conflict"]}}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let mut sc = e.points[0].variants[0].scenario.clone();
+    sc.policy.retry.backoff = crate::model::Backoff::Exponential {
+        base: SimDuration::from_secs(365 * 86_400),
+        multiplier: 1000.0,
+        cap: SimDuration(u64::MAX),
+        jitter: crate::model::Jitter::None,
+    };
+    for settled in [true, false] {
+        let mut ended = 0;
+        for replication in 0..20 {
+            let mut sim = Sim::new(&sc, 5, replication, DENSE_INSTANCES);
+            assert!(sim.fold_retries);
+            sim.fold_retries = settled;
+            let truncated = sim.run();
+            let r = sim.finish(truncated);
+            let Some(Truncation::EndOfTime { at, .. }) = r.truncated else {
+                // Every client's first retry, a year on, won.
+                continue;
+            };
+            ended += 1;
+            let answered: u64 = r.counters.attempt_outcomes.iter().sum();
+            assert_eq!(answered, r.counters.attempts, "settled: {settled}");
+            let conflicts = r.counters.attempt_outcomes[Outcome::Conflict.index()];
+            let rows = r.series.rows();
+            let total = |col: Column| {
+                rows.iter()
+                    .map(|row| u64::from(row[col as usize]))
+                    .sum::<u64>()
+            };
+            assert_eq!(total(Column::AttemptConflict), conflicts);
+            assert_eq!(total(Column::Retries), r.counters.retries);
+            assert!(at >= r.counters.makespan, "settled: {settled}");
+            assert_eq!(r.counters.end_time, at);
+        }
+        assert!(
+            ended >= 10,
+            "settled: {settled}: {ended} of 20 reached the end of time"
+        );
+    }
+}
+
+/// Timers that fall at the end of simulated time and find their attempts answered are
+/// skipped there; the run then reports the instant of the last event it handled, not the end
+/// of time.
+#[test]
+fn stale_timers_at_the_end_of_time_do_not_move_the_last_instant() {
+    let text = r#"{"name": "t", "duration": "1s",
+      "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
+      "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
+      "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let mut sc = e.points[0].variants[0].scenario.clone();
+    let year = SimDuration::from_secs(365 * 86_400);
+    sc.policy.timeout = Some(SimDuration(u64::MAX));
+    sc.policy.retry.backoff = crate::model::Backoff::Exponential {
+        base: year,
+        multiplier: 1000.0,
+        cap: SimDuration(u64::MAX),
+        jitter: crate::model::Jitter::None,
+    };
+    let r = run(&sc, 1, 0);
+    assert_eq!(r.counters.attempts, 2);
+    let Some(Truncation::EndOfTime { at, in_flight: 1 }) = r.truncated else {
+        panic!("{:?}", r.truncated);
+    };
+    assert!(
+        at > SimTime::ZERO + year && at < SimTime::NEVER,
+        "{}",
+        at.as_nanos()
+    );
+    assert_eq!(at, r.counters.end_time);
+}
+
 /// Per-client budgets and breakers kept for the clients that started a request only run
 /// exactly like a vector of all of them: same counts, same outcomes, the same mean budget
 /// level to within rounding (it is summed in another order).
