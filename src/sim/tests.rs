@@ -3,23 +3,31 @@
 use super::*;
 use crate::engine::SimDuration;
 
-/// Whatever bounds the scenario loader puts on durations: an instant past the end of
-/// simulated time ends the run truncated, never as an event at "never".
-#[test]
-fn an_instant_past_the_end_of_time_truncates_the_run() {
+/// One client, one request, a server that always fails, 5 attempts; retries after a year,
+/// then a thousand years (past the end of simulated time, 2^64 - 1 ns), a backoff no
+/// scenario file can hold.
+fn always_failing_with_yearly_backoff() -> Scenario {
     let text = r#"{"name": "t", "duration": "1s",
       "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
       "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
       "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let mut sc = e.points[0].variants[0].scenario.clone();
-    let year = SimDuration::from_secs(365 * 86_400);
     sc.policy.retry.backoff = crate::model::Backoff::Exponential {
-        base: year,
+        base: SimDuration::from_secs(365 * 86_400),
         multiplier: 1000.0,
         cap: SimDuration(u64::MAX),
         jitter: crate::model::Jitter::None,
     };
+    sc
+}
+
+/// Whatever bounds the scenario loader puts on durations: an instant past the end of
+/// simulated time ends the run truncated, never as an event at "never".
+#[test]
+fn an_instant_past_the_end_of_time_truncates_the_run() {
+    let sc = always_failing_with_yearly_backoff();
+    let year = SimDuration::from_secs(365 * 86_400);
     let r = run(&sc, 1, 0);
     // Retries after 1 and 1000 years: the second lies past the end.
     assert_eq!(r.counters.attempts, 2);
@@ -136,20 +144,10 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
 /// of time.
 #[test]
 fn stale_timers_at_the_end_of_time_do_not_move_the_last_instant() {
-    let text = r#"{"name": "t", "duration": "1s",
-      "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
-      "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
-      "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
-    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
-    let mut sc = e.points[0].variants[0].scenario.clone();
+    let mut sc = always_failing_with_yearly_backoff();
     let year = SimDuration::from_secs(365 * 86_400);
+    // Every attempt's timer falls at the end of time.
     sc.policy.timeout = Some(SimDuration(u64::MAX));
-    sc.policy.retry.backoff = crate::model::Backoff::Exponential {
-        base: year,
-        multiplier: 1000.0,
-        cap: SimDuration(u64::MAX),
-        jitter: crate::model::Jitter::None,
-    };
     let r = run(&sc, 1, 0);
     assert_eq!(r.counters.attempts, 2);
     let Some(Truncation::EndOfTime { at, in_flight: 1 }) = r.truncated else {
