@@ -7,10 +7,16 @@ use crate::engine::SimDuration;
 /// then a thousand years (past the end of simulated time, 2^64 - 1 ns), a backoff no
 /// scenario file can hold.
 fn always_failing_with_yearly_backoff() -> Scenario {
-    let text = r#"{"name": "t", "duration": "1s",
+    with_yearly_backoff(
+        r#"{"name": "t", "duration": "1s",
       "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
       "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "1ms"}},
-      "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
+      "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#,
+    )
+}
+
+/// The scenario of `text` with retries after a year, then a thousand years.
+fn with_yearly_backoff(text: &str) -> Scenario {
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let mut sc = e.points[0].variants[0].scenario.clone();
     sc.policy.retry.backoff = crate::model::Backoff::Exponential {
@@ -97,14 +103,7 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
       "network": {"latency": {"exponential": {"mean": "1ms"}}},
       "server": {"kind": "occ"},
       "policy": {"retry": {"max_attempts": "unlimited", "retry_on": ["conflict"]}}}"#;
-    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
-    let mut sc = e.points[0].variants[0].scenario.clone();
-    sc.policy.retry.backoff = crate::model::Backoff::Exponential {
-        base: SimDuration::from_secs(365 * 86_400),
-        multiplier: 1000.0,
-        cap: SimDuration(u64::MAX),
-        jitter: crate::model::Jitter::None,
-    };
+    let sc = with_yearly_backoff(text);
     for settled in [true, false] {
         let mut ended = 0;
         for replication in 0..20 {
