@@ -634,6 +634,8 @@ pub fn charts_for(experiment: &Experiment, result: &ExperimentResult) -> Vec<Cha
             stem: "server-over-time",
             caption: if graph {
                 "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column."
+            } else if !server_over_time::has_workers(experiment) {
+                "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw)."
             } else {
                 "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column."
             },
