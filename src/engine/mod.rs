@@ -4,6 +4,7 @@
 //! (time, insertion sequence) and hands out reproducible random streams; the model in
 //! `crate::model` and the driver in `crate::simulate` give the events their meaning.
 
+mod heap;
 pub mod queue;
 pub mod rng;
 pub mod time;
