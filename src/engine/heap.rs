@@ -108,11 +108,13 @@ impl<E: Copy> MinHeap<E> {
         loop {
             let first = 4 * pos + 1;
             let least = if first + 4 <= end {
-                // The least of four without jumps: two pairs, then the pair's winners.
-                let a = first + usize::from(data[first + 1].key < data[first].key);
-                let b = first + 2 + usize::from(data[first + 3].key < data[first + 2].key);
-                let take_b = usize::from(data[b].key < data[a].key);
-                a + take_b * (b - a)
+                // The least of four without jumps: two pairs, then the pairs' winners (one
+                // bounds check for the four).
+                let kids: &[Entry<E>; 4] = data[first..first + 4].try_into().expect("four");
+                let a = usize::from(kids[1].key < kids[0].key);
+                let b = 2 + usize::from(kids[3].key < kids[2].key);
+                let take_b = usize::from(kids[b & 3].key < kids[a & 3].key);
+                first + a + take_b * (b - a)
             } else if first < end {
                 let mut least = first;
                 for child in first + 1..end {
