@@ -10,7 +10,8 @@
 //! difference: the order is the same (tested against a `BTreeMap`).
 //! Invariant: [`EventQueue::pop`] never returns an event earlier than the last one it returned,
 //! and [`EventQueue::schedule`] refuses (panics on) an event in the past. The queue holds
-//! only pending events, so its memory follows what is in flight.
+//! pending events (and at most the one top handed out), so its memory follows what is in
+//! flight.
 
 use std::collections::VecDeque;
 
@@ -205,33 +206,42 @@ mod tests {
 
     proptest! {
         /// Interleaved pushes and pops agree with a `BTreeMap` keyed by (time, sequence).
-        /// Sweeps (`retain`) come between them, right after a pop too, when the heap's top
-        /// is handed out but not yet removed.
+        /// Sweeps (`retain`) and looks at the next time (`peek_time`) come between them,
+        /// right after a pop too, when the heap's top is handed out but not yet removed.
         #[test]
-        fn agrees_with_btreemap_oracle(ops in prop::collection::vec((0u8..4, 0u64..50), 1..400)) {
+        fn agrees_with_btreemap_oracle(ops in prop::collection::vec((0u8..5, 0u64..50), 1..400)) {
             let mut q = EventQueue::new();
             let mut oracle: BTreeMap<(u64, u64), u64> = BTreeMap::new();
             let mut seq = 0u64;
             for (op, delta) in ops {
-                if op == 3 {
-                    q.retain(|e| e % 3 != 0);
-                    oracle.retain(|_, e| *e % 3 != 0);
-                } else if op > 0 {
-                    let t = q.now().as_nanos() + delta;
-                    if op == 1 {
-                        q.schedule(SimTime(t), seq);
-                    } else {
-                        // Timers: mostly monotone (a constant offset), sometimes not.
-                        q.schedule_timer(SimTime(t), seq);
+                match op {
+                    0 => {
+                        let expected = oracle.pop_first();
+                        let got = q.pop();
+                        prop_assert_eq!(got.map(|(t, e)| ((t.as_nanos(), e), e)), expected);
                     }
-                    oracle.insert((t, seq), seq);
-                    seq += 1;
-                } else {
-                    let expected = oracle.pop_first();
-                    let got = q.pop();
-                    prop_assert_eq!(got.map(|(t, e)| ((t.as_nanos(), e), e)), expected);
+                    1 | 2 => {
+                        let t = q.now().as_nanos() + delta;
+                        if op == 1 {
+                            q.schedule(SimTime(t), seq);
+                        } else {
+                            // Timers: one earlier than the lane's last goes to the heap.
+                            q.schedule_timer(SimTime(t), seq);
+                        }
+                        oracle.insert((t, seq), seq);
+                        seq += 1;
+                    }
+                    3 => {
+                        q.retain(|e| e % 3 != 0);
+                        oracle.retain(|_, e| *e % 3 != 0);
+                    }
+                    _ => {
+                        let next = oracle.first_key_value().map(|(&(t, _), _)| t);
+                        prop_assert_eq!(q.peek_time().map(SimTime::as_nanos), next);
+                    }
                 }
                 prop_assert_eq!(q.len(), oracle.len());
+                prop_assert_eq!(q.is_empty(), oracle.is_empty());
             }
             let mut last = q.now();
             while let Some((t, e)) = q.pop() {
