@@ -140,68 +140,65 @@ impl<E: Copy> MinHeap<E> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
     use std::collections::BTreeSet;
 
-    proptest! {
-        /// Pushes, pops, replacements and sweeps agree with a sorted set of the same keys.
-        #[test]
-        fn agrees_with_a_sorted_set(ops in prop::collection::vec((0u8..4, 0u64..1000), 1..600)) {
-            let mut heap = MinHeap::new();
-            let mut oracle = BTreeSet::new();
-            for (seq, (op, value)) in ops.into_iter().enumerate() {
-                let key = (u128::from(value) << 64) | seq as u128;
-                match op {
-                    0 => {
-                        heap.push(Entry { key, event: value });
-                        oracle.insert(key);
-                    }
-                    1 => {
-                        prop_assert_eq!(heap.pop().map(|e| e.key), oracle.pop_first());
-                    }
-                    2 if !oracle.is_empty() => {
-                        heap.replace_top(Entry { key, event: value });
-                        oracle.pop_first();
-                        oracle.insert(key);
-                    }
-                    _ => {
-                        heap.retain(|v| v % 3 != 0);
-                        oracle.retain(|k| (k >> 64) % 3 != 0);
-                    }
+    #[derive(Clone, Copy)]
+    enum Op {
+        Push,
+        Pop,
+        Replace,
+        Sweep,
+    }
+
+    /// Applies `ops` (each with the time of the key it brings) to a heap and to a sorted set
+    /// of the same keys, checking length and least key after each, then drains both in order.
+    fn agrees(ops: impl IntoIterator<Item = (Op, u64)>) -> Result<(), TestCaseError> {
+        let mut heap = MinHeap::new();
+        let mut oracle = BTreeSet::new();
+        for (seq, (op, value)) in ops.into_iter().enumerate() {
+            let key = (u128::from(value) << 64) | seq as u128;
+            match op {
+                Op::Push => {
+                    heap.push(Entry { key, event: value });
+                    oracle.insert(key);
                 }
-                prop_assert_eq!(heap.len(), oracle.len());
-                prop_assert_eq!(heap.peek().map(|e| e.key), oracle.first().copied());
+                Op::Pop => prop_assert_eq!(heap.pop().map(|e| e.key), oracle.pop_first()),
+                Op::Replace if !oracle.is_empty() => {
+                    heap.replace_top(Entry { key, event: value });
+                    oracle.pop_first();
+                    oracle.insert(key);
+                }
+                Op::Replace => {}
+                Op::Sweep => {
+                    heap.retain(|v| v % 3 != 0);
+                    oracle.retain(|k| (k >> 64) % 3 != 0);
+                }
             }
-            while let Some(e) = heap.pop() {
-                prop_assert_eq!(Some(e.key), oracle.pop_first());
-            }
-            prop_assert!(oracle.is_empty());
+            prop_assert_eq!(heap.len(), oracle.len());
+            prop_assert_eq!(heap.peek().map(|e| e.key), oracle.first().copied());
+        }
+        while let Some(e) = heap.pop() {
+            prop_assert_eq!(Some(e.key), oracle.pop_first());
+        }
+        prop_assert!(oracle.is_empty());
+        Ok(())
+    }
+
+    proptest! {
+        /// Pushes, pops, replacements and sweeps, equally often.
+        #[test]
+        fn agrees_with_a_sorted_set(ops in prop::collection::vec((0usize..4, 0u64..1000), 1..600)) {
+            let kinds = [Op::Push, Op::Pop, Op::Replace, Op::Sweep];
+            agrees(ops.into_iter().map(|(k, v)| (kinds[k], v)))?;
         }
 
         /// Heaps of hundreds to thousands of entries (three pushes or replacements to each
-        /// pop), so that walks go several levels deep, then drained in order.
+        /// pop), so that walks go several levels deep.
         #[test]
-        fn deep_heaps_come_out_in_order(ops in prop::collection::vec((0u8..4, 0u64..1_000_000), 200..4000)) {
-            let mut heap = MinHeap::new();
-            let mut oracle = BTreeSet::new();
-            for (seq, (op, value)) in ops.into_iter().enumerate() {
-                let key = (u128::from(value) << 64) | seq as u128;
-                match op {
-                    0 => prop_assert_eq!(heap.pop().map(|e| e.key), oracle.pop_first()),
-                    1 if !oracle.is_empty() => {
-                        heap.replace_top(Entry { key, event: value });
-                        oracle.pop_first();
-                        oracle.insert(key);
-                    }
-                    _ => {
-                        heap.push(Entry { key, event: value });
-                        oracle.insert(key);
-                    }
-                }
-            }
-            while let Some(e) = heap.pop() {
-                prop_assert_eq!(Some(e.key), oracle.pop_first());
-            }
-            prop_assert!(oracle.is_empty());
+        fn deep_heaps_come_out_in_order(ops in prop::collection::vec((0usize..4, 0u64..1_000_000), 200..4000)) {
+            let kinds = [Op::Pop, Op::Replace, Op::Push, Op::Push];
+            agrees(ops.into_iter().map(|(k, v)| (kinds[k], v)))?;
         }
     }
 }
