@@ -250,22 +250,20 @@ impl Sim<'_> {
     /// reads (`Edge::folds_reads`), with no timer. Nothing but an answer ends the caller's
     /// wait, so it is still waiting when the version comes back and writes at once: the read
     /// needs no event, and the write lands three hops after `sent`, carrying its read's
-    /// instant. The hops are drawn in the order the events would draw them.
+    /// instant. Nothing observes the instant the version reaches the caller, so the hop back
+    /// and the write's hop are drawn as one sum (`Dist::sample_pair`).
     #[inline(always)]
     pub(super) fn occ_send(&mut self, slot: u32, token: u32, sent: SimTime) {
         let latency = &self.sc.network.latency;
         let read_at = sent + latency.sample(&mut self.rng.network);
-        let back = latency.sample(&mut self.rng.network);
-        let forth = latency.sample(&mut self.rng.network);
+        let trip = latency.sample_pair(&mut self.rng.network);
         let s = self.target(slot);
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("reads go to an occ service")
         };
         let read = row.read(read_at);
-        self.queue.schedule(
-            read_at + back + forth,
-            Event::OccWrite { slot, token, read },
-        );
+        self.queue
+            .schedule(read_at + trip, Event::OccWrite { slot, token, read });
     }
 
     /// Whether service `s` discards attempt `token` of call `slot` as it arrives: its caller
