@@ -67,7 +67,7 @@ impl<E: Copy> EventQueue<E> {
     /// # Panics
     /// If `time` is earlier than [`EventQueue::now`]: the model must never schedule into the
     /// past, and a silent reorder would corrupt the run.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, event: E) {
         let entry = self.entry(time, event);
         self.push_heap(entry);
@@ -106,7 +106,7 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn entry(&mut self, time: SimTime, event: E) -> Entry<E> {
         assert!(
             time >= self.now,

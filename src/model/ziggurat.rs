@@ -164,13 +164,13 @@ impl FoldedNormal {
     }
 
     /// Draws one duration.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&self, rng: &mut Pcg64) -> SimDuration {
         round_nanos(self.unfolded(rng).abs())
     }
 
     /// Draws X, in nanoseconds, before the fold and the rounding.
-    #[inline]
+    #[inline(always)]
     fn unfolded(&self, rng: &mut Pcg64) -> f64 {
         let (i, u) = layer_and_uniform(rng.next_u64());
         let layer = self.layers[i];
@@ -249,7 +249,7 @@ impl FoldedPair {
     }
 
     /// Draws one sum.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&self, rng: &mut Pcg64) -> SimDuration {
         let bits = rng.next_u64();
         let i = (bits & 0xff) as usize;
