@@ -485,16 +485,21 @@ impl SeriesMean {
             self.rows.resize(rows.len(), self.held);
         }
         let last = rows.last().copied().unwrap_or([0; COLUMNS]);
-        for (i, out) in self.rows.iter_mut().enumerate() {
-            let (row, ended) = match rows.get(i) {
-                Some(row) => (row, false),
-                None => (&last, true),
-            };
-            for ((o, v), col) in out.iter_mut().zip(row).zip(Column::ALL) {
-                // After its end a run counts nothing and keeps its last state.
-                if !ended || col.is_state() {
-                    *o += f64::from(*v) * col.scale() / self.n;
-                }
+        let n = self.n;
+        let scale = Column::ALL.map(Column::scale);
+        let (running, ended) = self.rows.split_at_mut(rows.len());
+        for (out, row) in running.iter_mut().zip(rows) {
+            // Every column, without a branch, so that the loop is vectorised.
+            for ((o, v), s) in out.iter_mut().zip(row).zip(scale) {
+                *o += f64::from(*v) * s / n;
+            }
+        }
+        // After its end a run counts nothing and keeps its last state.
+        let states = Column::ALL.into_iter().filter(|c| c.is_state());
+        for out in ended {
+            for col in states.clone() {
+                let i = col as usize;
+                out[i] += f64::from(last[i]) * col.scale() / n;
             }
         }
         for ((h, v), col) in self.held.iter_mut().zip(&last).zip(Column::ALL) {
