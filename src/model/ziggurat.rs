@@ -215,7 +215,7 @@ impl FoldedNormal {
 /// S, drawn by the ziggurat from the word's other bits (layer: bits 0-7; a uniform in [-1, 1)
 /// from bits 24-63). Otherwise [`FoldedPair::slow`] finishes S, draws |D| beyond t, or below t
 /// when S < t, and takes the larger of |S| and |D|. With hop delays of Normal(10 ms, 2 ms) the
-/// one-word path is taken 98.7 % of the time; with a mean small beside the standard deviation
+/// one-word path is taken 98.5 % of the time; with a mean small beside the standard deviation
 /// S < t is common and the slow path exact but dearer.
 #[derive(Clone, Debug)]
 pub struct FoldedPair {
