@@ -221,11 +221,12 @@ impl FoldedNormal {
 pub struct FoldedPair {
     /// S, unfolded.
     sum: FoldedNormal,
-    /// A standard normal, for |D| below t.
-    unit: FoldedNormal,
     /// t, in nanoseconds.
     split_ns: f64,
 }
+
+/// A standard normal, for |D| below t.
+static STANDARD: LazyLock<FoldedNormal> = LazyLock::new(|| FoldedNormal::from_nanos(0.0, 1.0));
 
 /// P(|D| > t) = `PAIR_TAIL` / 2^16.
 const PAIR_TAIL: u64 = 27;
@@ -243,7 +244,6 @@ impl FoldedPair {
         let sd_ns = sd.as_nanos() as f64 * std::f64::consts::SQRT_2;
         FoldedPair {
             sum: FoldedNormal::from_nanos(2.0 * mean.as_nanos() as f64, sd_ns),
-            unit: FoldedNormal::from_nanos(0.0, 1.0),
             split_ns: PAIR_A * sd_ns,
         }
     }
@@ -288,7 +288,7 @@ impl FoldedPair {
         } else if s < self.split_ns {
             // |Z| given |Z| <= A, by rejection (it takes one draw 99.96 % of the time).
             loop {
-                let z = self.unit.unfolded(rng).abs();
+                let z = STANDARD.unfolded(rng).abs();
                 if z <= PAIR_A {
                     break z * sd_ns;
                 }
