@@ -413,42 +413,50 @@ mod tests {
         d
     }
 
-    /// A million draws of |N(mean, sd)| against the folded-normal CDF (KS at the 1 % level),
-    /// the count beyond mean + 3.7 sd (past R, so drawn by the tail method alone) against its
-    /// exact probability within a binomial 99.9 % bound, the shape of those tail draws (KS at 1
-    /// %), and the sample mean against `Dist::mean_secs` within its 99.9 % interval.
-    fn check_fit(mean_ms: u64, sd_ms: u64, seed: u64) {
-        let ms = SimDuration::from_millis;
-        let dist = crate::model::Dist::normal(ms(mean_ms), ms(sd_ms));
-        let (m, s) = (ms(mean_ms).as_nanos() as f64, ms(sd_ms).as_nanos() as f64);
-        const N: usize = 1_000_000;
-        let mut rng = Pcg64::seed_from_u64(seed);
-        let mut draws: Vec<u64> = (0..N).map(|_| dist.sample(&mut rng).as_nanos()).collect();
+    /// The law a million draws are checked against ([`check_law`]).
+    struct Law<'a> {
+        /// What was drawn, for the messages.
+        name: String,
+        /// The CDF at `y` nanoseconds.
+        cdf: &'a dyn Fn(f64) -> f64,
+        /// Where the draws' upper tail is taken from, in nanoseconds.
+        tail_from: f64,
+        /// The mean and the variance, in nanoseconds.
+        mean: f64,
+        var: f64,
+    }
+
+    /// A million draws against `law`: the CDF (KS at the 1 % level), the count beyond
+    /// `tail_from` against its exact probability within a binomial 99.9 % bound, the shape of
+    /// those draws (KS at 1 %), and the sample mean within its 99.9 % interval.
+    fn check_law(mut draws: Vec<u64>, law: Law) {
+        let n = draws.len() as f64;
         draws.sort_unstable();
-        let cdf = |y: f64| folded_cdf(m, s, y);
-
-        let critical = 1.628 / (N as f64).sqrt();
+        let cdf = law.cdf;
+        let critical = 1.628 / n.sqrt();
         let d = ks_distance(&draws, cdf);
-        eprintln!("|N({mean_ms} ms, {sd_ms} ms)|: KS D = {d:.6} (1 % critical {critical:.6})");
-        assert!(d < critical, "KS distance {d} >= {critical}");
+        eprintln!("{}: KS D = {d:.6} (1 % critical {critical:.6})", law.name);
+        assert!(d < critical, "{}: KS distance {d} >= {critical}", law.name);
 
-        let threshold = m + 3.7 * s;
-        let p = 1.0 - cdf(threshold + 0.5);
+        let p = 1.0 - cdf(law.tail_from + 0.5);
         let tail: Vec<u64> = draws
             .iter()
             .copied()
-            .filter(|&k| k as f64 > threshold)
+            .filter(|&k| k as f64 > law.tail_from)
             .collect();
-        let expected = N as f64 * p;
-        let bound = 3.29 * (N as f64 * p * (1.0 - p)).sqrt();
+        let expected = n * p;
+        let bound = 3.29 * (n * p * (1.0 - p)).sqrt();
         eprintln!(
-            "  beyond mean + 3.7 sd: {} draws, expected {expected:.1} +- {bound:.1}",
+            "  beyond {:.3} ms: {} draws, expected {expected:.1} +- {bound:.1}",
+            law.tail_from / 1e6,
             tail.len()
         );
         assert!(
             (tail.len() as f64 - expected).abs() <= bound,
-            "{} draws beyond mean + 3.7 sd, expected {expected} +- {bound}",
-            tail.len()
+            "{}: {} draws beyond {}, expected {expected} +- {bound}",
+            law.name,
+            tail.len(),
+            law.tail_from
         );
         let tail_cdf = |y: f64| ((cdf(y) - (1.0 - p)) / p).max(0.0);
         let tail_critical = 1.628 / (tail.len() as f64).sqrt();
@@ -456,20 +464,45 @@ mod tests {
         eprintln!("  tail shape: KS D = {tail_d:.4} (1 % critical {tail_critical:.4})");
         assert!(
             tail_d < tail_critical,
-            "tail KS {tail_d} >= {tail_critical}"
+            "{}: tail KS {tail_d} >= {tail_critical}",
+            law.name
         );
 
-        let want = dist.mean_secs() * 1e9;
-        let var = m * m + s * s - want * want;
-        let mean_bound = 3.29 * (var / N as f64).sqrt();
-        let got = draws.iter().map(|&k| k as f64).sum::<f64>() / N as f64;
+        let mean_bound = 3.29 * (law.var / n).sqrt();
+        let got = draws.iter().map(|&k| k as f64).sum::<f64>() / n;
         eprintln!(
-            "  mean {got:.1} ns, mean_secs {want:.1} ns, difference {:.1} (bound {mean_bound:.1})",
-            got - want
+            "  mean {got:.1} ns against {:.1} ns (bound {mean_bound:.1})",
+            law.mean
         );
         assert!(
-            (got - want).abs() <= mean_bound,
-            "mean {got} against {want}"
+            (got - law.mean).abs() <= mean_bound,
+            "{}: mean {got} against {}",
+            law.name,
+            law.mean
+        );
+    }
+
+    const N: usize = 1_000_000;
+
+    /// A million draws of |N(mean, sd)| against the folded-normal CDF; the tail is taken
+    /// beyond mean + 3.7 sd (past R, so drawn by the tail method alone), and the mean is
+    /// `Dist::mean_secs`.
+    fn check_fit(mean_ms: u64, sd_ms: u64, seed: u64) {
+        let ms = SimDuration::from_millis;
+        let dist = crate::model::Dist::normal(ms(mean_ms), ms(sd_ms));
+        let (m, s) = (ms(mean_ms).as_nanos() as f64, ms(sd_ms).as_nanos() as f64);
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let draws = (0..N).map(|_| dist.sample(&mut rng).as_nanos()).collect();
+        let mean = dist.mean_secs() * 1e9;
+        check_law(
+            draws,
+            Law {
+                name: format!("|N({mean_ms} ms, {sd_ms} ms)|"),
+                cdf: &|y| folded_cdf(m, s, y),
+                tail_from: m + 3.7 * s,
+                mean,
+                var: m * m + s * s - mean * mean,
+            },
         );
     }
 
@@ -485,67 +518,28 @@ mod tests {
 
     /// A million sums from [`FoldedPair`] against the exact CDF of |X1| + |X2|: it is the
     /// larger of |S| and |D|, independent folded normals, so its CDF is their CDFs'
-    /// product (KS at the 1 % level). Then the count beyond t, where the draws of |D| from
-    /// its tail take over, against its exact probability within a binomial 99.9 % bound; the
-    /// shape of those draws (KS at 1 %); and the mean against twice `Dist::mean_secs`
-    /// within its 99.9 % interval.
+    /// product. The tail is taken beyond t (where the draws of |D| from its tail take over)
+    /// or 3 sd of S past its mean, whichever is further; the mean is twice
+    /// `Dist::mean_secs`.
     fn check_pair_fit(mean_ms: u64, sd_ms: u64, seed: u64) {
         let ms = SimDuration::from_millis;
         let dist = crate::model::Dist::normal(ms(mean_ms), ms(sd_ms));
         let (m, s) = (ms(mean_ms).as_nanos() as f64, ms(sd_ms).as_nanos() as f64);
         let s2 = s * std::f64::consts::SQRT_2;
-        const N: usize = 1_000_000;
         let mut rng = Pcg64::seed_from_u64(seed);
-        let mut draws: Vec<u64> = (0..N)
+        let draws = (0..N)
             .map(|_| dist.sample_pair(&mut rng).as_nanos())
             .collect();
-        draws.sort_unstable();
-        let cdf = |y: f64| folded_cdf(2.0 * m, s2, y) * folded_cdf(0.0, s2, y);
-
-        let critical = 1.628 / (N as f64).sqrt();
-        let d = ks_distance(&draws, cdf);
-        eprintln!(
-            "pair of |N({mean_ms} ms, {sd_ms} ms)|: KS D = {d:.6} (1 % critical {critical:.6})"
-        );
-        assert!(d < critical, "KS distance {d} >= {critical}");
-
-        let threshold = (PAIR_A * s2).max(2.0 * m + 3.0 * s2);
-        let p = 1.0 - cdf(threshold + 0.5);
-        let beyond: Vec<u64> = draws
-            .iter()
-            .copied()
-            .filter(|&k| k as f64 > threshold)
-            .collect();
-        let expected = N as f64 * p;
-        let bound = 3.29 * (N as f64 * p * (1.0 - p)).sqrt();
-        eprintln!(
-            "  beyond {:.2} ms: {} draws, expected {expected:.1} +- {bound:.1}",
-            threshold / 1e6,
-            beyond.len()
-        );
-        assert!(
-            (beyond.len() as f64 - expected).abs() <= bound,
-            "{} draws beyond {threshold}, expected {expected} +- {bound}",
-            beyond.len()
-        );
-        let beyond_cdf = |y: f64| ((cdf(y) - (1.0 - p)) / p).max(0.0);
-        let beyond_critical = 1.628 / (beyond.len() as f64).sqrt();
-        let beyond_d = ks_distance(&beyond, beyond_cdf);
-        eprintln!("  their shape: KS D = {beyond_d:.4} (1 % critical {beyond_critical:.4})");
-        assert!(
-            beyond_d < beyond_critical,
-            "KS {beyond_d} >= {beyond_critical}"
-        );
-
-        let want = 2.0 * dist.mean_secs() * 1e9;
         let one = dist.mean_secs() * 1e9;
-        let var = 2.0 * (m * m + s * s - one * one);
-        let mean_bound = 3.29 * (var / N as f64).sqrt();
-        let got = draws.iter().map(|&k| k as f64).sum::<f64>() / N as f64;
-        eprintln!("  mean {got:.1} ns, twice mean_secs {want:.1} ns (bound {mean_bound:.1})");
-        assert!(
-            (got - want).abs() <= mean_bound,
-            "mean {got} against {want}"
+        check_law(
+            draws,
+            Law {
+                name: format!("pair of |N({mean_ms} ms, {sd_ms} ms)|"),
+                cdf: &|y| folded_cdf(2.0 * m, s2, y) * folded_cdf(0.0, s2, y),
+                tail_from: (PAIR_A * s2).max(2.0 * m + 3.0 * s2),
+                mean: 2.0 * one,
+                var: 2.0 * (m * m + s * s - one * one),
+            },
         );
     }
 
@@ -556,7 +550,8 @@ mod tests {
 
     #[test]
     fn pair_sums_fit_where_the_fold_acts() {
-        // S < t a third of the time: the slow path draws |D| from its body.
+        // With the mean small beside sd, S < t for almost every sum: the slow path draws
+        // |D| from its body nearly every time.
         check_pair_fit(1, 3, 22);
         check_pair_fit(0, 5, 23);
     }
