@@ -128,8 +128,9 @@ impl Dist {
     }
 
     /// The sum of two independent draws, for two delays in a row whose middle instant
-    /// nothing observes. A folded normal draws the sum exactly from one random word almost
-    /// always ([`FoldedPair`]); every other kind draws twice.
+    /// nothing observes. A folded normal draws the sum exactly ([`FoldedPair`]: from one
+    /// random word 98.5 % of the time when the mean is five times sd or more, rounded to the
+    /// nanosecond once); every other kind draws twice.
     #[inline(always)]
     pub fn sample_pair(&self, rng: &mut Pcg64) -> SimDuration {
         match self {

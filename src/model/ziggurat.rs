@@ -204,9 +204,11 @@ impl FoldedNormal {
 }
 
 /// The sum of two independent draws of one folded normal, |X1| + |X2| with X1, X2 ~
-/// Normal(mean, sd), drawn exactly, almost always from one random word: a path whose middle
-/// instant nothing observes (an `occ` read's answer and the write that follows it) needs only
-/// the sum.
+/// Normal(mean, sd), drawn exactly (up to the 40-bit uniform of the one-word path, whose
+/// steps are 2^-39 of a layer's width) and, when the mean is large beside sd, almost always
+/// from one random word: a path whose middle instant nothing observes (an `occ` read's answer
+/// and the write that follows it) needs only the sum. It is rounded to the nanosecond once,
+/// where two draws are rounded each; that matters only for delays of a few nanoseconds.
 ///
 /// For any reals, |a| + |b| = max(|a + b|, |a - b|), and S = X1 + X2 ~ Normal(2 mean,
 /// sqrt(2) sd) and D = X1 - X2 ~ Normal(0, sqrt(2) sd) are independent. |D| matters only
@@ -214,9 +216,10 @@ impl FoldedNormal {
 /// 27/2^16: bits 8-23 of the word decide that event. When it is false and S >= t, the sum is
 /// S, drawn by the ziggurat from the word's other bits (layer: bits 0-7; a uniform in [-1, 1)
 /// from bits 24-63). Otherwise [`FoldedPair::slow`] finishes S, draws |D| beyond t, or below t
-/// when S < t, and takes the larger of |S| and |D|. With hop delays of Normal(10 ms, 2 ms) the
-/// one-word path is taken 98.5 % of the time; with a mean small beside the standard deviation
-/// S < t is common and the slow path exact but dearer.
+/// when |S| < t, and takes the larger of |S| and |D|. With hop delays of Normal(10 ms, 2 ms)
+/// the one-word path is taken 98.5 % of the time; with a mean small beside the standard
+/// deviation |S| < t for almost every sum (the one-word path is taken 0.08 % of the time for
+/// (1 ms, 3 ms)) and the slow path, exact but dearer, draws |D| too.
 #[derive(Clone, Debug)]
 pub struct FoldedPair {
     /// S, unfolded.
