@@ -335,6 +335,53 @@ mod tests {
         assert_eq!(total, 3 * MAX_ROWS as u64, "merging keeps every count");
     }
 
+    /// Settled counts land in the bucket their instant divides into, whether it is the
+    /// current one, an earlier or a later one, or past the last row a series keeps (which
+    /// merges buckets first), with the present moving on.
+    #[test]
+    fn settled_counts_land_where_their_instant_divides() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        let bucket = 1_000u64;
+        let mut s = TimeSeries::new(SimDuration::from_nanos(bucket));
+        let mut counts: Vec<u64> = Vec::new();
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            now += rng.random_range(0..300);
+            s.tick(SimTime(now), Gauges::default);
+            let t = match rng.random_range(0..4) {
+                0 => now + rng.random_range(0..bucket),
+                1 => now + rng.random_range(bucket..3 * bucket),
+                2 => now.saturating_sub(rng.random_range(0..2 * bucket)),
+                _ => now + rng.random_range(0..50 * bucket),
+            };
+            s.add_at(SimTime(t), Column::Retries);
+            let i = (t / bucket) as usize;
+            if counts.len() <= i {
+                counts.resize(i + 1, 0);
+            }
+            counts[i] += 1;
+        }
+        let got: Vec<u64> = s
+            .rows()
+            .iter()
+            .map(|r| u64::from(r[Column::Retries as usize]))
+            .collect();
+        assert_eq!(got, counts);
+        // Past the last row kept: the buckets merge, and the count lands in the merged one.
+        let far = SimTime(2 * MAX_ROWS as u64 * bucket + 1);
+        s.add_at(far, Column::Retries);
+        assert_eq!(s.bucket(), SimDuration::from_nanos(4 * bucket));
+        let i = (far.as_nanos() / (4 * bucket)) as usize;
+        assert_eq!(s.rows()[i][Column::Retries as usize], 1);
+        let total: u64 = s
+            .rows()
+            .iter()
+            .map(|r| u64::from(r[Column::Retries as usize]))
+            .sum();
+        assert_eq!(total, 20_001);
+    }
+
     #[test]
     fn counts_land_in_their_bucket_and_states_carry_over() {
         let mut s = TimeSeries::new(SimDuration::from_secs(1));

@@ -39,7 +39,7 @@ impl Jitter {
 pub enum Backoff {
     /// Retry at once.
     None,
-    /// Exponential backoff with jitter.
+    /// Exponential backoff with jitter; made by [`Backoff::exponential`].
     Exponential {
         /// Delay before the first retry, before jitter.
         base: SimDuration,
@@ -49,34 +49,78 @@ pub enum Backoff {
         cap: SimDuration,
         /// Randomisation.
         jitter: Jitter,
+        /// The raw delays of the first retries, worked out once.
+        raws: RawDelays,
     },
 }
 
+/// Retries whose raw delay [`RawDelays`] keeps.
+const KEPT_RAWS: usize = 64;
+
+/// The raw delays before retries 1 to [`KEPT_RAWS`], in nanoseconds, each computed as
+/// [`Backoff::raw`] computes the later ones, so a retry's delay is a lookup rather than a
+/// power and a rounding (the same values: a function of the policy's other fields).
+#[derive(Clone, PartialEq)]
+pub struct RawDelays(Box<[u64; KEPT_RAWS]>);
+
+impl std::fmt::Debug for RawDelays {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawDelays(1: {} ns, ..)", self.0[0])
+    }
+}
+
+/// `min(cap, base * multiplier^(k-1))` for retry `k`, rounded to the nanosecond.
+fn raw_delay(base: SimDuration, multiplier: f64, cap: SimDuration, k: u32) -> u64 {
+    let exponent = k.saturating_sub(1).min(i32::MAX as u32) as i32;
+    let raw = base.as_nanos() as f64 * multiplier.powi(exponent);
+    if raw >= cap.as_nanos() as f64 {
+        cap.as_nanos()
+    } else {
+        raw.round() as u64
+    }
+}
+
 impl Backoff {
+    /// Exponential backoff from `base`, times `multiplier` per retry, capped at `cap`, with
+    /// `jitter`.
+    pub fn exponential(
+        base: SimDuration,
+        multiplier: f64,
+        cap: SimDuration,
+        jitter: Jitter,
+    ) -> Self {
+        let raws = std::array::from_fn(|i| raw_delay(base, multiplier, cap, i as u32 + 1));
+        Backoff::Exponential {
+            base,
+            multiplier,
+            cap,
+            jitter,
+            raws: RawDelays(Box::new(raws)),
+        }
+    }
+
     /// The un-jittered delay before retry `k` (k >= 1): `min(cap, base * multiplier^(k-1))`.
+    #[inline]
     pub fn raw(&self, k: u32) -> SimDuration {
-        match *self {
+        match self {
             Backoff::None => SimDuration::ZERO,
             Backoff::Exponential {
                 base,
                 multiplier,
                 cap,
+                raws,
                 ..
-            } => {
-                let exponent = k.saturating_sub(1).min(i32::MAX as u32) as i32;
-                let raw = base.as_nanos() as f64 * multiplier.powi(exponent);
-                if raw >= cap.as_nanos() as f64 {
-                    cap
-                } else {
-                    SimDuration::from_nanos(raw.round() as u64)
-                }
-            }
+            } => SimDuration::from_nanos(match raws.0.get(k.max(1) as usize - 1) {
+                Some(&raw) => raw,
+                None => raw_delay(*base, *multiplier, *cap, k),
+            }),
         }
     }
 
     /// The delay before retry `k` (k >= 1). `previous` is the logical request's last
     /// decorrelated sleep ([`SimDuration::ZERO`] before its first retry, meaning `base`); it is
     /// updated in place. Draws only from `rng`, and only when the jitter needs it.
+    #[inline]
     pub fn delay(&self, k: u32, previous: &mut SimDuration, rng: &mut Pcg64) -> SimDuration {
         match *self {
             Backoff::None => SimDuration::ZERO,
@@ -114,12 +158,12 @@ mod tests {
     use rand::SeedableRng;
 
     fn exp(jitter: Jitter) -> Backoff {
-        Backoff::Exponential {
-            base: SimDuration::from_millis(10),
-            multiplier: 2.0,
-            cap: SimDuration::from_millis(100),
+        Backoff::exponential(
+            SimDuration::from_millis(10),
+            2.0,
+            SimDuration::from_millis(100),
             jitter,
-        }
+        )
     }
 
     #[test]
@@ -162,6 +206,52 @@ mod tests {
             assert!(last >= SimDuration::from_millis(10));
             assert!(last <= SimDuration::from_millis(100));
             assert!(last.as_nanos() <= before.as_nanos() * 3);
+        }
+    }
+
+    /// The kept raw delays are the ones the formula gives, for retries inside the table and
+    /// past it, for growth that reaches the cap early, late (a multiplier just above one) or
+    /// never (a cap of the end of time), and for retry 0 (treated as the first).
+    #[test]
+    fn kept_raw_delays_equal_the_formula() {
+        let shapes = [
+            (
+                SimDuration::from_millis(10),
+                2.0,
+                SimDuration::from_millis(100),
+            ),
+            (
+                SimDuration::from_millis(7),
+                1.000_000_1,
+                SimDuration::from_secs(1),
+            ),
+            (SimDuration::from_nanos(3), 1.5, SimDuration(u64::MAX)),
+            (
+                SimDuration::from_millis(5),
+                1.0,
+                SimDuration::from_millis(5),
+            ),
+            (SimDuration::from_secs(1), 3.7, SimDuration::from_secs(3600)),
+        ];
+        for (base, multiplier, cap) in shapes {
+            let b = Backoff::exponential(base, multiplier, cap, Jitter::None);
+            for k in (0..=200).chain([1_000, u32::MAX]) {
+                assert_eq!(
+                    b.raw(k).as_nanos(),
+                    raw_delay(base, multiplier, cap, k.max(1)),
+                    "retry {k} of {base} x{multiplier} capped at {cap}"
+                );
+            }
+            // The formula by hand, for a retry inside the table and one past it.
+            for k in [3, 100] {
+                let f = base.as_nanos() as f64 * multiplier.powi(k as i32 - 1);
+                let want = if f >= cap.as_nanos() as f64 {
+                    cap.as_nanos()
+                } else {
+                    f.round() as u64
+                };
+                assert_eq!(b.raw(k).as_nanos(), want);
+            }
         }
     }
 

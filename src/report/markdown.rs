@@ -1500,6 +1500,7 @@ fn describe(s: &Scenario) -> Vec<String> {
                 multiplier,
                 cap,
                 jitter,
+                ..
             } => format!(
                 "Backoff from {base}, x{multiplier} per retry, capped at {cap}, {}.",
                 match jitter {
@@ -1633,6 +1634,7 @@ fn call_policy_words(p: &crate::scenario::Policy) -> String {
                 multiplier,
                 cap,
                 jitter,
+                ..
             } => format!(
                 "backoff from {base}, x{multiplier} per retry, capped at {cap}, {}",
                 match jitter {

@@ -198,6 +198,7 @@ fn policy_json(p: &Policy, on_call: bool) -> Value {
             multiplier,
             cap,
             jitter,
+            ..
         } => {
             json!({"base": base.to_string(), "multiplier": multiplier, "cap": cap.to_string(), "jitter": jitter.name()})
         }

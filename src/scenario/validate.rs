@@ -1273,12 +1273,12 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
                     "must be longer than zero for decorrelated jitter, which grows from base",
                 );
             }
-            Backoff::Exponential {
-                base: base.unwrap_or_default(),
+            Backoff::exponential(
+                base.unwrap_or_default(),
                 multiplier,
-                cap: cap.unwrap_or_default(),
+                cap.unwrap_or_default(),
                 jitter,
-            }
+            )
         }
     };
     let bulkhead = raw.bulkhead.as_ref().map(|b| bulkhead(c, at, b));

@@ -19,12 +19,12 @@ fn always_failing_with_yearly_backoff() -> Scenario {
 fn with_yearly_backoff(text: &str) -> Scenario {
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let mut sc = e.points[0].variants[0].scenario.clone();
-    sc.policy.retry.backoff = crate::model::Backoff::Exponential {
-        base: SimDuration::from_secs(365 * 86_400),
-        multiplier: 1000.0,
-        cap: SimDuration(u64::MAX),
-        jitter: crate::model::Jitter::None,
-    };
+    sc.policy.retry.backoff = crate::model::Backoff::exponential(
+        SimDuration::from_secs(365 * 86_400),
+        1000.0,
+        SimDuration(u64::MAX),
+        crate::model::Jitter::None,
+    );
     sc
 }
 
