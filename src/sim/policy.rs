@@ -218,8 +218,17 @@ impl<'a> CallPolicies<'a> {
         self.bulkhead.is_some()
     }
 
-    #[inline]
+    /// The budget of `client`'s calls, if the edge has budgets. The check is in line at the
+    /// caller; finding the instance is not.
+    #[inline(always)]
     fn budget(&mut self, client: u32) -> Option<&mut Budget> {
+        if self.budgets.is_none() {
+            return None;
+        }
+        self.find_budget(client)
+    }
+
+    fn find_budget(&mut self, client: u32) -> Option<&mut Budget> {
         let scope = self.policy.budget.as_ref()?.scope;
         let i = if self.per_client {
             scope.index(client)
@@ -229,8 +238,17 @@ impl<'a> CallPolicies<'a> {
         Some(self.budgets.as_mut()?.get_mut(i))
     }
 
-    #[inline]
+    /// The breaker of `client`'s calls, if the edge has breakers. The check is in line at
+    /// the caller (twice per attempt: admission and outcome); finding the instance is not.
+    #[inline(always)]
     fn breaker(&mut self, client: u32) -> Option<&mut Breaker> {
+        if self.breakers.is_none() {
+            return None;
+        }
+        self.find_breaker(client)
+    }
+
+    fn find_breaker(&mut self, client: u32) -> Option<&mut Breaker> {
         let scope = self.policy.breaker.as_ref()?.scope;
         let i = if self.per_client {
             scope.index(client)
