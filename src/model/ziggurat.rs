@@ -519,6 +519,13 @@ mod tests {
         check_fit(1, 3, 12);
     }
 
+    /// A spread of minutes (a retry's wait drawn by a user, say): the draws are exact at
+    /// every scale, not only at hop delays.
+    #[test]
+    fn folded_normal_fits_a_spread_of_minutes() {
+        check_fit(60_000, 300_000, 13);
+    }
+
     /// A million sums from [`FoldedPair`] against the exact CDF of |X1| + |X2|: it is the
     /// larger of |S| and |D|, independent folded normals, so its CDF is their CDFs'
     /// product. The tail is taken beyond t (where the draws of |D| from its tail take over)
@@ -557,6 +564,11 @@ mod tests {
         // |D| from its body nearly every time.
         check_pair_fit(1, 3, 22);
         check_pair_fit(0, 5, 23);
+    }
+
+    #[test]
+    fn pair_sums_fit_a_spread_of_minutes() {
+        check_pair_fit(60_000, 300_000, 24);
     }
 
     #[test]
