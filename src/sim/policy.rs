@@ -222,9 +222,7 @@ impl<'a> CallPolicies<'a> {
     /// caller; finding the instance is not.
     #[inline(always)]
     fn budget(&mut self, client: u32) -> Option<&mut Budget> {
-        if self.budgets.is_none() {
-            return None;
-        }
+        self.budgets.as_ref()?;
         self.find_budget(client)
     }
 
@@ -242,9 +240,7 @@ impl<'a> CallPolicies<'a> {
     /// the caller (twice per attempt: admission and outcome); finding the instance is not.
     #[inline(always)]
     fn breaker(&mut self, client: u32) -> Option<&mut Breaker> {
-        if self.breakers.is_none() {
-            return None;
-        }
+        self.breakers.as_ref()?;
         self.find_breaker(client)
     }
 
