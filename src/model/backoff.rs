@@ -39,7 +39,9 @@ impl Jitter {
 pub enum Backoff {
     /// Retry at once.
     None,
-    /// Exponential backoff with jitter; made by [`Backoff::exponential`].
+    /// Exponential backoff with jitter; made by [`Backoff::exponential`]. Its fields are
+    /// read, never changed in place: `raws` is a function of `base`, `multiplier` and `cap`,
+    /// so a different schedule is a new value from [`Backoff::exponential`].
     Exponential {
         /// Delay before the first retry, before jitter.
         base: SimDuration,
@@ -211,7 +213,9 @@ mod tests {
 
     /// The kept raw delays are the ones the formula gives, for retries inside the table and
     /// past it, for growth that reaches the cap early, late (a multiplier just above one) or
-    /// never (a cap of the end of time), and for retry 0 (treated as the first).
+    /// never (a cap of the end of time), and for retry 0 (treated as the first): both as
+    /// `raw_delay` computes each retry on its own (the table's indexing) and as the formula
+    /// stood before the table, copied here (the values).
     #[test]
     fn kept_raw_delays_equal_the_formula() {
         let shapes = [
@@ -233,24 +237,26 @@ mod tests {
             ),
             (SimDuration::from_secs(1), 3.7, SimDuration::from_secs(3600)),
         ];
+        // `Backoff::raw` before the table.
+        let before = |base: SimDuration, multiplier: f64, cap: SimDuration, k: u32| {
+            let exponent = k.saturating_sub(1).min(i32::MAX as u32) as i32;
+            let raw = base.as_nanos() as f64 * multiplier.powi(exponent);
+            if raw >= cap.as_nanos() as f64 {
+                cap
+            } else {
+                SimDuration::from_nanos(raw.round() as u64)
+            }
+        };
         for (base, multiplier, cap) in shapes {
             let b = Backoff::exponential(base, multiplier, cap, Jitter::None);
             for k in (0..=200).chain([1_000, u32::MAX]) {
+                let why = format!("retry {k} of {base} x{multiplier} capped at {cap}");
                 assert_eq!(
                     b.raw(k).as_nanos(),
                     raw_delay(base, multiplier, cap, k.max(1)),
-                    "retry {k} of {base} x{multiplier} capped at {cap}"
+                    "{why}"
                 );
-            }
-            // The formula by hand, for a retry inside the table and one past it.
-            for k in [3, 100] {
-                let f = base.as_nanos() as f64 * multiplier.powi(k as i32 - 1);
-                let want = if f >= cap.as_nanos() as f64 {
-                    cap.as_nanos()
-                } else {
-                    f.round() as u64
-                };
-                assert_eq!(b.raw(k).as_nanos(), want);
+                assert_eq!(b.raw(k), before(base, multiplier, cap, k), "{why}");
             }
         }
     }

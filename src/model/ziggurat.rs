@@ -519,8 +519,8 @@ mod tests {
         check_fit(1, 3, 12);
     }
 
-    /// A spread of minutes (a retry's wait drawn by a user, say): the draws are exact at
-    /// every scale, not only at hop delays.
+    /// A spread of minutes (a wait a user draws from a normal, say): 5 minutes are 3e11 ns,
+    /// past `u32::MAX`, so the draws are checked at that scale as well as at hop delays.
     #[test]
     fn folded_normal_fits_a_spread_of_minutes() {
         check_fit(60_000, 300_000, 13);
@@ -566,6 +566,7 @@ mod tests {
         check_pair_fit(0, 5, 23);
     }
 
+    /// Pair sums at a spread of minutes, as `folded_normal_fits_a_spread_of_minutes`.
     #[test]
     fn pair_sums_fit_a_spread_of_minutes() {
         check_pair_fit(60_000, 300_000, 24);

@@ -219,13 +219,14 @@ impl<'a> CallPolicies<'a> {
     }
 
     /// The budget of `client`'s calls, if the edge has budgets. The check is in line at the
-    /// caller; finding the instance is not.
+    /// caller; finding the instance is a call of its own.
     #[inline(always)]
     fn budget(&mut self, client: u32) -> Option<&mut Budget> {
         self.budgets.as_ref()?;
         self.find_budget(client)
     }
 
+    #[inline(never)]
     fn find_budget(&mut self, client: u32) -> Option<&mut Budget> {
         let scope = self.policy.budget.as_ref()?.scope;
         let i = if self.per_client {
@@ -237,13 +238,15 @@ impl<'a> CallPolicies<'a> {
     }
 
     /// The breaker of `client`'s calls, if the edge has breakers. The check is in line at
-    /// the caller (twice per attempt: admission and outcome); finding the instance is not.
+    /// the caller (twice per attempt: admission and outcome); finding the instance is a call
+    /// of its own.
     #[inline(always)]
     fn breaker(&mut self, client: u32) -> Option<&mut Breaker> {
         self.breakers.as_ref()?;
         self.find_breaker(client)
     }
 
+    #[inline(never)]
     fn find_breaker(&mut self, client: u32) -> Option<&mut Breaker> {
         let scope = self.policy.breaker.as_ref()?.scope;
         let i = if self.per_client {
