@@ -335,6 +335,14 @@ mod tests {
         assert_eq!(total, 3 * MAX_ROWS as u64, "merging keeps every count");
     }
 
+    /// The retries counted in each bucket of `s`.
+    fn retries(s: &TimeSeries) -> Vec<u64> {
+        s.rows()
+            .iter()
+            .map(|r| u64::from(r[Column::Retries as usize]))
+            .collect()
+    }
+
     /// Settled counts land in the bucket their instant divides into, whether it is the
     /// current one, an earlier or a later one, or past the last row a series keeps (which
     /// merges buckets first), with the present moving on.
@@ -362,11 +370,7 @@ mod tests {
             }
             counts[i] += 1;
         }
-        let got: Vec<u64> = s
-            .rows()
-            .iter()
-            .map(|r| u64::from(r[Column::Retries as usize]))
-            .collect();
+        let got = retries(&s);
         assert_eq!(got, counts);
         // Past the last row kept: the buckets merge twice (each row now four of the old,
         // counts added in order), and the count lands in the merged one.
@@ -377,11 +381,7 @@ mod tests {
         let i = (far.as_nanos() / (4 * bucket)) as usize;
         merged.resize(merged.len().max(i + 1), 0);
         merged[i] += 1;
-        let got: Vec<u64> = s
-            .rows()
-            .iter()
-            .map(|r| u64::from(r[Column::Retries as usize]))
-            .collect();
+        let got = retries(&s);
         assert_eq!(got[..merged.len()], merged[..]);
         assert!(got[merged.len()..].iter().all(|&c| c == 0));
     }
