@@ -80,15 +80,30 @@ const NO_TOKEN: u32 = 0;
 /// Pending events below which stale timers are never swept out.
 const COMPACT_MIN: usize = 4096;
 
-/// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
-pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
-    run_with(scenario, seed, replication, DENSE_INSTANCES)
+/// Whether `event` is the timer of an attempt its caller no longer awaits (answered, or its
+/// call ended). A caller would have cancelled it: the queue drops it unseen, so it neither
+/// moves the clock nor counts as an event, whether it comes up or is swept out first.
+#[inline(always)]
+fn stale(calls: &[CallState], event: &Event) -> bool {
+    matches!(*event, Event::AttemptTimer { slot, token } if !calls[slot as usize].awaits(token))
 }
 
-/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients.
-fn run_with(scenario: &Scenario, seed: u64, replication: u64, dense_max: usize) -> RunResult {
+/// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
+pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
+    run_with(scenario, seed, replication, DENSE_INSTANCES, COMPACT_MIN)
+}
+
+/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients and
+/// sweeping stale timers out of a queue of more than `compact_min` pending events.
+fn run_with(
+    scenario: &Scenario,
+    seed: u64,
+    replication: u64,
+    dense_max: usize,
+    compact_min: usize,
+) -> RunResult {
     let mut sim = Sim::new(scenario, seed, replication, dense_max);
-    let truncated = sim.run();
+    let truncated = sim.run(compact_min);
     sim.finish(truncated)
 }
 
@@ -286,25 +301,27 @@ impl<'a> Sim<'a> {
         sim
     }
 
-    /// The event loop. Returns why it stopped early, if it did.
-    fn run(&mut self) -> Option<Truncation> {
+    /// The event loop, sweeping stale timers out of a queue of more than `compact_min`
+    /// pending events. Returns why it stopped early, if it did.
+    fn run(&mut self, compact_min: usize) -> Option<Truncation> {
         let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
         let max_events = self.sc.limits.max_events;
-        // Timers of answered attempts stay queued until they fire; with long timeouts they
-        // would pile up with finished work. When the queue doubles, they are swept out.
-        let mut compact_at = COMPACT_MIN;
-        // The time of the last event handled, for a run that reaches the end of time (a
-        // stale timer skipped there is not one).
+        // Timers of answered attempts stay queued until they come up (and are dropped); with
+        // long timeouts they would pile up with finished work. When the queue doubles, they
+        // are swept out.
+        let mut compact_at = compact_min;
+        // The time of the last event handled, for a run that reaches the end of time.
         let mut last = self.queue.now();
-        while let Some((now, event)) = self.queue.pop() {
+        loop {
+            let calls = &self.calls;
+            let Some((now, event)) = self.queue.pop_skipping(|e| stale(calls, e)) else {
+                break;
+            };
             let pending = self.queue.len();
             if pending > compact_at {
                 let calls = &self.calls;
-                self.queue.retain(|e| match *e {
-                    Event::AttemptTimer { slot, token } => calls[slot as usize].awaits(token),
-                    _ => true,
-                });
-                compact_at = (2 * self.queue.len()).max(COMPACT_MIN);
+                self.queue.retain(|e| !stale(calls, e));
+                compact_at = (2 * self.queue.len()).max(compact_min);
             }
             self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
             if max_time.is_some_and(|m| now > m) {
@@ -314,14 +331,8 @@ impl<'a> Sim<'a> {
                 });
             }
             if now == SimTime::NEVER {
-                // An instant past the end of simulated time: nothing happens there. A timer
-                // of an attempt already answered would have changed nothing; anything else
-                // ends the run.
-                if let Event::AttemptTimer { slot, token } = event
-                    && !self.calls[slot as usize].awaits(token)
-                {
-                    continue;
-                }
+                // An instant past the end of simulated time: nothing happens there, so an
+                // event due then ends the run.
                 return Some(Truncation::EndOfTime {
                     at: last,
                     in_flight: self.in_flight,
@@ -384,11 +395,17 @@ impl<'a> Sim<'a> {
         None
     }
 
-    /// A time-series bucket ends: every series records the states at its end.
+    /// One or more time-series buckets have ended by `now`: every series records the states
+    /// at each one's end. Nothing has happened since the last event, so the states are those
+    /// it left, with the budgets' levels and the breakers' timers read at the bucket's end
+    /// (not at `now`, which may lie well past it).
     #[cold]
     fn tick(&mut self, now: SimTime) {
-        let gauges = self.gauges(now);
-        self.rec.series.tick(now, || gauges);
+        while now >= self.rec.series.next_boundary() {
+            let end = self.rec.series.next_boundary();
+            let gauges = self.gauges(end);
+            self.rec.series.tick(end, || gauges);
+        }
         for s in &mut self.services {
             let (queue_len, in_service) = s.load();
             if let Some(series) = &mut s.series {

@@ -65,7 +65,7 @@ fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
             sim.fold_retries,
             "the storm settles its conflicts at the write"
         );
-        let truncated = sim.run();
+        let truncated = sim.run(COMPACT_MIN);
         let r = sim.finish(truncated);
         assert!(
             matches!(r.truncated, Some(Truncation::MaxTime { .. })),
@@ -110,7 +110,7 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
             let mut sim = Sim::new(&sc, 5, replication, DENSE_INSTANCES);
             assert!(sim.fold_retries);
             sim.fold_retries = settled;
-            let truncated = sim.run();
+            let truncated = sim.run(COMPACT_MIN);
             let r = sim.finish(truncated);
             let Some(Truncation::EndOfTime { at, .. }) = r.truncated else {
                 // Every client's first retry, a year on, won.
@@ -160,6 +160,63 @@ fn stale_timers_at_the_end_of_time_do_not_move_the_last_instant() {
     assert_eq!(at, r.counters.end_time);
 }
 
+/// Timers of answered attempts are dropped unseen, whether they come up in the loop or a
+/// sweep takes them out first: a run that sweeps at every doubling of its queue, however
+/// small, gives the same result as one that never sweeps, down to its event count, its last
+/// instant and every bucket of its time series. (Counted as events, the timers that
+/// come up would make all three depend on when sweeps run.)
+#[test]
+fn when_stale_timers_are_swept_changes_nothing() {
+    let text = r#"{"name": "t", "duration": "20s",
+      "clients": {"count": 200, "workload": {"open": {"rate_per_s": 60}}},
+      "server": {"concurrency": 1, "queue_limit": 20, "error_rate": 0.3,
+        "service_time": {"exponential": {"mean": "15ms"}}},
+      "policy": {"timeout": "60ms", "retry": {"max_attempts": 4, "retry_on": ["error", "timeout"]},
+        "budget": {"ratio": {"percent": 0.2, "min_per_s": 1, "window": "2s"}},
+        "breaker": {"failure_rate_threshold": 0.5, "window": {"count": 4}, "minimum_calls": 2,
+          "open_duration": "300ms"}},
+      "metrics": {"bucket": "50ms"}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let sc = &e.points[0].variants[0].scenario;
+    let mut rarely = run_with(sc, 3, 0, DENSE_INSTANCES, usize::MAX);
+    let mut often = run_with(sc, 3, 0, DENSE_INSTANCES, 0);
+    // The one count that depends on sweeps: the most events pending, stale timers included.
+    assert!(often.counters.max_pending <= rarely.counters.max_pending);
+    (rarely.counters.max_pending, often.counters.max_pending) = (0, 0);
+    assert!(rarely.counters.attempt_outcomes[Outcome::Timeout.index()] > 0);
+    assert!(rarely.counters.breaker_openings > 0);
+    assert_eq!(rarely.counters, often.counters);
+    assert_eq!(rarely.metrics(), often.metrics());
+    assert_eq!(rarely.series.rows(), often.series.rows());
+}
+
+/// A bucket's states are those at its end, however long after it the next event comes: a
+/// breaker that opens for 450 ms and sees nothing else for two seconds is open at the ends
+/// of the buckets it was open through, and closed (half-open) at the later ones.
+#[test]
+fn bucket_states_are_read_at_the_bucket_end() {
+    let text = r#"{"name": "t", "duration": "1s",
+      "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
+      "network": {"latency": {"constant": "1ms"}},
+      "server": {"concurrency": 1, "error_rate": 1, "service_time": {"constant": "8ms"}},
+      "policy": {"retry": {"max_attempts": 2, "retry_on": ["error"],
+          "backoff": {"base": "2s", "multiplier": 1, "cap": "2s", "jitter": "none"}},
+        "breaker": {"failure_rate_threshold": 0.5, "window": {"count": 1}, "minimum_calls": 1,
+          "open_duration": "450ms"}},
+      "metrics": {"bucket": "100ms"}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let sc = &e.points[0].variants[0].scenario;
+    let r = run(sc, 1, 0);
+    assert_eq!(r.counters.breaker_openings, 1);
+    // The first answer comes back at 10 ms and opens the breaker until 460 ms; the retry
+    // leaves at 2.01 s.
+    let open: Vec<u32> = r.series.rows()[..8]
+        .iter()
+        .map(|row| row[Column::BreakersOpen as usize])
+        .collect();
+    assert_eq!(open, [1, 1, 1, 1, 0, 0, 0, 0]);
+}
+
 /// Per-client budgets and breakers kept for the clients that started a request only run
 /// exactly like a vector of all of them: same counts, same outcomes, the same mean budget
 /// level to within rounding (it is summed in another order).
@@ -182,8 +239,8 @@ fn sparse_policy_instances_run_like_a_vector() {
         );
         let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
         let sc = &e.points[0].variants[0].scenario;
-        let dense = run_with(sc, 1, 0, DENSE_INSTANCES);
-        let sparse = run_with(sc, 1, 0, 0);
+        let dense = run_with(sc, 1, 0, DENSE_INSTANCES, COMPACT_MIN);
+        let sparse = run_with(sc, 1, 0, 0, COMPACT_MIN);
         assert!(
             dense.counters.breaker_refusals > 0,
             "{budget}: breakers act"
@@ -287,7 +344,7 @@ mod graph {
     /// The driver after a whole run, for checks of its state.
     fn run_to_end(sc: &Scenario, seed: u64, replication: u64) -> (RunResult, usize, usize) {
         let mut sim = Sim::new(sc, seed, replication, DENSE_INSTANCES);
-        let truncated = sim.run();
+        let truncated = sim.run(COMPACT_MIN);
         let live = sim.live_slots as usize;
         let works = sim.works.len() - sim.free_works.len();
         (sim.finish(truncated), live, works)
@@ -856,7 +913,7 @@ mod hedging {
                 budget: None,
             });
             let mut sim = Sim::new(&sc, 3, 0, DENSE_INSTANCES);
-            let truncated = sim.run();
+            let truncated = sim.run(COMPACT_MIN);
             let live = sim.live_slots;
             let r = sim.finish(truncated);
             let c = &r.counters;
