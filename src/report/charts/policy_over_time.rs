@@ -37,8 +37,30 @@ enum Key {
     Trigger,
 }
 
-/// A row of samples saying what the marks mean. Lines and areas are drawn in the colours of
-/// the panels that show them, a stripe per variant, so a sample matches the marks it names.
+/// The legend's font size and the height of one of its rows, in pixels.
+const KEY_FONT: u32 = 14;
+const KEY_ROW: u32 = 22;
+
+/// The keys in rows that fit `width` pixels, measured with the compiled-in font: (key, x)
+/// per row.
+fn key_rows(keys: &[(Key, String, Vec<RGBColor>)], width: u32) -> Vec<Vec<(usize, i32)>> {
+    let mut rows: Vec<Vec<(usize, i32)>> = vec![Vec::new()];
+    let mut x = 24;
+    for (i, (_, label, _)) in keys.iter().enumerate() {
+        let w = 30 + super::text_width(label, KEY_FONT) as i32;
+        if x + w + 8 > width as i32 && x > 24 {
+            rows.push(Vec::new());
+            x = 24;
+        }
+        rows.last_mut().expect("never empty").push((i, x));
+        x += w + 22;
+    }
+    rows
+}
+
+/// Rows of samples saying what the marks mean, wrapped to the figure's width ([`key_rows`]).
+/// Lines and areas are drawn in the colours of the panels that show them, a stripe per
+/// variant, so a sample matches the marks it names.
 fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     keys: &[(Key, String, Vec<RGBColor>)],
@@ -46,67 +68,82 @@ fn legend<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    let font: TextStyle = (FONT, 14).into();
-    let mut x = 24;
-    for (key, label, colors) in keys {
-        // Each colour's share of a 24-pixel sample.
-        let stripe = |k: usize| {
-            let w = 24 / colors.len().clamp(1, 6) as i32;
-            (k as i32 * w, (k as i32 + 1) * w)
-        };
-        let (y0, y1) = (4, 18);
-        match key {
-            Key::Line => {
-                for (k, c) in colors.iter().take(6).enumerate() {
-                    let (a, b) = stripe(k);
-                    area.draw(&PathElement::new(
-                        vec![(x + a, 11), (x + b, 11)],
-                        c.stroke_width(3),
-                    ))
-                    .map_err(err)?;
-                }
-            }
-            Key::Threshold => {
-                for (k, c) in colors.iter().take(6).enumerate() {
-                    let (a, b) = stripe(k);
-                    area.draw(&plotters::element::DashedPathElement::new(
-                        vec![(x + a, 11), (x + b, 11)],
-                        5,
-                        3,
-                        c.mix(0.8).stroke_width(1),
-                    ))
-                    .map_err(err)?;
-                }
-            }
-            Key::Area => {
-                for (k, c) in colors.iter().take(6).enumerate() {
-                    let (a, b) = stripe(k);
-                    area.draw(&Rectangle::new(
-                        [(x + a, y0), (x + b, y1)],
-                        c.mix(0.35).filled(),
-                    ))
-                    .map_err(err)?;
-                }
-            }
-            Key::Bar => area
-                .draw(&Rectangle::new(
-                    [(x + 6, y0), (x + 16, y1)],
-                    RETRIES.mix(BAR_ALPHA).filled(),
-                ))
-                .map_err(err)?,
-            Key::Trigger => area
-                .draw(&Rectangle::new(
-                    [(x, y0), (x + 22, y1)],
-                    TRIGGER.mix(0.13).filled(),
-                ))
-                .map_err(err)?,
+    let font: TextStyle = (FONT, KEY_FONT).into();
+    let (width, _) = area.dim_in_pixel();
+    for (r, row) in key_rows(keys, width).iter().enumerate() {
+        for &(i, x) in row {
+            key(area, &keys[i], x, r as i32 * KEY_ROW as i32, &font)?;
         }
-        area.draw(&Text::new(label.clone(), (x + 30, 4), font.clone()))
-            .map_err(err)?;
-        let (w, _) = area.estimate_text_size(label, &font).map_err(err)?;
-        x += 30 + w as i32 + 22;
     }
+    Ok(())
+}
+
+/// Draws one key of the legend at (`x`, `dy`): its sample and its label.
+fn key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (key, label, colors): &(Key, String, Vec<RGBColor>),
+    x: i32,
+    dy: i32,
+    font: &TextStyle,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+    // Each colour's share of a 24-pixel sample.
+    let stripe = |k: usize| {
+        let w = 24 / colors.len().clamp(1, 6) as i32;
+        (k as i32 * w, (k as i32 + 1) * w)
+    };
+    let (y0, ym, y1) = (dy + 4, dy + 11, dy + 18);
+    match key {
+        Key::Line => {
+            for (k, c) in colors.iter().take(6).enumerate() {
+                let (a, b) = stripe(k);
+                area.draw(&PathElement::new(
+                    vec![(x + a, ym), (x + b, ym)],
+                    c.stroke_width(3),
+                ))
+                .map_err(err)?;
+            }
+        }
+        Key::Threshold => {
+            for (k, c) in colors.iter().take(6).enumerate() {
+                let (a, b) = stripe(k);
+                area.draw(&plotters::element::DashedPathElement::new(
+                    vec![(x + a, ym), (x + b, ym)],
+                    5,
+                    3,
+                    c.mix(0.8).stroke_width(1),
+                ))
+                .map_err(err)?;
+            }
+        }
+        Key::Area => {
+            for (k, c) in colors.iter().take(6).enumerate() {
+                let (a, b) = stripe(k);
+                area.draw(&Rectangle::new(
+                    [(x + a, y0), (x + b, y1)],
+                    c.mix(0.35).filled(),
+                ))
+                .map_err(err)?;
+            }
+        }
+        Key::Bar => area
+            .draw(&Rectangle::new(
+                [(x + 6, y0), (x + 16, y1)],
+                RETRIES.mix(BAR_ALPHA).filled(),
+            ))
+            .map_err(err)?,
+        Key::Trigger => area
+            .draw(&Rectangle::new(
+                [(x, y0), (x + 22, y1)],
+                TRIGGER.mix(0.13).filled(),
+            ))
+            .map_err(err)?,
+    }
+    area.draw(&Text::new(label.clone(), (x + 30, y0), font.clone()))
+        .map_err(err)?;
     Ok(())
 }
 
@@ -241,16 +278,10 @@ where
 
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(60);
-    let (title_area, legend_area) = title_area.split_vertically(34);
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: retry budgets and circuit breakers{at}",
-            experiment.name
-        ),
-        17,
-    )?;
+    let title = format!(
+        "{}: retry budgets and circuit breakers{at}",
+        experiment.name
+    );
     let colors = |has: &dyn Fn(usize) -> bool| -> Vec<RGBColor> {
         shown
             .iter()
@@ -293,6 +324,12 @@ where
     if any_trigger {
         keys.push((Key::Trigger, "trigger".into(), Vec::new()));
     }
+    // The title, then the legend in as many rows as its keys need.
+    let (width, _) = root.dim_in_pixel();
+    let rows = key_rows(&keys, width).len() as u32;
+    let (head, body) = root.split_vertically(34 + rows * KEY_ROW + 4);
+    let (title_area, legend_area) = head.split_vertically(34);
+    super::draw_title(&title_area, &title, 17)?;
     legend(&legend_area, &keys)?;
     // One retries scale for every panel, so the bars compare across policies.
     let retries_top = shown
@@ -402,4 +439,51 @@ fn panel_title(v: &VariantResult, s: &Scenario) -> String {
         title.push_str(&format!(" ({note})"));
     }
     title
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key ends inside the figure and no two keys of a row touch: the five keys of a
+    /// figure with budgets, breakers, retries and triggers need two rows at 1,000 pixels,
+    /// where one row cut the last label off at the edge.
+    #[test]
+    fn legend_keys_wrap_inside_the_figure() {
+        let keys: Vec<(Key, String, Vec<RGBColor>)> = [
+            (Key::Line, "budget level"),
+            (Key::Threshold, "token bucket's retry threshold"),
+            (
+                Key::Area,
+                "breakers open (share of breakers and replications)",
+            ),
+            (
+                Key::Bar,
+                "retries sent per second (200 ms buckets, right axis)",
+            ),
+            (Key::Trigger, "trigger"),
+        ]
+        .into_iter()
+        .map(|(k, l)| (k, l.to_string(), Vec::new()))
+        .collect();
+        for width in [1000, 600, 300] {
+            let rows = key_rows(&keys, width);
+            assert_eq!(rows.iter().map(Vec::len).sum::<usize>(), keys.len());
+            for row in &rows {
+                let mut right = 0;
+                for &(i, x) in row {
+                    assert!(x > right, "{width}: key {i} touches the one before");
+                    right = x + 30 + super::super::text_width(&keys[i].1, KEY_FONT) as i32;
+                    let alone = row.len() == 1;
+                    assert!(
+                        alone || right <= width as i32,
+                        "{width}: key {i} ends at {right}"
+                    );
+                }
+            }
+            if width == 1000 {
+                assert_eq!(rows.len(), 2);
+            }
+        }
+    }
 }
