@@ -95,7 +95,8 @@ pub(super) struct Ahead {
     pub outcome: Outcome,
     /// When it reaches the caller.
     pub answered: SimTime,
-    /// When the retry leaves (never, when the deadline ends the call first).
+    /// When the retry leaves (never, when the deadline ends the call first or the retry
+    /// leaves from its own event).
     pub retried: SimTime,
 }
 
@@ -615,11 +616,14 @@ impl Sim<'_> {
 
     /// With `Sim::fold_retries`: the service answers attempt `token` of call `slot` with
     /// `outcome`, and the answer will reach the caller at `answered`. If the caller then still
-    /// awaits it and the policy retries, the caller's next steps depend on nothing that can
-    /// happen in between (passive policies, no timer), so they are taken here for the
-    /// instants they happen at, as `reply_arrived`, `decide` and `send_attempt` would take
-    /// them: the answer arrives, the retry waits its backoff and leaves at `due`
-    /// ([`Sim::dispatch`]). The answer and the retry are counted when the run reaches them
+    /// awaits it (its timer, if any, fires later) and the policy retries, the caller's next
+    /// steps depend on nothing that can happen in between (passive policies), so they are
+    /// taken here for the instants they happen at, as `reply_arrived` and `decide` would take
+    /// them: the answer arrives and the retry waits its backoff until `due`. On an `occ` row
+    /// with no timer the retry leaves at `due` from here ([`Sim::dispatch`]: its read needs
+    /// no event either). Any other retry leaves from its own `RetryDue` event, as `decide`
+    /// would send it: its timer then joins the queue's sorted lane in order, and a timeout
+    /// that never fires changes nothing. What is settled is counted when the run reaches it
     /// ([`Ahead`]). Returns false when the answer must travel as an event: the call ends.
     pub(super) fn retry_at_once(
         &mut self,
@@ -660,6 +664,16 @@ impl Sim<'_> {
                 retried: SimTime::NEVER,
             });
             self.queue.schedule(deadline, Event::RetryDue { slot });
+            return true;
+        }
+        let timed = self.edges[0].timeout.is_some() || call.deadline != SimTime::NEVER;
+        if timed || !self.edges[0].folds_reads {
+            call.ahead = Some(Ahead {
+                outcome,
+                answered,
+                retried: SimTime::NEVER,
+            });
+            self.queue.schedule(due, Event::RetryDue { slot });
             return true;
         }
         call.ahead = Some(Ahead {

@@ -185,13 +185,13 @@ struct Sim<'a> {
     end_of_arrivals: SimTime,
     /// Set when a backlog passes its limit; the loop stops after the event.
     overflow: Option<Truncation>,
-    /// A single `occ` service called through passive policies (`CallPolicies::passive`)
-    /// with no timeout or deadline: once a write fails in a way the policy retries (a
-    /// conflict), the caller's next steps depend on nothing that can happen in between, so
-    /// they are settled at the write (`Sim::retry_at_once`) and a retry costs one event
-    /// instead of four. (Skipping the answer's event of a queue server's retries as well
-    /// was measured: 11 % fewer events on bench-1m, no faster, since a retry's timer must
-    /// then skip the sorted lane of timers.)
+    /// A single service called through passive policies (`CallPolicies::passive`) without
+    /// idempotency keys: once it answers a failure the policy retries, and the answer reaches
+    /// the caller before its timer fires, the caller's next steps depend on nothing that can
+    /// happen in between, so they are settled where the service answers
+    /// (`Sim::retry_at_once`) and the answer needs no event. On an `occ` row with no timeout
+    /// or deadline the retry's departure is settled too, and a retry costs one event instead
+    /// of four.
     fold_retries: bool,
 }
 
@@ -241,11 +241,7 @@ impl<'a> Sim<'a> {
             }
         }
         let cancels = edges.iter().any(|e| e.policies.cancels());
-        let fold_retries = !graph
-            && edges[0].folds_reads
-            && edges[0].policies.passive()
-            && sc.policy.timeout.is_none()
-            && sc.policy.deadline.is_none();
+        let fold_retries = !graph && edges[0].policies.passive() && edges[0].keys.is_none();
         let entry_routes = (0..sc.services[0].calls.len() as u32)
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())

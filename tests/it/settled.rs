@@ -4,8 +4,11 @@
 //! events nothing can interfere with: the read (the write carries its instant) and, after a
 //! conflict, the answer, the backoff and the retry's departure (settled at the write that
 //! conflicted, counted for the instants they happen at). A deadline far beyond the run keeps
-//! a timer on every attempt, which makes the driver take every step as an event; the two runs
-//! must agree within their sampling error.
+//! a timer on every attempt, which makes the driver take the read and the departure as
+//! events. On any single service called through passive policies, an answer the policy
+//! retries and that arrives before the attempt's timer needs no event either; a budget that
+//! never denies makes the policies watch outcomes, and the driver takes every step as an
+//! event. The runs must agree within their sampling error.
 
 use retrystorm::runner::{ExperimentResult, VariantResult};
 use serde_json::Value;
@@ -132,6 +135,62 @@ fn settling_keeps_the_statistics_of_limited_repeated_and_bad_requests() {
             "failed.conflict",
             "failed.permanent",
             "latency_ms.mean",
+            "makespan_ms",
+        ]
+    });
+}
+
+/// A queue server at offered load 1.1 with a short queue, errors and attempt timeouts that
+/// fire: rejected and failed attempts whose answer comes back before their timer are settled
+/// where the server answers; the answers after a timer, the timeouts, the successes and the
+/// attempts a deadline or `max_attempts` ends take their events. The evented run has a
+/// token bucket of a billion tokens per client, which never denies a retry.
+#[test]
+fn settling_answers_of_a_queue_server_changes_no_statistic() {
+    let scenario = |budget: &str| {
+        format!(
+            r#"{{"name": "queue", "seed": 5, "replications": 200, "duration": "10s",
+              "clients": {{"count": 50, "workload": {{"open": {{"rate_per_s": 110}}}}}},
+              "network": {{"latency": {{"exponential": {{"mean": "2ms"}}}}}},
+              "server": {{"concurrency": 1, "queue_limit": 6, "error_rate": 0.3,
+                "service_time": {{"exponential": {{"mean": "10ms"}}}}}},
+              "policy": {{ {budget} "timeout": "35ms",
+                "retry": {{"max_attempts": 4,
+                  "backoff": {{"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "full"}}}}}},
+              "variants": [
+                {{"name": "timeout", "patch": {{}}}},
+                {{"name": "no timeout", "patch": {{"policy": {{"timeout": null}}}}}},
+                {{"name": "deadline", "patch": {{"policy": {{"deadline": "120ms"}}}}}},
+                {{"name": "no backoff", "patch": {{"policy": {{"retry": {{"backoff": "none"}}}}}}}}
+              ]}}"#
+        )
+    };
+    let settled = run_text(&scenario("")).1;
+    let evented = run_text(&scenario(
+        r#""budget": {"token_bucket": {"max_tokens": 1000000000, "token_ratio": 1}},"#,
+    ))
+    .1;
+    for v in &settled.points[0].variants {
+        assert!(metric(v, "failed.rejected").0 > 1.0, "{}", v.name);
+        assert!(metric(v, "budget_denials").0 == 0.0, "{}", v.name);
+    }
+    assert!(metric(&settled.points[0].variants[0], "timeouts").0 > 10.0);
+    assert!(metric(&settled.points[0].variants[2], "failed.deadline_exceeded").0 > 1.0);
+    assert_same_statistics(&settled, &evented, 0.9, |_| {
+        vec![
+            "attempts",
+            "retries",
+            "success_rate",
+            "failed.rejected",
+            "failed.error",
+            "failed.timeout",
+            "failed.deadline_exceeded",
+            "timeouts",
+            "late_replies",
+            "latency_ms.mean",
+            "latency_ms.p99",
+            "server.rejected",
+            "server.wasted",
             "makespan_ms",
         ]
     });
