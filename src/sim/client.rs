@@ -655,25 +655,17 @@ impl Sim<'_> {
         call.live_token = NO_TOKEN;
         call.outstanding -= 1;
         call.last_retry_cost = 0.0;
-        if due >= call.deadline {
-            // The retry would start after the deadline: the call ends at the deadline.
-            let deadline = call.deadline;
-            call.ahead = Some(Ahead {
-                outcome,
-                answered,
-                retried: SimTime::NEVER,
-            });
-            self.queue.schedule(deadline, Event::RetryDue { slot });
-            return true;
-        }
         let timed = self.edges[0].timeout.is_some() || call.deadline != SimTime::NEVER;
-        if timed || !self.edges[0].folds_reads {
+        if due >= call.deadline || timed || !self.edges[0].folds_reads {
+            // The retry leaves from its own event; or, when it would start after the
+            // deadline, the call ends at the deadline from that event.
             call.ahead = Some(Ahead {
                 outcome,
                 answered,
                 retried: SimTime::NEVER,
             });
-            self.queue.schedule(due, Event::RetryDue { slot });
+            self.queue
+                .schedule(due.min(call.deadline), Event::RetryDue { slot });
             return true;
         }
         call.ahead = Some(Ahead {
