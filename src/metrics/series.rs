@@ -1,8 +1,10 @@
 //! Time series: per-bucket counts (attempts, retries, outcomes) and states (queue, in flight).
 //!
-//! Buckets are filled lazily: the driver calls [`TimeSeries::tick`] before each event, and
-//! crossing a bucket boundary copies the current state into the buckets that just ended. So a
-//! state column holds the value at the end of its bucket, and an idle stretch costs nothing.
+//! Buckets are filled lazily: before an event that lies past the current bucket, the driver
+//! calls [`TimeSeries::tick`] with the state at the end of each bucket that ended (read for
+//! that instant), or once for a run of buckets whose state cannot differ. So a state column
+//! holds the value at the end of its bucket, and an idle stretch costs at most a reading per
+//! bucket while a breaker or a ratio budget can still change without an event.
 //! A run that goes on far longer than its buckets foresaw (a long drain, a storm) does not grow
 //! the series without bound: past [`MAX_ROWS`] buckets, neighbours merge and the width doubles.
 

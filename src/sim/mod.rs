@@ -136,10 +136,33 @@ struct Edge<'a> {
     counters: CallCounters,
 }
 
+impl Edge<'_> {
+    /// Whether the caller keeps a timer for an attempt of a call with `deadline` on this
+    /// edge: it has a timeout, or the call a deadline.
+    #[inline(always)]
+    fn keeps_timer(&self, deadline: SimTime) -> bool {
+        self.timeout.is_some() || deadline != SimTime::NEVER
+    }
+}
+
 /// Whether attempts on an edge with `policy` to a service with `server` may skip the read's
 /// event (see `Edge::folds_reads`).
 fn folds_reads(server: &crate::scenario::Server, policy: &crate::scenario::Policy) -> bool {
     matches!(server.kind, crate::scenario::ServerKind::Occ) && policy.hedge.is_none()
+}
+
+/// `Sim::gauges_settle` for the clients' `policy`.
+fn gauges_settle(policy: &crate::scenario::Policy) -> crate::engine::SimDuration {
+    let breaker = policy.breaker.as_ref().map(|b| b.open_duration);
+    let budget = match policy.budget.as_ref().map(|b| b.kind) {
+        Some(crate::model::BudgetKind::Ratio { window, .. }) => Some(window),
+        _ => None,
+    };
+    breaker
+        .into_iter()
+        .chain(budget)
+        .max()
+        .unwrap_or(crate::engine::SimDuration::ZERO)
 }
 
 /// The key memory of a call that sends idempotency keys.
@@ -193,6 +216,10 @@ struct Sim<'a> {
     /// or deadline the retry's departure is settled too, and a retry costs one event instead
     /// of four.
     fold_retries: bool,
+    /// How long after an event the states of the main series can still change without
+    /// another: a breaker opened by then closes `open_duration` later, and a ratio budget's
+    /// window empties `window` later; other budgets' levels do not move with time.
+    gauges_settle: crate::engine::SimDuration,
 }
 
 impl<'a> Sim<'a> {
@@ -268,6 +295,7 @@ impl<'a> Sim<'a> {
             end_of_arrivals: SimTime::ZERO + sc.duration,
             overflow: None,
             fold_retries,
+            gauges_settle: gauges_settle(&sc.policy),
         };
         for (i, s) in sc.services.iter().enumerate() {
             for edge in s.server.faults.concurrency_edges() {
@@ -340,10 +368,10 @@ impl<'a> Sim<'a> {
                     at: now,
                 });
             }
-            last = now;
             if now >= self.rec.series.next_boundary() {
-                self.tick(now);
+                self.tick(last, now);
             }
+            last = now;
             match event {
                 Event::Arrival => {
                     let Workload::Open(profile) = &self.sc.clients.workload else {
@@ -391,15 +419,22 @@ impl<'a> Sim<'a> {
         None
     }
 
-    /// One or more time-series buckets have ended by `now`: every series records the states
-    /// at each one's end. Nothing has happened since the last event, so the states are those
-    /// it left, with the budgets' levels and the breakers' timers read at the bucket's end
-    /// (not at `now`, which may lie well past it).
+    /// One or more time-series buckets have ended by `now`, the first event since `last`:
+    /// every series records the states at each one's end. Nothing has happened since `last`,
+    /// so the states are those it left, with the budgets' levels and the breakers' timers read
+    /// at the bucket's end (not at `now`, which may lie well past it). From `gauges_settle`
+    /// after `last` on they no longer change, and the rest of the buckets get one reading: a
+    /// quiet stretch costs no more readings than a busy one of `gauges_settle`.
     #[cold]
-    fn tick(&mut self, now: SimTime) {
+    fn tick(&mut self, last: SimTime, now: SimTime) {
+        let settled = last + self.gauges_settle;
         while now >= self.rec.series.next_boundary() {
             let end = self.rec.series.next_boundary();
             let gauges = self.gauges(end);
+            if end >= settled {
+                self.rec.series.tick(now, || gauges);
+                break;
+            }
             self.rec.series.tick(end, || gauges);
         }
         for s in &mut self.services {
