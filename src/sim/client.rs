@@ -86,7 +86,7 @@ pub(super) struct CallState {
 
 /// An answer and the retry it led to, settled when the service answered
 /// (`Sim::retry_at_once`) for the instants they happen at, and counted once the run has
-/// reached them: at the call's next answer, or when it ends, or at the end of the run (then
+/// reached them: at the call's next settled answer, or when it ends, or at the end of the run (then
 /// only those at or before its end). Everything that happens to the call after them comes
 /// from events at or after its retry's departure.
 #[derive(Debug, Clone, Copy)]
@@ -390,7 +390,7 @@ impl Sim<'_> {
         // With a timeout or a deadline the caller keeps a timer, even one that lands past
         // the end of simulated time (at NEVER, ending the run if the attempt is still
         // awaited).
-        let timed = timeout.is_some() || call.deadline != SimTime::NEVER;
+        let timed = self.edges[edge].keeps_timer(call.deadline);
         call.sent = now;
         call.holds_permit = holds;
         call.outstanding += 1;
@@ -624,7 +624,8 @@ impl Sim<'_> {
     /// no event either). Any other retry leaves from its own `RetryDue` event, as `decide`
     /// would send it: its timer then joins the queue's sorted lane in order, and a timeout
     /// that never fires changes nothing. What is settled is counted when the run reaches it
-    /// ([`Ahead`]). Returns false when the answer must travel as an event: the call ends.
+    /// ([`Ahead`]). Returns false when the answer must travel as an event: the caller no
+    /// longer awaits it or its timer fires first, or the call ends.
     pub(super) fn retry_at_once(
         &mut self,
         slot: u32,
@@ -655,7 +656,7 @@ impl Sim<'_> {
         call.live_token = NO_TOKEN;
         call.outstanding -= 1;
         call.last_retry_cost = 0.0;
-        let timed = self.edges[0].timeout.is_some() || call.deadline != SimTime::NEVER;
+        let timed = self.edges[0].keeps_timer(call.deadline);
         if due >= call.deadline || timed || !self.edges[0].folds_reads {
             // The retry leaves from its own event; or, when it would start after the
             // deadline, the call ends at the deadline from that event.

@@ -935,3 +935,139 @@ mod hedging {
         }
     }
 }
+
+/// Settling an answer where the service gives it moves no draw when the backoff has no jitter
+/// (the answer's hop is drawn there either way), so the settled path must give exactly what
+/// the evented one gives, down to every counter but the events and every bucket of the time
+/// series, over sixteen setups: timeouts or none, deadlines, zero backoff, a rate limit with
+/// `retry_after`, outages and fault windows, bad requests, `drop_expired`, CoDel, adaptive
+/// LIFO, a fallback, counted executions, `max_time`, an `occ` row with timers and a closed
+/// workload. (Recording a settled answer in another bucket fails it.)
+#[test]
+fn settled_answers_equal_evented_ones_without_jitter() {
+    let base = |server: &str, policy: &str, extra: &str| {
+        format!(
+            r#"{{"name": "t", "duration": "5s" {extra},
+              "clients": {{"count": 30, "workload": {{"open": {{"rate_per_s": 120}}}}}},
+              "network": {{"latency": {{"exponential": {{"mean": "2ms"}}}}}},
+              "server": {{"concurrency": 1, "queue_limit": 6, "error_rate": 0.3,
+                 "service_time": {{"exponential": {{"mean": "9ms"}}}} {server}}},
+              "policy": {{"timeout": "35ms", "retry": {{"max_attempts": 4,
+                  "backoff": {{"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}}} {policy}}},
+              "metrics": {{"bucket": "50ms"}}}}"#
+        )
+    };
+    let cases: Vec<(&str, String)> = vec![
+        ("plain", base("", "", "")),
+        ("no timeout", base("", r#", "timeout": null"#, "")),
+        ("deadline", base("", r#", "deadline": "120ms""#, "")),
+        (
+            "deadline only",
+            base("", r#", "timeout": null, "deadline": "120ms""#, ""),
+        ),
+        (
+            "no backoff",
+            base(
+                "",
+                r#", "retry": {"max_attempts": 4, "backoff": "none"}"#,
+                "",
+            ),
+        ),
+        (
+            "rate limit",
+            base(
+                r#", "rate_limit": {"rate_per_s": 60, "burst": 5, "retry_after": "30ms"}"#,
+                "",
+                "",
+            ),
+        ),
+        (
+            "faults",
+            base(
+                r#", "faults": [{"from": "1s", "to": "1.5s", "outage": "reject"}, {"from": "2s", "to": "2.5s", "outage": "drop"}, {"from": "3s", "to": "3.5s", "concurrency": 0}, {"from": "3.6s", "to": "4s", "error_rate": 0.9}]"#,
+                "",
+                "",
+            ),
+        ),
+        (
+            "permanent",
+            base(r#", "permanent_error_rate": 0.1"#, "", ""),
+        ),
+        ("drop expired", base(r#", "drop_expired": true"#, "", "")),
+        (
+            "codel",
+            base(r#", "discipline": "codel", "queue_limit": 50"#, "", ""),
+        ),
+        (
+            "adaptive lifo",
+            base(
+                r#", "discipline": "adaptive_lifo", "drop_expired": true, "queue_limit": 50"#,
+                "",
+                "",
+            ),
+        ),
+        (
+            "fallback",
+            base("", r#", "fallback": {"latency": {"constant": "1ms"}}"#, ""),
+        ),
+        ("not idempotent", base("", r#", "idempotent": false"#, "")),
+        ("max_time", base("", "", r#", "max_time": "5s""#)),
+        (
+            "occ timed",
+            r#"{"name": "t", "duration": "2s",
+              "clients": {"count": 30, "workload": {"open": {"rate_per_s": 80}}},
+              "network": {"latency": {"exponential": {"mean": "2ms"}}},
+              "server": {"kind": "occ", "permanent_error_rate": 0.05},
+              "policy": {"timeout": "9ms", "retry": {"max_attempts": 6,
+                  "backoff": {"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}},
+              "metrics": {"bucket": "50ms"}}"#
+                .to_string(),
+        ),
+        (
+            "closed think",
+            r#"{"name": "t", "duration": "5s",
+              "clients": {"count": 8, "workload": {"closed": {"requests_per_client": 50,
+                "think_time": {"exponential": {"mean": "20ms"}}}}},
+              "network": {"latency": {"exponential": {"mean": "2ms"}}},
+              "server": {"concurrency": 1, "queue_limit": 3, "error_rate": 0.3,
+                 "service_time": {"exponential": {"mean": "9ms"}}},
+              "policy": {"timeout": "35ms", "retry": {"max_attempts": 4,
+                  "backoff": {"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}},
+              "metrics": {"bucket": "50ms"}}"#
+                .to_string(),
+        ),
+    ];
+    for (name, text) in &cases {
+        let e = crate::scenario::load_str(text, "t", &Default::default())
+            .unwrap_or_else(|err| panic!("{name}: {err:?}"));
+        let sc = &e.points[0].variants[0].scenario;
+        for replication in 0..3 {
+            let [mut settled, mut evented] = [true, false].map(|fold| {
+                let mut sim = Sim::new(sc, 9, replication, DENSE_INSTANCES);
+                assert!(sim.fold_retries, "{name}: its answers are settled");
+                sim.fold_retries = fold;
+                let truncated = sim.run(COMPACT_MIN);
+                sim.finish(truncated)
+            });
+            // A settled answer saves its event; with no backoff its retry's event takes its
+            // place (`decide` would send the retry at once).
+            let fewer = if name == &"no backoff" {
+                settled.counters.events == evented.counters.events
+            } else {
+                settled.counters.events < evented.counters.events
+            };
+            assert!(fewer, "{name} {replication}: answers were settled");
+            for r in [&mut settled, &mut evented] {
+                (r.counters.events, r.counters.max_pending) = (0, 0);
+            }
+            assert_eq!(settled.counters, evented.counters, "{name} {replication}");
+            assert_eq!(settled.metrics(), evented.metrics(), "{name} {replication}");
+            assert_eq!(
+                settled.series.rows(),
+                evented.series.rows(),
+                "{name} {replication}"
+            );
+            assert_eq!(settled.truncated, evented.truncated, "{name} {replication}");
+        }
+    }
+}

@@ -3,20 +3,25 @@
 //! On an `occ` row called through passive policies with no timer, the driver skips the
 //! events nothing can interfere with: the read (the write carries its instant) and, after a
 //! conflict, the answer, the backoff and the retry's departure (settled at the write that
-//! conflicted, counted for the instants they happen at). A deadline far beyond the run keeps
-//! a timer on every attempt, which makes the driver take the read and the departure as
-//! events. On any single service called through passive policies, an answer the policy
-//! retries and that arrives before the attempt's timer needs no event either; a budget that
-//! never denies makes the policies watch outcomes, and the driver takes every step as an
-//! event. The runs must agree within their sampling error.
+//! conflicted, counted for the instants they happen at). On any single service called
+//! through passive policies, an answer the policy retries and that arrives before the
+//! attempt's timer needs no event either. The evented runs add a deadline far beyond the run
+//! (a timer on every attempt: the read and the departure become events) and a token bucket
+//! that never denies (the policies then watch outcomes: every answer is an event). The runs
+//! must agree within their sampling error.
 
 use retrystorm::runner::{ExperimentResult, VariantResult};
 use serde_json::Value;
 
 use crate::{metric, run_text, scenario_path};
 
+/// A token bucket per client of a billion tokens: it never denies a retry, but it makes the
+/// policies watch outcomes, so the driver settles nothing.
+const NEVER_DENIES: &str = r#"{"token_bucket": {"max_tokens": 1000000000, "token_ratio": 1}}"#;
+
 /// The bundled AWS experiment at `clients` clients, `replications` replications, with the
-/// policy's deadline set to `deadline` (or none).
+/// policy's deadline set to `deadline` and a budget that never denies (the evented path), or
+/// neither.
 fn aws(clients: u64, replications: u64, deadline: Option<&str>) -> ExperimentResult {
     let text = std::fs::read_to_string(scenario_path("aws-backoff-jitter")).expect("bundled");
     let mut doc: Value = serde_json::from_str(&text).expect("bundled JSON");
@@ -26,6 +31,7 @@ fn aws(clients: u64, replications: u64, deadline: Option<&str>) -> ExperimentRes
     doc["seed"] = 7.into();
     if let Some(d) = deadline {
         doc["policy"]["deadline"] = d.into();
+        doc["policy"]["budget"] = serde_json::from_str::<Value>(NEVER_DENIES).expect("JSON");
     }
     run_text(&doc.to_string()).1
 }
@@ -101,7 +107,8 @@ fn settling_conflicts_at_the_write_changes_no_statistic() {
 
 /// A row contended by clients that give up after 4 attempts, make 5 requests each with a
 /// think time between them, and send 5 % bad requests, under three backoffs: the settled
-/// path (the default) against the evented one (a deadline far beyond the run).
+/// path (the default) against the evented one (a deadline far beyond the run and a budget
+/// that never denies).
 #[test]
 fn settling_keeps_the_statistics_of_limited_repeated_and_bad_requests() {
     let scenario = |deadline: &str| {
@@ -122,7 +129,10 @@ fn settling_keeps_the_statistics_of_limited_repeated_and_bad_requests() {
         )
     };
     let settled = run_text(&scenario("")).1;
-    let evented = run_text(&scenario(r#""deadline": "1h","#)).1;
+    let evented = run_text(&scenario(&format!(
+        r#""deadline": "1h", "budget": {NEVER_DENIES},"#
+    )))
+    .1;
     for v in &settled.points[0].variants {
         // Some requests exhaust their attempts: the answer that ends them is an event.
         assert!(metric(v, "failed.conflict").0 > 0.5, "{}", v.name);
@@ -166,12 +176,11 @@ fn settling_answers_of_a_queue_server_changes_no_statistic() {
         )
     };
     let settled = run_text(&scenario("")).1;
-    let evented = run_text(&scenario(
-        r#""budget": {"token_bucket": {"max_tokens": 1000000000, "token_ratio": 1}},"#,
-    ))
-    .1;
+    let evented = run_text(&scenario(&format!(r#""budget": {NEVER_DENIES},"#))).1;
     for v in &settled.points[0].variants {
         assert!(metric(v, "failed.rejected").0 > 1.0, "{}", v.name);
+    }
+    for v in &evented.points[0].variants {
         assert!(metric(v, "budget_denials").0 == 0.0, "{}", v.name);
     }
     assert!(metric(&settled.points[0].variants[0], "timeouts").0 > 10.0);
