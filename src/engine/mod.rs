@@ -9,6 +9,6 @@ pub mod queue;
 pub mod rng;
 pub mod time;
 
-pub use queue::EventQueue;
+pub use queue::{EventQueue, Ticket};
 pub use rng::{Purpose, Streams};
 pub use time::{SimDuration, SimTime};

@@ -3,6 +3,9 @@
 //!
 //! Events scheduled for the same instant come out in the order they were scheduled (first in,
 //! first out), which makes every run reproducible without relying on how a heap breaks ties.
+//! A [`Ticket`] taken earlier lets an event be scheduled later in the place it would have had
+//! then: a caller's timer is known when the attempt is sent but is entered only once the
+//! attempt has reached its service, and only if it is still awaited then.
 //!
 //! Most events schedule another as they are handled, so a pop leaves the heap's top in place,
 //! handed out but no longer counted; the next schedule into the heap overwrites it and sifts
@@ -23,6 +26,16 @@ impl<E> Entry<E> {
         SimTime((self.key >> 64) as u64)
     }
 }
+
+/// How far from the back of the timer lane a timer may still be inserted in order (timers
+/// entered a little out of order, as those armed when their attempt arrives are); one further
+/// back goes to the heap.
+const LANE_REACH: usize = 16;
+
+/// A place in the order of equal-time events, taken by [`EventQueue::ticket`] and used by
+/// [`EventQueue::schedule_timer_as`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
 
 /// A priority queue of events keyed by simulated time, FIFO among equal times.
 pub struct EventQueue<E> {
@@ -79,8 +92,46 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn schedule_timer(&mut self, time: SimTime, event: E) {
         let entry = self.entry(time, event);
+        self.push_timer(entry);
+    }
+
+    /// Takes the next place in the order of equal-time events without scheduling anything:
+    /// an event scheduled later with [`EventQueue::schedule_timer_as`] comes out among the
+    /// events of its instant as if it had been scheduled now.
+    #[inline]
+    pub fn ticket(&mut self) -> Ticket {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Ticket(seq)
+    }
+
+    /// Schedules the timer `event` at `time` in the place `ticket` took
+    /// ([`EventQueue::ticket`]); like [`EventQueue::schedule_timer`] otherwise. A ticket is
+    /// used once.
+    ///
+    /// # Panics
+    /// If `time` is earlier than [`EventQueue::now`].
+    #[inline]
+    pub fn schedule_timer_as(&mut self, time: SimTime, ticket: Ticket, event: E) {
+        let entry = Self::keyed(self.now, time, ticket.0, event);
+        self.push_timer(entry);
+    }
+
+    /// Puts a timer into the lane: at its back when it is not earlier than the last, a few
+    /// places from the back when it belongs there (within [`LANE_REACH`]), else into the heap.
+    #[inline]
+    fn push_timer(&mut self, entry: Entry<E>) {
         if self.lane.back().is_none_or(|last| last.key <= entry.key) {
             self.lane.push_back(entry);
+        } else if let Some(later) = self
+            .lane
+            .iter()
+            .rev()
+            .take(LANE_REACH)
+            .position(|e| e.key <= entry.key)
+        {
+            let at = self.lane.len() - later;
+            self.lane.insert(at, entry);
         } else {
             self.push_heap(entry);
         }
@@ -108,14 +159,20 @@ impl<E: Copy> EventQueue<E> {
 
     #[inline(always)]
     fn entry(&mut self, time: SimTime, event: E) -> Entry<E> {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {} < {}",
-            time.as_nanos(),
-            self.now.as_nanos()
-        );
         let seq = self.next_seq;
         self.next_seq += 1;
+        Self::keyed(self.now, time, seq, event)
+    }
+
+    /// The entry of `event` at `time` with sequence number `seq`, refusing a time before `now`.
+    #[inline(always)]
+    fn keyed(now: SimTime, time: SimTime, seq: u64, event: E) -> Entry<E> {
+        assert!(
+            time >= now,
+            "event scheduled in the past: {} < {}",
+            time.as_nanos(),
+            now.as_nanos()
+        );
         Entry {
             key: (u128::from(time.as_nanos()) << 64) | u128::from(seq),
             event,
@@ -213,6 +270,39 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_keeps_its_place_among_equal_times() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(5), 'a');
+        let ticket = q.ticket();
+        q.schedule(SimTime(5), 'c');
+        q.schedule_timer(SimTime(5), 'd');
+        q.schedule_timer_as(SimTime(5), ticket, 'b');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!['a', 'b', 'c', 'd']);
+    }
+
+    #[test]
+    fn timers_a_little_out_of_order_stay_in_the_lane_in_order() {
+        let mut q = EventQueue::new();
+        for t in [10, 30, 20, 25, 40] {
+            q.schedule_timer(SimTime(t), t);
+        }
+        assert_eq!((q.lane.len(), q.heap.len()), (5, 0));
+        // One more than the lane's reach behind its back: into the heap.
+        for t in 100..100 + LANE_REACH as u64 {
+            q.schedule_timer(SimTime(t), t);
+        }
+        q.schedule_timer(SimTime(35), 35);
+        q.schedule_timer(SimTime(101), 101);
+        assert_eq!((q.lane.len(), q.heap.len()), (5 + LANE_REACH + 1, 1));
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(order, sorted);
+        assert_eq!(&order[..6], &[10, 20, 25, 30, 35, 40]);
+    }
+
+    #[test]
     #[should_panic(expected = "in the past")]
     fn scheduling_into_the_past_panics() {
         let mut q = EventQueue::new();
@@ -223,15 +313,19 @@ mod tests {
 
     proptest! {
         /// Interleaved pushes and pops agree with a `BTreeMap` keyed by (time, sequence).
-        /// Sweeps (`retain`), pops that skip stale events (`pop_skipping`) and looks at the
-        /// next time (`peek_time`) come between them, right after a pop too, when the heap's
-        /// top is handed out but not yet removed. Skipped events neither move the clock nor
-        /// count as processed.
+        /// Sweeps (`retain`), pops that skip stale events (`pop_skipping`), looks at the next
+        /// time (`peek_time`), and timers scheduled with tickets taken earlier
+        /// (`schedule_timer_as`, keyed by the ticket's number) come between them, right after
+        /// a pop too, when the heap's top is handed out but not yet removed. Timers land in the
+        /// lane in order, a few places from its back, or in the heap. Skipped events neither
+        /// move the clock nor count as processed.
         #[test]
-        fn agrees_with_btreemap_oracle(ops in prop::collection::vec((0u8..6, 0u64..50), 1..400)) {
+        fn agrees_with_btreemap_oracle(ops in prop::collection::vec((0u8..8, 0u64..50), 1..400)) {
             let mut q = EventQueue::new();
             let mut oracle: BTreeMap<(u64, u64), u64> = BTreeMap::new();
             let mut seq = 0u64;
+            // Tickets taken (op 6) and not yet used (op 7 uses the oldest), with their numbers.
+            let mut tickets = std::collections::VecDeque::new();
             let mut processed = 0u64;
             let mut now = 0u64;
             for (op, delta) in ops {
@@ -264,6 +358,17 @@ mod tests {
                     3 => {
                         q.retain(|e| e % 3 != 0);
                         oracle.retain(|_, e| *e % 3 != 0);
+                    }
+                    6 => {
+                        tickets.push_back((q.ticket(), seq));
+                        seq += 1;
+                    }
+                    7 => {
+                        if let Some((ticket, number)) = tickets.pop_front() {
+                            let t = q.now().as_nanos() + delta;
+                            q.schedule_timer_as(SimTime(t), ticket, number);
+                            oracle.insert((t, number), number);
+                        }
                     }
                     _ => {
                         let next = oracle.first_key_value().map(|(&(t, _), _)| t);

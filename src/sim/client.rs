@@ -11,7 +11,7 @@ use rand::RngExt;
 
 use super::policy::Admit;
 use super::{Event, NO_TOKEN, Sim};
-use crate::engine::{SimDuration, SimTime};
+use crate::engine::{SimDuration, SimTime, Ticket};
 use crate::metrics::{Column, Truncation};
 use crate::model::Outcome;
 use crate::scenario::{RetryAfter, Workload};
@@ -40,6 +40,9 @@ pub(super) struct CallState {
     pub next_token: u32,
     /// When the caller gives up on the awaited attempt.
     pub abandon_at: SimTime,
+    /// The awaited attempt's timer, when it waits to be entered into the event list until the
+    /// attempt reaches its service (`Sim::arm_timer`): its place among equal times.
+    pub timer: Option<Ticket>,
     /// Every attempt of a bad call ends `permanent`.
     pub permanent: bool,
     /// The awaited attempt holds a bulkhead permit.
@@ -141,6 +144,7 @@ impl CallState {
             live_token: NO_TOKEN,
             next_token: 1,
             abandon_at: SimTime::NEVER,
+            timer: None,
             permanent,
             holds_permit: false,
             waiting: false,
@@ -403,12 +407,21 @@ impl Sim<'_> {
             self.occ_send(slot, token, now);
         } else {
             let hop = self.sc.network.latency.sample(&mut self.rng.network);
+            let arrives = now + hop;
             self.queue
-                .schedule(now + hop, Event::ServerArrival { slot, token });
-        }
-        if timed {
-            self.queue
-                .schedule_timer(abandon_at, Event::AttemptTimer { slot, token });
+                .schedule(arrives, Event::ServerArrival { slot, token });
+            if timed {
+                let event = Event::AttemptTimer { slot, token };
+                // Nothing ends the wait before the attempt reaches its service: the timer is
+                // entered then, if the attempt is still awaited (most answered on arrival, a
+                // rejection, never are), in the place it takes now.
+                let later = self.timers_on_arrival && abandon_at > arrives;
+                let ticket = later.then(|| self.queue.ticket());
+                self.calls[slot as usize].timer = ticket;
+                if !later {
+                    self.queue.schedule_timer(abandon_at, event);
+                }
+            }
         }
         if self.edges[edge].policies.hedges() {
             let call = &mut self.calls[slot as usize];
@@ -418,6 +431,22 @@ impl Sim<'_> {
                 call.hedged = 0;
                 self.arm_hedge(slot, token, now);
             }
+        }
+    }
+
+    /// Attempt `token` of call `slot` has reached its service: if its caller still awaits it
+    /// and its timer waits to be entered (`dispatch`), the timer joins the event list, in the
+    /// place it took when the attempt was sent. An attempt answered on arrival (and settled,
+    /// or retried) never gets one: a caller would have cancelled it.
+    #[inline(always)]
+    pub(super) fn arm_timer(&mut self, slot: u32, token: u32) {
+        let call = &mut self.calls[slot as usize];
+        if call.awaits(token)
+            && let Some(ticket) = call.timer.take()
+        {
+            let at = call.abandon_at;
+            self.queue
+                .schedule_timer_as(at, ticket, Event::AttemptTimer { slot, token });
         }
     }
 

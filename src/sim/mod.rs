@@ -90,20 +90,35 @@ fn stale(calls: &[CallState], event: &Event) -> bool {
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
 pub fn run(scenario: &Scenario, seed: u64, replication: u64) -> RunResult {
-    run_with(scenario, seed, replication, DENSE_INSTANCES, COMPACT_MIN)
+    run_with(scenario, seed, replication, TUNING)
 }
 
-/// [`run`], keeping per-client policy instances in a vector up to `dense_max` clients and
-/// sweeping stale timers out of a queue of more than `compact_min` pending events.
-fn run_with(
-    scenario: &Scenario,
-    seed: u64,
-    replication: u64,
+/// How a run is carried out where the choice changes no result (the tests run both ways and
+/// compare).
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    /// Per-client policy instances are kept in a vector up to this many clients, in a map
+    /// beyond.
     dense_max: usize,
+    /// Stale timers are swept out of a queue of more than this many pending events.
     compact_min: usize,
-) -> RunResult {
-    let mut sim = Sim::new(scenario, seed, replication, dense_max);
-    let truncated = sim.run(compact_min);
+    /// A caller's timer that cannot fire before its attempt reaches the service is entered
+    /// into the event list then, and only if the attempt is still awaited, in the place it
+    /// took when the attempt was sent (`Sim::arm_timer`); otherwise at the send.
+    timers_on_arrival: bool,
+}
+
+/// The tuning of every run outside the tests.
+const TUNING: Tuning = Tuning {
+    dense_max: DENSE_INSTANCES,
+    compact_min: COMPACT_MIN,
+    timers_on_arrival: true,
+};
+
+/// [`run`] with `tuning`.
+fn run_with(scenario: &Scenario, seed: u64, replication: u64, tuning: Tuning) -> RunResult {
+    let mut sim = Sim::new(scenario, seed, replication, tuning);
+    let truncated = sim.run(tuning.compact_min);
     sim.finish(truncated)
 }
 
@@ -208,6 +223,8 @@ struct Sim<'a> {
     end_of_arrivals: SimTime,
     /// Set when a backlog passes its limit; the loop stops after the event.
     overflow: Option<Truncation>,
+    /// `Tuning::timers_on_arrival`.
+    timers_on_arrival: bool,
     /// A single service called through passive policies (`CallPolicies::passive`) without
     /// idempotency keys: once it answers a failure the policy retries, and the answer reaches
     /// the caller before its timer fires, the caller's next steps depend on nothing that can
@@ -224,7 +241,8 @@ struct Sim<'a> {
 
 impl<'a> Sim<'a> {
     /// Assembles the model of `sc` for one replication.
-    fn new(sc: &'a Scenario, seed: u64, replication: u64, dense_max: usize) -> Self {
+    fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
+        let dense_max = tuning.dense_max;
         let graph = sc.is_graph();
         let services: Vec<ServiceState> = sc
             .services
@@ -294,6 +312,7 @@ impl<'a> Sim<'a> {
             remaining: Vec::new(),
             end_of_arrivals: SimTime::ZERO + sc.duration,
             overflow: None,
+            timers_on_arrival: tuning.timers_on_arrival,
             fold_retries,
             gauges_settle: gauges_settle(&sc.policy),
         };
@@ -398,7 +417,10 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Event::RetryDue { slot } => self.retry_due(slot, now),
-                Event::ServerArrival { slot, token } => self.server_arrival(slot, token, now),
+                Event::ServerArrival { slot, token } => {
+                    self.server_arrival(slot, token, now);
+                    self.arm_timer(slot, token);
+                }
                 Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
                 Event::OccWrite { slot, token, read } => self.occ_write(slot, token, read, now),
                 Event::Reply {

@@ -60,7 +60,7 @@ fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let sc = e.points[0].variants[0].scenario.clone();
     for replication in 0..5 {
-        let mut sim = Sim::new(&sc, 3, replication, DENSE_INSTANCES);
+        let mut sim = Sim::new(&sc, 3, replication, TUNING);
         assert!(
             sim.fold_retries,
             "the storm settles its conflicts at the write"
@@ -107,7 +107,7 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
     for settled in [true, false] {
         let mut ended = 0;
         for replication in 0..20 {
-            let mut sim = Sim::new(&sc, 5, replication, DENSE_INSTANCES);
+            let mut sim = Sim::new(&sc, 5, replication, TUNING);
             assert!(sim.fold_retries);
             sim.fold_retries = settled;
             let truncated = sim.run(COMPACT_MIN);
@@ -178,8 +178,24 @@ fn when_stale_timers_are_swept_changes_nothing() {
       "metrics": {"bucket": "50ms"}}"#;
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let sc = &e.points[0].variants[0].scenario;
-    let mut rarely = run_with(sc, 3, 0, DENSE_INSTANCES, usize::MAX);
-    let mut often = run_with(sc, 3, 0, DENSE_INSTANCES, 0);
+    let mut rarely = run_with(
+        sc,
+        3,
+        0,
+        Tuning {
+            compact_min: usize::MAX,
+            ..TUNING
+        },
+    );
+    let mut often = run_with(
+        sc,
+        3,
+        0,
+        Tuning {
+            compact_min: 0,
+            ..TUNING
+        },
+    );
     // The one count that depends on sweeps: the most events pending, stale timers included.
     assert!(often.counters.max_pending <= rarely.counters.max_pending);
     (rarely.counters.max_pending, often.counters.max_pending) = (0, 0);
@@ -239,8 +255,16 @@ fn sparse_policy_instances_run_like_a_vector() {
         );
         let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
         let sc = &e.points[0].variants[0].scenario;
-        let dense = run_with(sc, 1, 0, DENSE_INSTANCES, COMPACT_MIN);
-        let sparse = run_with(sc, 1, 0, 0, COMPACT_MIN);
+        let dense = run_with(sc, 1, 0, TUNING);
+        let sparse = run_with(
+            sc,
+            1,
+            0,
+            Tuning {
+                dense_max: 0,
+                ..TUNING
+            },
+        );
         assert!(
             dense.counters.breaker_refusals > 0,
             "{budget}: breakers act"
@@ -343,7 +367,7 @@ mod graph {
 
     /// The driver after a whole run, for checks of its state.
     fn run_to_end(sc: &Scenario, seed: u64, replication: u64) -> (RunResult, usize, usize) {
-        let mut sim = Sim::new(sc, seed, replication, DENSE_INSTANCES);
+        let mut sim = Sim::new(sc, seed, replication, TUNING);
         let truncated = sim.run(COMPACT_MIN);
         let live = sim.live_slots as usize;
         let works = sim.works.len() - sim.free_works.len();
@@ -912,7 +936,7 @@ mod hedging {
                 cancel,
                 budget: None,
             });
-            let mut sim = Sim::new(&sc, 3, 0, DENSE_INSTANCES);
+            let mut sim = Sim::new(&sc, 3, 0, TUNING);
             let truncated = sim.run(COMPACT_MIN);
             let live = sim.live_slots;
             let r = sim.finish(truncated);
@@ -936,15 +960,11 @@ mod hedging {
     }
 }
 
-/// Settling an answer where the service gives it moves no draw when the backoff has no jitter
-/// (the answer's hop is drawn there either way), so the settled path must give exactly what
-/// the evented one gives, down to every counter but the events and every bucket of the time
-/// series, over sixteen setups: timeouts or none, deadlines, zero backoff, a rate limit with
-/// `retry_after`, outages and fault windows, bad requests, `drop_expired`, CoDel, adaptive
-/// LIFO, a fallback, counted executions, `max_time`, an `occ` row with timers and a closed
-/// workload. (Recording a settled answer in another bucket fails it.)
-#[test]
-fn settled_answers_equal_evented_ones_without_jitter() {
+/// Sixteen short setups of a single service whose answers are settled, most with timers:
+/// timeouts or none, deadlines, zero backoff, a rate limit with `retry_after`, outages and
+/// fault windows, bad requests, `drop_expired`, CoDel, adaptive LIFO, a fallback, counted
+/// executions, `max_time`, an `occ` row with timers and a closed workload. No jitter.
+fn settling_setups() -> Vec<(&'static str, String)> {
     let base = |server: &str, policy: &str, extra: &str| {
         format!(
             r#"{{"name": "t", "duration": "5s" {extra},
@@ -957,7 +977,7 @@ fn settled_answers_equal_evented_ones_without_jitter() {
               "metrics": {{"bucket": "50ms"}}}}"#
         )
     };
-    let cases: Vec<(&str, String)> = vec![
+    vec![
         ("plain", base("", "", "")),
         ("no timeout", base("", r#", "timeout": null"#, "")),
         ("deadline", base("", r#", "deadline": "120ms""#, "")),
@@ -1036,14 +1056,26 @@ fn settled_answers_equal_evented_ones_without_jitter() {
               "metrics": {"bucket": "50ms"}}"#
                 .to_string(),
         ),
-    ];
+    ]
+}
+
+/// Settling an answer where the service gives it moves no draw when the backoff has no jitter
+/// (the answer's hop is drawn there either way), so the settled path must give exactly what
+/// the evented one gives, down to every counter but the events and every bucket of the time
+/// series, over sixteen setups: timeouts or none, deadlines, zero backoff, a rate limit with
+/// `retry_after`, outages and fault windows, bad requests, `drop_expired`, CoDel, adaptive
+/// LIFO, a fallback, counted executions, `max_time`, an `occ` row with timers and a closed
+/// workload. (Recording a settled answer in another bucket fails it.)
+#[test]
+fn settled_answers_equal_evented_ones_without_jitter() {
+    let cases = settling_setups();
     for (name, text) in &cases {
         let e = crate::scenario::load_str(text, "t", &Default::default())
             .unwrap_or_else(|err| panic!("{name}: {err:?}"));
         let sc = &e.points[0].variants[0].scenario;
         for replication in 0..3 {
             let [mut settled, mut evented] = [true, false].map(|fold| {
-                let mut sim = Sim::new(sc, 9, replication, DENSE_INSTANCES);
+                let mut sim = Sim::new(sc, 9, replication, TUNING);
                 assert!(sim.fold_retries, "{name}: its answers are settled");
                 sim.fold_retries = fold;
                 let truncated = sim.run(COMPACT_MIN);
@@ -1070,4 +1102,84 @@ fn settled_answers_equal_evented_ones_without_jitter() {
             assert_eq!(settled.truncated, evented.truncated, "{name} {replication}");
         }
     }
+}
+
+/// A caller's timer entered into the event list only when its attempt reaches the service
+/// (and only if the attempt is still awaited then), in the place it took at the send, runs
+/// exactly like one entered at the send: the same events, counters, metrics and time series,
+/// over the sixteen settling setups and every variant of the three call-graph scenarios
+/// (timeouts at every tier, propagated deadlines, `drop_expired`, hedges, bulkheads,
+/// fallbacks, idempotency keys, cut to 25 s). Fewer events wait in the list.
+#[test]
+fn timers_entered_on_arrival_change_nothing() {
+    let mut runs: Vec<(String, Scenario)> = Vec::new();
+    for (name, text) in settling_setups() {
+        let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
+        runs.push((name.to_string(), e.points[0].variants[0].scenario.clone()));
+    }
+    // Each attempt's service ends at the very instant its timer fires: the timer's place,
+    // taken at the send before the service's end was scheduled, decides that the caller gives
+    // up first and the work is wasted (entered at the arrival, it would come after: an
+    // answer, then a late reply).
+    let tie = r#"{"name": "t", "duration": "5s",
+      "clients": {"count": 20, "workload": {"open": {"rate_per_s": 40}}},
+      "network": {"latency": {"constant": "5ms"}},
+      "server": {"concurrency": 100, "service_time": {"constant": "15ms"}},
+      "policy": {"timeout": "20ms", "retry": {"max_attempts": 2, "retry_on": ["timeout"]}},
+      "metrics": {"bucket": "50ms"}}"#;
+    let e = crate::scenario::load_str(tie, "t", &Default::default()).unwrap();
+    runs.push(("tie".into(), e.points[0].variants[0].scenario.clone()));
+    let graphs = [
+        include_str!("../../scenarios/tiers-bulkhead.json"),
+        include_str!("../../scenarios/tiers-cascading-slowdown.json"),
+        include_str!("../../scenarios/tiers-retry-amplification.json"),
+    ];
+    for text in graphs {
+        let e = crate::scenario::load_str(text, "tiers", &Default::default()).unwrap();
+        for v in &e.points[0].variants {
+            let mut sc = v.scenario.clone();
+            sc.duration = sc.duration.min(SimDuration::from_secs(25));
+            runs.push((format!("{} / {}", e.name, v.name), sc));
+        }
+    }
+    let (mut timeouts, mut fewer) = (0, 0);
+    for (name, sc) in &runs {
+        let [mut on_arrival, mut at_send] = [true, false].map(|later| {
+            let tuning = Tuning {
+                timers_on_arrival: later,
+                ..TUNING
+            };
+            run_with(sc, 4, 0, tuning)
+        });
+        assert!(
+            on_arrival.counters.max_pending <= at_send.counters.max_pending,
+            "{name}"
+        );
+        fewer += usize::from(on_arrival.counters.max_pending < at_send.counters.max_pending);
+        timeouts += on_arrival.counters.attempt_outcomes[Outcome::Timeout.index()];
+        (
+            on_arrival.counters.max_pending,
+            at_send.counters.max_pending,
+        ) = (0, 0);
+        assert_eq!(on_arrival.counters, at_send.counters, "{name}");
+        assert_eq!(on_arrival.metrics(), at_send.metrics(), "{name}");
+        assert_eq!(on_arrival.series.rows(), at_send.series.rows(), "{name}");
+        assert_eq!(on_arrival.services, at_send.services, "{name}");
+        assert_eq!(on_arrival.calls, at_send.calls, "{name}");
+        assert_eq!(on_arrival.truncated, at_send.truncated, "{name}");
+    }
+    assert!(timeouts > 0, "timers fire");
+    let (_, tie) = runs.iter().find(|(name, _)| name == "tie").expect("tie");
+    let tie = run_with(tie, 4, 0, TUNING);
+    assert!(tie.counters.requests > 100 && tie.metrics().success_rate == 0.0);
+    assert_eq!(
+        tie.counters.wasted,
+        2 * tie.counters.requests,
+        "the caller gives up first"
+    );
+    assert!(
+        fewer > runs.len() / 2,
+        "timers wait less: {fewer} of {}",
+        runs.len()
+    );
 }
