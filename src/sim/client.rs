@@ -648,13 +648,13 @@ impl Sim<'_> {
     /// awaits it (its timer, if any, fires later) and the policy retries, the caller's next
     /// steps depend on nothing that can happen in between (passive policies), so they are
     /// taken here for the instants they happen at, as `reply_arrived` and `decide` would take
-    /// them: the answer arrives and the retry waits its backoff until `due`. On an `occ` row
-    /// with no timer the retry leaves at `due` from here ([`Sim::dispatch`]: its read needs
-    /// no event either). Any other retry leaves from its own `RetryDue` event, as `decide`
-    /// would send it: its timer then joins the queue's sorted lane in order, and a timeout
-    /// that never fires changes nothing. What is settled is counted when the run reaches it
-    /// ([`Ahead`]). Returns false when the answer must travel as an event: the caller no
-    /// longer awaits it or its timer fires first, or the call ends.
+    /// them: the answer arrives, the retry waits its backoff until `due` and leaves then
+    /// ([`Sim::dispatch`] at `due`: its arrival at the service is the next event, and its
+    /// timer is entered there). A retry that would leave at or after the call's deadline
+    /// leaves from its own `RetryDue` event, which ends the call at the deadline. What is
+    /// settled is counted when the run reaches it ([`Ahead`]). Returns false when the answer
+    /// must travel as an event: the caller no longer awaits it or its timer fires first, or
+    /// the call ends.
     pub(super) fn retry_at_once(
         &mut self,
         slot: u32,
@@ -685,17 +685,14 @@ impl Sim<'_> {
         call.live_token = NO_TOKEN;
         call.outstanding -= 1;
         call.last_retry_cost = 0.0;
-        let timed = self.edges[0].keeps_timer(call.deadline);
-        if due >= call.deadline || timed || !self.edges[0].folds_reads {
-            // The retry leaves from its own event; or, when it would start after the
-            // deadline, the call ends at the deadline from that event.
+        if due >= call.deadline {
+            // The call ends at the deadline, from the retry's event.
             call.ahead = Some(Ahead {
                 outcome,
                 answered,
                 retried: SimTime::NEVER,
             });
-            self.queue
-                .schedule(due.min(call.deadline), Event::RetryDue { slot });
+            self.queue.schedule(call.deadline, Event::RetryDue { slot });
             return true;
         }
         call.ahead = Some(Ahead {

@@ -229,9 +229,8 @@ struct Sim<'a> {
     /// idempotency keys: once it answers a failure the policy retries, and the answer reaches
     /// the caller before its timer fires, the caller's next steps depend on nothing that can
     /// happen in between, so they are settled where the service answers
-    /// (`Sim::retry_at_once`) and the answer needs no event. On an `occ` row with no timeout
-    /// or deadline the retry's departure is settled too, and a retry costs one event instead
-    /// of four.
+    /// (`Sim::retry_at_once`): the answer and the retry's departure need no event. (On an
+    /// `occ` row with no timeout or deadline a retry costs one event instead of four.)
     fold_retries: bool,
     /// How long after an event the states of the main series can still change without
     /// another: a breaker opened by then closes `open_duration` later, and a ratio budget's

@@ -5,10 +5,11 @@
 //! conflict, the answer, the backoff and the retry's departure (settled at the write that
 //! conflicted, counted for the instants they happen at). On any single service called
 //! through passive policies, an answer the policy retries and that arrives before the
-//! attempt's timer needs no event either. The evented runs add a deadline far beyond the run
-//! (a timer on every attempt: the read and the departure become events) and a token bucket
-//! that never denies (the policies then watch outcomes: every answer is an event). The runs
-//! must agree within their sampling error.
+//! attempt's timer needs no event either, nor does its retry's departure (its hop is drawn at
+//! the answer). The evented runs add a deadline far beyond the run (a timer on every attempt:
+//! the read becomes an event) and a token bucket that never denies (the policies then watch
+//! outcomes: every answer and every departure is an event). The runs must agree within their
+//! sampling error.
 
 use retrystorm::runner::{ExperimentResult, VariantResult};
 use serde_json::Value;
@@ -152,7 +153,8 @@ fn settling_keeps_the_statistics_of_limited_repeated_and_bad_requests() {
 
 /// A queue server at offered load 1.1 with a short queue, errors and attempt timeouts that
 /// fire: rejected and failed attempts whose answer comes back before their timer are settled
-/// where the server answers; the answers after a timer, the timeouts, the successes and the
+/// where the server answers, and their retries sent from there for the instant their backoff
+/// ends; the answers after a timer, the timeouts, the successes and the
 /// attempts a deadline or `max_attempts` ends take their events. The evented run has a
 /// token bucket of a billion tokens per client, which never denies a retry.
 #[test]
