@@ -113,6 +113,7 @@ impl<E: Copy> EventQueue<E> {
     /// If `time` is earlier than [`EventQueue::now`].
     #[inline]
     pub fn schedule_timer_as(&mut self, time: SimTime, ticket: Ticket, event: E) {
+        debug_assert!(ticket.0 < self.next_seq, "a ticket this queue handed out");
         let entry = Self::keyed(self.now, time, ticket.0, event);
         self.push_timer(entry);
     }

@@ -111,6 +111,21 @@ impl Dist {
         Dist::Mixture { parts, cumulative }
     }
 
+    /// Whether some value has a positive probability: a constant (no delay included), a
+    /// uniform, normal or log-normal that cannot spread, or a mixture with such a part.
+    /// Instants made of such draws can coincide exactly, and then the order of events
+    /// scheduled for one instant decides.
+    pub fn has_atom(&self) -> bool {
+        match self {
+            Dist::Constant(_) => true,
+            Dist::Exponential { .. } => false,
+            Dist::Uniform { min, max } => min == max,
+            Dist::Normal { sd, .. } => *sd == SimDuration::ZERO,
+            Dist::LogNormal { sigma, .. } => *sigma == 0.0,
+            Dist::Mixture { parts, .. } => parts.iter().any(|(_, d)| d.has_atom()),
+        }
+    }
+
     /// Draws one duration.
     ///
     /// The kinds drawn in the hot paths (network hops, service times, arrivals) are drawn

@@ -412,9 +412,9 @@ impl Sim<'_> {
                 .schedule(arrives, Event::ServerArrival { slot, token });
             if timed {
                 let event = Event::AttemptTimer { slot, token };
-                // Nothing ends the wait before the attempt reaches its service: the timer is
-                // entered then, if the attempt is still awaited (most answered on arrival, a
-                // rejection, never are), in the place it takes now.
+                // The timer cannot fire before the attempt reaches its service: it is entered
+                // then, if the attempt is still awaited (one answered there and settled, or
+                // one a hedge has beaten, is not), in the place it takes now.
                 let later = self.timers_on_arrival && abandon_at > arrives;
                 let ticket = later.then(|| self.queue.ticket());
                 self.calls[slot as usize].timer = ticket;
@@ -436,8 +436,8 @@ impl Sim<'_> {
 
     /// Attempt `token` of call `slot` has reached its service: if its caller still awaits it
     /// and its timer waits to be entered (`dispatch`), the timer joins the event list, in the
-    /// place it took when the attempt was sent. An attempt answered on arrival (and settled,
-    /// or retried) never gets one: a caller would have cancelled it.
+    /// place it took when the attempt was sent. An attempt whose answer on arrival is settled
+    /// (`retry_at_once`) never gets one: a caller would have cancelled it.
     #[inline(always)]
     pub(super) fn arm_timer(&mut self, slot: u32, token: u32) {
         let call = &mut self.calls[slot as usize];
@@ -648,13 +648,15 @@ impl Sim<'_> {
     /// awaits it (its timer, if any, fires later) and the policy retries, the caller's next
     /// steps depend on nothing that can happen in between (passive policies), so they are
     /// taken here for the instants they happen at, as `reply_arrived` and `decide` would take
-    /// them: the answer arrives, the retry waits its backoff until `due` and leaves then
-    /// ([`Sim::dispatch`] at `due`: its arrival at the service is the next event, and its
-    /// timer is entered there). A retry that would leave at or after the call's deadline
-    /// leaves from its own `RetryDue` event, which ends the call at the deadline. What is
-    /// settled is counted when the run reaches it ([`Ahead`]). Returns false when the answer
-    /// must travel as an event: the caller no longer awaits it or its timer fires first, or
-    /// the call ends.
+    /// them: the answer arrives, the retry waits its backoff until `due` and leaves then.
+    /// When hop delays have no atom (`Sim::departs_at_once`), or on an `occ` row with no
+    /// timer (its read needs no event either), the retry is sent from here for `due`
+    /// ([`Sim::dispatch`]: its arrival at the service is the next event, and its timer is
+    /// entered there). Otherwise, or when it would leave at or after the call's deadline, it
+    /// leaves from its own `RetryDue` event, as `decide` would send it (or the call ends at
+    /// the deadline there). What is settled is counted when the run reaches it ([`Ahead`]).
+    /// Returns false when the answer must travel as an event: the caller no longer awaits it
+    /// or its timer fires first, or the call ends.
     pub(super) fn retry_at_once(
         &mut self,
         slot: u32,
@@ -685,14 +687,18 @@ impl Sim<'_> {
         call.live_token = NO_TOKEN;
         call.outstanding -= 1;
         call.last_retry_cost = 0.0;
-        if due >= call.deadline {
-            // The call ends at the deadline, from the retry's event.
+        let timed = self.edges[0].keeps_timer(call.deadline);
+        let at_once = self.departs_at_once || (!timed && self.edges[0].folds_reads);
+        if due >= call.deadline || !at_once {
+            // The retry leaves from its own event; or, when it would leave at or after the
+            // deadline, the call ends at the deadline from that event.
             call.ahead = Some(Ahead {
                 outcome,
                 answered,
                 retried: SimTime::NEVER,
             });
-            self.queue.schedule(call.deadline, Event::RetryDue { slot });
+            self.queue
+                .schedule(due.min(call.deadline), Event::RetryDue { slot });
             return true;
         }
         call.ahead = Some(Ahead {

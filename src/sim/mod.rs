@@ -229,9 +229,16 @@ struct Sim<'a> {
     /// idempotency keys: once it answers a failure the policy retries, and the answer reaches
     /// the caller before its timer fires, the caller's next steps depend on nothing that can
     /// happen in between, so they are settled where the service answers
-    /// (`Sim::retry_at_once`): the answer and the retry's departure need no event. (On an
-    /// `occ` row with no timeout or deadline a retry costs one event instead of four.)
+    /// (`Sim::retry_at_once`): the answer needs no event, nor, when `departs_at_once`, the
+    /// retry's departure. (On an `occ` row with no timeout or deadline a retry costs one
+    /// event instead of four.)
     fold_retries: bool,
+    /// The network's hop delays have no atom (`Dist::has_atom`): a settled retry's arrival
+    /// at the service, scheduled at its answer rather than at its departure, cannot share an
+    /// instant with another event, so where it stands among equal times cannot matter, and
+    /// the departure needs no event. With constant hops (or none) it keeps its `RetryDue`
+    /// event, which puts it among equal times where the evented path does.
+    departs_at_once: bool,
     /// How long after an event the states of the main series can still change without
     /// another: a breaker opened by then closes `open_duration` later, and a ratio budget's
     /// window empties `window` later; other budgets' levels do not move with time.
@@ -313,6 +320,7 @@ impl<'a> Sim<'a> {
             overflow: None,
             timers_on_arrival: tuning.timers_on_arrival,
             fold_retries,
+            departs_at_once: !sc.network.latency.has_atom(),
             gauges_settle: gauges_settle(&sc.policy),
         };
         for (i, s) in sc.services.iter().enumerate() {

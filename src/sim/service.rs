@@ -179,8 +179,8 @@ impl Sim<'_> {
         let settings = &self.sc.services[s].server;
         if let ServerState::Occ(row) = &mut self.services[s].server {
             // The read is instant and is not work. The version travels back and the caller
-            // writes at once, unless it gave up before the version arrived: its timer is
-            // already scheduled, so whether it is still waiting then is known now, and the
+            // writes at once, unless it gave up before the version arrived: its timer's
+            // instant is known, so whether it is still waiting then is known now, and the
             // two hops need no event in between.
             let back = self.sc.network.latency.sample(&mut self.rng.network);
             let call = &self.calls[slot as usize];
