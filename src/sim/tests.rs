@@ -1137,9 +1137,9 @@ fn settled_answers_equal_evented_ones_without_jitter() {
 /// A caller's timer entered into the event list only when its attempt reaches the service
 /// (and only if the attempt is still awaited then), in the place it took at the send, runs
 /// exactly like one entered at the send: the same events, counters, metrics and time series,
-/// over the eighteen settling setups and every variant of the three call-graph scenarios
-/// (timeouts at every tier, propagated deadlines, `drop_expired`, hedges, bulkheads,
-/// fallbacks, cut to 25 s). Fewer events wait in the list.
+/// over the eighteen settling setups and one where the timer's place among equal times
+/// decides. Fewer events wait in the list. (Every bundled scenario, call graphs included, is
+/// compared in `timers_entered_on_arrival_change_no_bundled_scenario`.)
 #[test]
 fn timers_entered_on_arrival_change_nothing() {
     let mut runs: Vec<(String, Scenario)> = Vec::new();
@@ -1159,28 +1159,9 @@ fn timers_entered_on_arrival_change_nothing() {
       "metrics": {"bucket": "50ms"}}"#;
     let e = crate::scenario::load_str(tie, "t", &Default::default()).unwrap();
     runs.push(("tie".into(), e.points[0].variants[0].scenario.clone()));
-    let graphs = [
-        include_str!("../../scenarios/tiers-bulkhead.json"),
-        include_str!("../../scenarios/tiers-cascading-slowdown.json"),
-        include_str!("../../scenarios/tiers-retry-amplification.json"),
-    ];
-    for text in graphs {
-        let e = crate::scenario::load_str(text, "tiers", &Default::default()).unwrap();
-        for v in &e.points[0].variants {
-            let mut sc = v.scenario.clone();
-            sc.duration = sc.duration.min(SimDuration::from_secs(25));
-            runs.push((format!("{} / {}", e.name, v.name), sc));
-        }
-    }
     let (mut timeouts, mut fewer) = (0, 0);
     for (name, sc) in &runs {
-        let [on_arrival, at_send] = [true, false].map(|later| {
-            let tuning = Tuning {
-                timers_on_arrival: later,
-                ..TUNING
-            };
-            run_with(sc, 4, 0, tuning)
-        });
+        let [on_arrival, at_send] = timers_both_ways(sc, 4, 0);
         assert!(
             on_arrival.counters.max_pending <= at_send.counters.max_pending,
             "{name}"
@@ -1258,13 +1239,7 @@ fn timers_entered_on_arrival_change_no_bundled_scenario() {
                 let mut sc = v.scenario.clone();
                 sc.duration = sc.duration.min(SimDuration::from_secs(60));
                 for replication in 0..2 {
-                    let [a, b] = [true, false].map(|later| {
-                        let tuning = Tuning {
-                            timers_on_arrival: later,
-                            ..TUNING
-                        };
-                        run_with(&sc, 11, replication, tuning)
-                    });
+                    let [a, b] = timers_both_ways(&sc, 11, replication);
                     let name = format!("{} / {} / {replication}", path.display(), v.name);
                     assert_same_run(a, b, &name);
                     runs += 1;
@@ -1286,4 +1261,16 @@ fn assert_same_run(mut a: RunResult, mut b: RunResult, name: &str) {
     assert_eq!(a.services, b.services, "{name}");
     assert_eq!(a.calls, b.calls, "{name}");
     assert_eq!(a.truncated, b.truncated, "{name}");
+}
+
+/// A run of `sc` with timers entered when their attempt reaches the service, and one with
+/// timers entered at the send.
+fn timers_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult; 2] {
+    [true, false].map(|later| {
+        let tuning = Tuning {
+            timers_on_arrival: later,
+            ..TUNING
+        };
+        run_with(sc, seed, replication, tuning)
+    })
 }
