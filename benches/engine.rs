@@ -2,10 +2,10 @@
 //!
 //! `simulate/bench-1m` runs one replication of `scenarios/bench-1m.json` (the perf-storm retry
 //! storm that BENCHMARKS.md also runs beside a peer, for 909.1 s of arrivals: about 1.0 million
-//! logical requests and 4.8 million events) through the library API, on one thread. Its
+//! logical requests and 3.9 million events) through the library API, on one thread. Its
 //! throughput is in events; between versions that handle different numbers of events for the
-//! same run (stale timers dropped unseen, answers and retries settled where the server
-//! answers), compare the time per run or the logical requests per second.
+//! same run (stale timers dropped unseen, answers, retries and successes settled where the
+//! server answers), compare the time per run or the logical requests per second.
 //!
 //! `bare-heap/hold` is the ceiling for this design: a `std::collections::BinaryHeap` of entries
 //! comparable to the engine's (u64 time, u64 seq, 12-byte payload, earliest (time, seq) first),

@@ -517,6 +517,16 @@ impl Recorder {
         self.series.add_at(at, Column::Retries);
     }
 
+    /// Records a logical request that succeeded at `at`, `latency` after it started: an
+    /// instant the driver settled at an earlier event (and the run has reached, perhaps after
+    /// later ones).
+    pub fn request_succeeded_at(&mut self, latency: SimDuration, at: SimTime) {
+        self.counters.final_outcomes[Outcome::Success.index()] += 1;
+        self.counters.makespan = self.counters.makespan.max(at);
+        self.success_latency.record(latency);
+        self.series.add_at(at, Column::Succeeded);
+    }
+
     /// Records the end of a logical request.
     #[inline]
     pub fn request_ended(&mut self, outcome: Outcome, latency: SimDuration, now: SimTime) {

@@ -120,6 +120,16 @@ impl Ahead {
     }
 }
 
+/// A request's success settled where its service answered (`Sim::succeed_at_once`), counted
+/// once the run reaches `answered` (`Sim::reach`). Ordered by `answered` first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct SettledEnd {
+    /// When the answer reaches the caller: the request's end.
+    pub answered: SimTime,
+    /// When the request started.
+    pub start: SimTime,
+}
+
 /// No slot: a call's `hedge_of`, the end of a hedge list.
 pub(super) const NONE: u32 = u32::MAX;
 
@@ -223,6 +233,7 @@ impl Sim<'_> {
     /// Starts a logical request for `client`. Returns a truncation if the in-flight limit is
     /// exceeded.
     pub(super) fn start_request(&mut self, client: u32, now: SimTime) -> Option<Truncation> {
+        self.reach(now);
         if self.in_flight >= self.sc.limits.max_in_flight {
             return Some(Truncation::MaxInFlight {
                 limit: self.sc.limits.max_in_flight,
@@ -708,6 +719,41 @@ impl Sim<'_> {
         });
         let token = self.begin_attempt(slot);
         self.dispatch(slot, token, false, due);
+        true
+    }
+
+    /// With `Sim::successes_at_once`: the service answers attempt `token` of request `slot`
+    /// with a success, and the answer will reach the caller at `answered`. If the caller then
+    /// still awaits it (its timer, if any, fires later) and nothing else it sent is still out,
+    /// the request ends there whatever happens in between (passive policies, no hedges, no
+    /// think time to draw: an open workload, or a closed client's last request). So it ends
+    /// here, for `answered`: its slot is freed, and its end is counted, and it leaves the
+    /// requests in flight, when the run reaches `answered` ([`SettledEnd`]). Returns false
+    /// when the answer must travel as an event.
+    pub(super) fn succeed_at_once(&mut self, slot: u32, token: u32, answered: SimTime) -> bool {
+        let call = &self.calls[slot as usize];
+        if !call.awaits(token) || answered >= call.abandon_at || call.outstanding != 1 {
+            return false;
+        }
+        if let Some(left) = self.remaining.get_mut(call.client as usize) {
+            if *left > 1 {
+                // The client's next request starts after a think time drawn at the end.
+                return false;
+            }
+            *left = 0;
+        }
+        // The steps settled at the last answer lie behind: this answer is to their retry.
+        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+            ahead.count(&mut self.rec, answered);
+        }
+        let call = &mut self.calls[slot as usize];
+        call.live_token = NO_TOKEN;
+        call.outstanding = 0;
+        call.ended = true;
+        let start = call.start;
+        self.free_slot(slot);
+        self.settled_ends
+            .push(std::cmp::Reverse(SettledEnd { answered, start }));
         true
     }
 

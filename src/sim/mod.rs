@@ -26,12 +26,15 @@ mod client;
 mod policy;
 mod service;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::engine::{EventQueue, SimTime, Streams};
 use crate::metrics::{CallCounters, Column, Gauges, Recorder, RunResult, TimeSeries, Truncation};
 use crate::model::Outcome;
 use crate::scenario::{Scenario, Workload};
 
-use client::CallState;
+use client::{CallState, SettledEnd};
 use policy::{CallPolicies, DENSE_INSTANCES};
 use service::{ServiceState, Work};
 
@@ -106,6 +109,9 @@ struct Tuning {
     /// into the event list then, and only if the attempt is still awaited, in the place it
     /// took when the attempt was sent (`Sim::arm_timer`); otherwise at the send.
     timers_on_arrival: bool,
+    /// A request's success is settled where its service answers, where the run allows it
+    /// (`Sim::succeed_at_once`); otherwise its answer travels as an event.
+    successes_at_once: bool,
 }
 
 /// The tuning of every run outside the tests.
@@ -113,6 +119,7 @@ const TUNING: Tuning = Tuning {
     dense_max: DENSE_INSTANCES,
     compact_min: COMPACT_MIN,
     timers_on_arrival: true,
+    successes_at_once: true,
 };
 
 /// [`run`] with `tuning`.
@@ -239,6 +246,16 @@ struct Sim<'a> {
     /// the departure needs no event. With constant hops (or none) it keeps its `RetryDue`
     /// event, which puts it among equal times where the evented path does.
     departs_at_once: bool,
+    /// With `fold_retries` and `departs_at_once`: a request's successful answer that reaches
+    /// its caller before the caller's timer fires ends the request there, whatever happens in
+    /// between, so it is settled where the service answers (`Sim::succeed_at_once`) and
+    /// needs no event. Its end is counted when the run reaches the instant
+    /// (`Sim::reach`): until then the request is in flight.
+    successes_at_once: bool,
+    /// The successful ends settled ahead that the run has not reached, earliest first.
+    settled_ends: BinaryHeap<Reverse<SettledEnd>>,
+    /// The last settled end the run has reached: with no event after it, the run's end.
+    reached: SimTime,
     /// How long after an event the states of the main series can still change without
     /// another: a breaker opened by then closes `open_duration` later, and a ratio budget's
     /// window empties `window` later; other budgets' levels do not move with time.
@@ -321,6 +338,11 @@ impl<'a> Sim<'a> {
             timers_on_arrival: tuning.timers_on_arrival,
             fold_retries,
             departs_at_once: !sc.network.latency.has_atom(),
+            successes_at_once: tuning.successes_at_once
+                && fold_retries
+                && !sc.network.latency.has_atom(),
+            settled_ends: BinaryHeap::new(),
+            reached: SimTime::ZERO,
             gauges_settle: gauges_settle(&sc.policy),
         };
         for (i, s) in sc.services.iter().enumerate() {
@@ -365,7 +387,16 @@ impl<'a> Sim<'a> {
         loop {
             let calls = &self.calls;
             let Some((now, event)) = self.queue.pop_skipping(|e| stale(calls, e)) else {
-                break;
+                // The successful ends settled ahead are the run's last instants.
+                let end = max_time.unwrap_or(SimTime(u64::MAX - 1));
+                self.reach_until(last, end);
+                return match (self.settled_ends.is_empty(), self.sc.max_time) {
+                    (false, Some(at)) => Some(Truncation::MaxTime {
+                        at,
+                        in_flight: self.in_flight,
+                    }),
+                    _ => None,
+                };
             };
             let pending = self.queue.len();
             if pending > compact_at {
@@ -374,7 +405,10 @@ impl<'a> Sim<'a> {
                 compact_at = (2 * self.queue.len()).max(compact_min);
             }
             self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
-            if max_time.is_some_and(|m| now > m) {
+            if let Some(m) = max_time
+                && now > m
+            {
+                self.reach_until(last, m);
                 return Some(Truncation::MaxTime {
                     at: self.sc.max_time.expect("checked"),
                     in_flight: self.in_flight,
@@ -383,12 +417,14 @@ impl<'a> Sim<'a> {
             if now == SimTime::NEVER {
                 // An instant past the end of simulated time: nothing happens there, so an
                 // event due then ends the run.
+                let at = self.reach_until(last, SimTime(u64::MAX - 1));
                 return Some(Truncation::EndOfTime {
-                    at: last,
+                    at,
                     in_flight: self.in_flight,
                 });
             }
             if self.queue.events_processed() > max_events {
+                self.reach_until(last, now);
                 return Some(Truncation::MaxEvents {
                     limit: max_events,
                     at: now,
@@ -445,7 +481,6 @@ impl<'a> Sim<'a> {
                 return self.overflow.take();
             }
         }
-        None
     }
 
     /// One or more time-series buckets have ended by `now`, the first event since `last`:
@@ -459,8 +494,10 @@ impl<'a> Sim<'a> {
         let settled = last + self.gauges_settle;
         while now >= self.rec.series.next_boundary() {
             let end = self.rec.series.next_boundary();
+            // Successes settled for instants before the boundary have happened.
+            self.reach(SimTime(end.as_nanos() - 1));
             let gauges = self.gauges(end);
-            if end >= settled {
+            if end >= settled && self.settled_ends.peek().is_none_or(|e| e.0.answered >= now) {
                 self.rec.series.tick(now, || gauges);
                 break;
             }
@@ -476,6 +513,46 @@ impl<'a> Sim<'a> {
                 });
             }
         }
+    }
+
+    /// Counts the successes settled ahead (`Sim::succeed_at_once`) for instants up to
+    /// `until`: the run has reached them, and their requests are no longer in flight.
+    #[inline(always)]
+    fn reach(&mut self, until: SimTime) {
+        while let Some(&Reverse(end)) = self.settled_ends.peek()
+            && end.answered <= until
+        {
+            self.settled_ends.pop();
+            self.reach_one(end);
+        }
+    }
+
+    /// Counts one success settled ahead.
+    #[inline(always)]
+    fn reach_one(&mut self, end: SettledEnd) {
+        self.in_flight -= 1;
+        self.reached = end.answered;
+        self.edges[0].counters.succeeded += 1;
+        self.rec.attempt_ended_at(Outcome::Success, end.answered);
+        self.rec
+            .request_succeeded_at(end.answered - end.start, end.answered);
+    }
+
+    /// The run, whose last event was at `last`, goes on to `until` with no event but the
+    /// successes settled ahead: each is counted at its instant, after the time series moves
+    /// to it, as its answer's event would be. Returns the last instant reached.
+    #[cold]
+    fn reach_until(&mut self, mut last: SimTime, until: SimTime) -> SimTime {
+        while let Some(&Reverse(end)) = self.settled_ends.peek()
+            && end.answered <= until
+        {
+            if end.answered >= self.rec.series.next_boundary() {
+                self.tick(last, end.answered);
+            }
+            self.reach(end.answered);
+            last = end.answered;
+        }
+        last
     }
 
     /// The states the main time series samples at the end of a bucket: the entry service's
@@ -539,15 +616,23 @@ impl<'a> Sim<'a> {
             }
             t => t,
         };
+        if let Some(Truncation::MaxInFlight { at, .. } | Truncation::ServerBacklog { at, .. }) =
+            truncated
+        {
+            // Stopped at an event: the successes settled for instants up to it happened.
+            self.reach_until(at, at);
+        }
         let end_time = {
+            let clock = self.queue.now().max(self.reached);
             let c = &mut self.rec.counters;
             c.events = self.queue.events_processed();
             // A run cut off at max_time ends there, not at the first event it did not
             // process.
             c.end_time = match (&truncated, self.sc.max_time) {
                 (Some(Truncation::EndOfTime { at, .. }), _) => *at,
-                (_, Some(m)) => self.queue.now().min(SimTime::ZERO + m),
-                (_, None) => self.queue.now(),
+                (Some(Truncation::MaxTime { at, .. }), _) => SimTime::ZERO + *at,
+                (_, Some(m)) => clock.min(SimTime::ZERO + m),
+                (_, None) => clock,
             };
             c.end_time
         };

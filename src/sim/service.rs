@@ -757,7 +757,11 @@ impl Sim<'_> {
     #[inline(always)]
     fn reply(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
         let hop = self.sc.network.latency.sample(&mut self.rng.network);
-        if self.fold_retries && self.retry_at_once(slot, token, outcome, now + hop) {
+        if outcome == Outcome::Success {
+            if self.successes_at_once && self.succeed_at_once(slot, token, now + hop) {
+                return;
+            }
+        } else if self.fold_retries && self.retry_at_once(slot, token, outcome, now + hop) {
             return;
         }
         self.queue.schedule(

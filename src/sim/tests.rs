@@ -82,6 +82,9 @@ fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
         assert!(r.counters.retries > 100 && conflicts > 100);
         assert_eq!(total(Column::Retries), r.counters.retries);
         assert_eq!(total(Column::AttemptConflict), conflicts);
+        let succeeded = r.counters.final_outcomes[Outcome::Success.index()];
+        assert!(succeeded > 0);
+        assert_eq!(total(Column::Succeeded), succeeded);
         // 700 ms in 50 ms buckets: 14 full buckets and the one the cut falls in.
         assert!(rows.len() <= 15, "{} rows", rows.len());
         // Every conflict answered was followed by a retry (none is ever denied), unless the
@@ -108,8 +111,8 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
         let mut ended = 0;
         for replication in 0..20 {
             let mut sim = Sim::new(&sc, 5, replication, TUNING);
-            assert!(sim.fold_retries);
-            sim.fold_retries = settled;
+            assert!(sim.fold_retries && sim.successes_at_once);
+            (sim.fold_retries, sim.successes_at_once) = (settled, settled);
             let truncated = sim.run(COMPACT_MIN);
             let r = sim.finish(truncated);
             let Some(Truncation::EndOfTime { at, .. }) = r.truncated else {
@@ -128,6 +131,8 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
             };
             assert_eq!(total(Column::AttemptConflict), conflicts);
             assert_eq!(total(Column::Retries), r.counters.retries);
+            let succeeded = r.counters.final_outcomes[Outcome::Success.index()];
+            assert_eq!(total(Column::Succeeded), succeeded);
             assert!(at >= r.counters.makespan, "settled: {settled}");
             assert_eq!(r.counters.end_time, at);
         }
@@ -1139,7 +1144,7 @@ fn settled_answers_equal_evented_ones_without_jitter() {
 /// exactly like one entered at the send: the same events, counters, metrics and time series,
 /// over the eighteen settling setups and one where the timer's place among equal times
 /// decides. Fewer events wait in the list. (Every bundled scenario, call graphs included, is
-/// compared in `timers_entered_on_arrival_change_no_bundled_scenario`.)
+/// compared in `run_options_change_no_bundled_scenario`.)
 #[test]
 fn timers_entered_on_arrival_change_nothing() {
     let mut runs: Vec<(String, Scenario)> = Vec::new();
@@ -1186,6 +1191,132 @@ fn timers_entered_on_arrival_change_nothing() {
     );
 }
 
+/// A request's success settled where its service answers (`Sim::succeed_at_once`) runs
+/// exactly like one whose answer travels as an event: the same counters, metrics, time
+/// series and truncation, in fewer events, over the eighteen settling setups with random hops
+/// (max_time, a closed workload and timers included; the two with constant hops keep their
+/// events). (Counting a settled success before the run reaches it fails it, as does reading
+/// the requests in flight at a bucket's end without the ones settled for before it.)
+#[test]
+fn settled_successes_equal_evented_ones() {
+    for (name, text) in settling_setups(r#"{"exponential": {"mean": "2ms"}}"#) {
+        let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
+        let sc = &e.points[0].variants[0].scenario;
+        for replication in 0..3 {
+            let [mut settled, mut evented] = successes_both_ways(sc, 5, replication);
+            assert!(settled.counters.final_outcomes[Outcome::Success.index()] > 0);
+            if name.starts_with("lattice") {
+                // Constant hops: an answer keeps its event.
+                assert_eq!(settled.counters.events, evented.counters.events, "{name}");
+            } else {
+                assert!(
+                    settled.counters.events < evented.counters.events,
+                    "{name}: successes were settled"
+                );
+            }
+            (settled.counters.events, evented.counters.events) = (0, 0);
+            assert_same_run(settled, evented, &format!("{name} {replication}"));
+        }
+    }
+}
+
+/// A request's success settled where its service answers ends the request when the answer
+/// arrives, not before: after the last event, the run goes on to it (its end, the time series'
+/// buckets, the request in flight until then), and a `max_time` that falls between the
+/// service's answer and its arrival leaves the request in flight, as the answer's event would.
+#[test]
+fn a_settled_success_ends_its_request_when_its_answer_arrives() {
+    let text = |max_time: &str| {
+        format!(
+            r#"{{"name": "t", "duration": "1ms" {max_time},
+              "clients": {{"count": 1, "workload": {{"closed": {{"requests_per_client": 1}}}}}},
+              "network": {{"latency": {{"uniform": {{"min": "900us", "max": "1100us"}}}}}},
+              "server": {{"concurrency": 1, "service_time": {{"constant": "10ms"}}}},
+              "metrics": {{"bucket": "1ms"}}}}"#
+        )
+    };
+    for (max_time, ends) in [("", true), (r#", "max_time": "11.5ms""#, false)] {
+        let e = crate::scenario::load_str(&text(max_time), "t", &Default::default()).unwrap();
+        let sc = &e.points[0].variants[0].scenario;
+        let [mut settled, mut evented] = successes_both_ways(sc, 1, 0);
+        // The client's start, the arrival, the service's end; the answer's event is saved.
+        assert_eq!(settled.counters.events, 3, "{max_time}");
+        assert_eq!(evented.counters.events, 4, "{max_time}");
+        let c = &settled.counters;
+        let in_flight: Vec<u32> = settled
+            .series
+            .rows()
+            .iter()
+            .map(|row| row[Column::InFlight as usize])
+            .collect();
+        let succeeded = c.final_outcomes[Outcome::Success.index()];
+        if ends {
+            // The answer arrives between 11.8 and 12.2 ms.
+            let end = c.end_time.as_nanos();
+            assert!((11_800_000..=12_200_000).contains(&end), "{end}");
+            assert_eq!((succeeded, c.makespan.as_nanos()), (1, end));
+            assert_eq!(settled.truncated, None);
+            let last = (end / 1_000_000) as usize;
+            assert_eq!(in_flight.len(), last + 1, "{in_flight:?}");
+            assert!(in_flight[..last].iter().all(|&n| n == 1), "{in_flight:?}");
+            assert_eq!(in_flight[last], 0, "{in_flight:?}");
+            assert_eq!(settled.series.rows()[last][Column::Succeeded as usize], 1);
+        } else {
+            assert_eq!(succeeded, 0);
+            assert_eq!(c.end_time, SimTime(11_500_000));
+            assert_eq!(
+                settled.truncated,
+                Some(Truncation::MaxTime {
+                    at: SimDuration::from_nanos(11_500_000),
+                    in_flight: 1
+                })
+            );
+        }
+        (settled.counters.events, evented.counters.events) = (0, 0);
+        assert_same_run(settled, evented, max_time);
+    }
+}
+
+/// Requests far apart, in 1 ms buckets: the next event after a settled success often lies
+/// many buckets after it, and the buckets it passes over have the request in flight up to the
+/// success's instant and not after, as the answer's own event would have them.
+#[test]
+fn a_settled_success_leaves_flight_in_its_own_bucket() {
+    let text = r#"{"name": "t", "duration": "2s",
+      "clients": {"count": 1, "workload": {"open": {"rate_per_s": 20}}},
+      "network": {"latency": {"uniform": {"min": "900us", "max": "1100us"}}},
+      "server": {"concurrency": 1, "service_time": {"constant": "10ms"}},
+      "metrics": {"bucket": "1ms"}}"#;
+    let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
+    let sc = &e.points[0].variants[0].scenario;
+    let [mut settled, mut evented] = successes_both_ways(sc, 2, 0);
+    let requests = settled.counters.requests;
+    assert!(requests > 20);
+    assert_eq!(evented.counters.events - settled.counters.events, requests);
+    let busy = settled
+        .series
+        .rows()
+        .iter()
+        .filter(|row| row[Column::InFlight as usize] > 0)
+        .count() as u64;
+    // Each request is in flight at the ends of 11 to 13 buckets (12 ms each).
+    assert!((10 * requests..=13 * requests).contains(&busy), "{busy}");
+    (settled.counters.events, evented.counters.events) = (0, 0);
+    assert_same_run(settled, evented, "sparse");
+}
+
+/// A run of `sc` with successes settled where the service answers, and one where every
+/// answer travels as an event.
+fn successes_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult; 2] {
+    [true, false].map(|settled| {
+        let tuning = Tuning {
+            successes_at_once: settled,
+            ..TUNING
+        };
+        run_with(sc, seed, replication, tuning)
+    })
+}
+
 /// With hop delays that have no atom, a settled retry is sent from where its answer is
 /// settled, with no event of its own, and is counted for the instant it leaves: one request
 /// that fails at once and retries after 2 s has its retry in the 2 s bucket, not in the
@@ -1218,10 +1349,11 @@ fn a_settled_departure_is_counted_when_it_leaves() {
 
 /// Every bundled scenario but bench-10m, at its first and last sweep point, every variant,
 /// two replications, cut to 60 s: timers entered when their attempt reaches the service give
-/// exactly what timers entered at the send give (idempotency keys, hedges, bulkheads, call
-/// graphs, `occ` rows and load shedding included).
+/// exactly what timers entered at the send give, and successes settled where the service
+/// answers exactly what answers that travel as events give, in fewer events (idempotency keys,
+/// hedges, bulkheads, call graphs, `occ` rows and load shedding included).
 #[test]
-fn timers_entered_on_arrival_change_no_bundled_scenario() {
+fn run_options_change_no_bundled_scenario() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -1239,9 +1371,12 @@ fn timers_entered_on_arrival_change_no_bundled_scenario() {
                 let mut sc = v.scenario.clone();
                 sc.duration = sc.duration.min(SimDuration::from_secs(60));
                 for replication in 0..2 {
-                    let [a, b] = timers_both_ways(&sc, 11, replication);
                     let name = format!("{} / {} / {replication}", path.display(), v.name);
-                    assert_same_run(a, b, &name);
+                    let [a, b] = timers_both_ways(&sc, 11, replication);
+                    assert_same_run(a, b, &format!("timers: {name}"));
+                    let [mut a, mut b] = successes_both_ways(&sc, 11, replication);
+                    (a.counters.events, b.counters.events) = (0, 0);
+                    assert_same_run(a, b, &format!("successes: {name}"));
                     runs += 1;
                 }
             }
