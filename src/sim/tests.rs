@@ -231,11 +231,8 @@ fn bucket_states_are_read_at_the_bucket_end() {
     assert_eq!(r.counters.breaker_openings, 1);
     // The first answer comes back at 10 ms and opens the breaker until 460 ms; the retry
     // leaves at 2.01 s.
-    let open: Vec<u32> = r.series.rows()[..8]
-        .iter()
-        .map(|row| row[Column::BreakersOpen as usize])
-        .collect();
-    assert_eq!(open, [1, 1, 1, 1, 0, 0, 0, 0]);
+    let open = column(&r, Column::BreakersOpen);
+    assert_eq!(open[..8], [1, 1, 1, 1, 0, 0, 0, 0]);
 }
 
 /// Per-client budgets and breakers kept for the clients that started a request only run
@@ -1203,7 +1200,7 @@ fn settled_successes_equal_evented_ones() {
         let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
         let sc = &e.points[0].variants[0].scenario;
         for replication in 0..3 {
-            let [mut settled, mut evented] = successes_both_ways(sc, 5, replication);
+            let [settled, evented] = successes_both_ways(sc, 5, replication);
             assert!(settled.counters.final_outcomes[Outcome::Success.index()] > 0);
             if name.starts_with("lattice") {
                 // Constant hops: an answer keeps its event.
@@ -1214,8 +1211,7 @@ fn settled_successes_equal_evented_ones() {
                     "{name}: successes were settled"
                 );
             }
-            (settled.counters.events, evented.counters.events) = (0, 0);
-            assert_same_run(settled, evented, &format!("{name} {replication}"));
+            assert_same_results(settled, evented, &format!("{name} {replication}"));
         }
     }
 }
@@ -1238,17 +1234,12 @@ fn a_settled_success_ends_its_request_when_its_answer_arrives() {
     for (max_time, ends) in [("", true), (r#", "max_time": "11.5ms""#, false)] {
         let e = crate::scenario::load_str(&text(max_time), "t", &Default::default()).unwrap();
         let sc = &e.points[0].variants[0].scenario;
-        let [mut settled, mut evented] = successes_both_ways(sc, 1, 0);
+        let [settled, evented] = successes_both_ways(sc, 1, 0);
         // The client's start, the arrival, the service's end; the answer's event is saved.
         assert_eq!(settled.counters.events, 3, "{max_time}");
         assert_eq!(evented.counters.events, 4, "{max_time}");
         let c = &settled.counters;
-        let in_flight: Vec<u32> = settled
-            .series
-            .rows()
-            .iter()
-            .map(|row| row[Column::InFlight as usize])
-            .collect();
+        let in_flight = column(&settled, Column::InFlight);
         let succeeded = c.final_outcomes[Outcome::Success.index()];
         if ends {
             // The answer arrives between 11.8 and 12.2 ms.
@@ -1272,8 +1263,7 @@ fn a_settled_success_ends_its_request_when_its_answer_arrives() {
                 })
             );
         }
-        (settled.counters.events, evented.counters.events) = (0, 0);
-        assert_same_run(settled, evented, max_time);
+        assert_same_results(settled, evented, max_time);
     }
 }
 
@@ -1289,7 +1279,7 @@ fn a_settled_success_leaves_flight_in_its_own_bucket() {
       "metrics": {"bucket": "1ms"}}"#;
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let sc = &e.points[0].variants[0].scenario;
-    let [mut settled, mut evented] = successes_both_ways(sc, 2, 0);
+    let [settled, evented] = successes_both_ways(sc, 2, 0);
     let requests = settled.counters.requests;
     assert!(requests > 20);
     assert_eq!(evented.counters.events - settled.counters.events, requests);
@@ -1301,20 +1291,7 @@ fn a_settled_success_leaves_flight_in_its_own_bucket() {
         .count() as u64;
     // Each request is in flight at the ends of 11 to 13 buckets (12 ms each).
     assert!((10 * requests..=13 * requests).contains(&busy), "{busy}");
-    (settled.counters.events, evented.counters.events) = (0, 0);
-    assert_same_run(settled, evented, "sparse");
-}
-
-/// A run of `sc` with successes settled where the service answers, and one where every
-/// answer travels as an event.
-fn successes_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult; 2] {
-    [true, false].map(|settled| {
-        let tuning = Tuning {
-            successes_at_once: settled,
-            ..TUNING
-        };
-        run_with(sc, seed, replication, tuning)
-    })
+    assert_same_results(settled, evented, "sparse");
 }
 
 /// With hop delays that have no atom, a settled retry is sent from where its answer is
@@ -1336,12 +1313,7 @@ fn a_settled_departure_is_counted_when_it_leaves() {
     let r = run(sc, 1, 0);
     assert_eq!(r.counters.retries, 1);
     assert_eq!(r.counters.events, 6, "the retry left without an event");
-    let retries: Vec<u32> = r
-        .series
-        .rows()
-        .iter()
-        .map(|row| row[Column::Retries as usize])
-        .collect();
+    let retries = column(&r, Column::Retries);
     // The answer reaches the client at about 10 ms; the retry leaves 2 s later.
     assert_eq!(retries.iter().sum::<u32>(), 1);
     assert_eq!(retries[20], 1, "{retries:?}");
@@ -1374,9 +1346,8 @@ fn run_options_change_no_bundled_scenario() {
                     let name = format!("{} / {} / {replication}", path.display(), v.name);
                     let [a, b] = timers_both_ways(&sc, 11, replication);
                     assert_same_run(a, b, &format!("timers: {name}"));
-                    let [mut a, mut b] = successes_both_ways(&sc, 11, replication);
-                    (a.counters.events, b.counters.events) = (0, 0);
-                    assert_same_run(a, b, &format!("successes: {name}"));
+                    let [a, b] = successes_both_ways(&sc, 11, replication);
+                    assert_same_results(a, b, &format!("successes: {name}"));
                     runs += 1;
                 }
             }
@@ -1398,14 +1369,43 @@ fn assert_same_run(mut a: RunResult, mut b: RunResult, name: &str) {
     assert_eq!(a.truncated, b.truncated, "{name}");
 }
 
+/// Column `col` of the main time series of `r`, bucket by bucket.
+fn column(r: &RunResult, col: Column) -> Vec<u32> {
+    r.series
+        .rows()
+        .iter()
+        .map(|row| row[col as usize])
+        .collect()
+}
+
+/// A run of `sc` as every run outside the tests is carried out, and one with `other`.
+fn both_ways(sc: &Scenario, seed: u64, replication: u64, other: Tuning) -> [RunResult; 2] {
+    [TUNING, other].map(|tuning| run_with(sc, seed, replication, tuning))
+}
+
 /// A run of `sc` with timers entered when their attempt reaches the service, and one with
 /// timers entered at the send.
 fn timers_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult; 2] {
-    [true, false].map(|later| {
-        let tuning = Tuning {
-            timers_on_arrival: later,
-            ..TUNING
-        };
-        run_with(sc, seed, replication, tuning)
-    })
+    let at_send = Tuning {
+        timers_on_arrival: false,
+        ..TUNING
+    };
+    both_ways(sc, seed, replication, at_send)
+}
+
+/// A run of `sc` with successes settled where the service answers, and one where every
+/// answer travels as an event.
+fn successes_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult; 2] {
+    let evented = Tuning {
+        successes_at_once: false,
+        ..TUNING
+    };
+    both_ways(sc, seed, replication, evented)
+}
+
+/// [`assert_same_run`] for runs that handle different numbers of events for the same
+/// results.
+fn assert_same_results(mut a: RunResult, mut b: RunResult, name: &str) {
+    (a.counters.events, b.counters.events) = (0, 0);
+    assert_same_run(a, b, name);
 }
