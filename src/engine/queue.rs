@@ -33,9 +33,16 @@ impl<E> Entry<E> {
 const LANE_REACH: usize = 16;
 
 /// A place in the order of equal-time events, taken by [`EventQueue::ticket`] and used by
-/// [`EventQueue::schedule_timer_as`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// [`EventQueue::schedule_timer_as`], or compared with [`EventQueue::current`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ticket(u64);
+
+impl Ticket {
+    /// Before every event of an instant.
+    pub const FIRST: Ticket = Ticket(0);
+    /// After every event of an instant.
+    pub const LAST: Ticket = Ticket(u64::MAX);
+}
 
 /// A priority queue of events keyed by simulated time, FIFO among equal times.
 pub struct EventQueue<E> {
@@ -45,6 +52,8 @@ pub struct EventQueue<E> {
     lane: VecDeque<Entry<E>>,
     next_seq: u64,
     now: SimTime,
+    /// The place among the events of `now` of the event last popped.
+    place: Ticket,
     popped: u64,
     /// The heap's top was handed out by the last pop and is no longer pending: the next entry
     /// scheduled into the heap takes its place, or the next pop removes it.
@@ -65,6 +74,7 @@ impl<E: Copy> EventQueue<E> {
             lane: VecDeque::new(),
             next_seq: 0,
             now: SimTime::ZERO,
+            place: Ticket::FIRST,
             popped: 0,
             held: false,
         }
@@ -73,6 +83,13 @@ impl<E: Copy> EventQueue<E> {
     /// The time of the last event popped (zero before the first).
     pub fn now(&self) -> SimTime {
         self.now
+    }
+
+    /// The instant and the place among equal times of the event last popped: an event
+    /// scheduled for an earlier pair would have come up before it.
+    #[inline]
+    pub fn current(&self) -> (SimTime, Ticket) {
+        (self.now, self.place)
     }
 
     /// Schedules `event` at `time`.
@@ -194,7 +211,7 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn pop_skipping(&mut self, mut stale: impl FnMut(&E) -> bool) -> Option<(SimTime, E)> {
         self.settle();
-        let (time, event) = loop {
+        let (key, event) = loop {
             let from_lane = match (self.lane.front(), self.heap.peek()) {
                 (Some(l), Some(h)) => l.key < h.key,
                 (Some(_), None) => true,
@@ -203,19 +220,21 @@ impl<E: Copy> EventQueue<E> {
             if from_lane {
                 let entry = self.lane.pop_front()?;
                 if !stale(&entry.event) {
-                    break (entry.time(), entry.event);
+                    break (entry.key, entry.event);
                 }
             } else {
                 let top = self.heap.peek()?;
                 if !stale(&top.event) {
                     self.held = true;
-                    break (top.time(), top.event);
+                    break (top.key, top.event);
                 }
                 self.heap.pop();
             }
         };
+        let time = SimTime((key >> 64) as u64);
         debug_assert!(time >= self.now, "time ran backwards");
         self.now = time;
+        self.place = Ticket(key as u64);
         self.popped += 1;
         Some((time, event))
     }

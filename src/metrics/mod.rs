@@ -395,7 +395,12 @@ impl LatencyHistogram {
     /// The histogram as plain numbers, for a shard folder ([`LatencyParts`]).
     pub fn to_parts(&self) -> LatencyParts {
         let (few, hdr) = match &self.counts {
-            Counts::Few(values) => (Some(values.clone()), None),
+            Counts::Few(values) => {
+                // In order of value, not of recording: the same latencies give the same parts.
+                let mut values = values.clone();
+                values.sort_unstable();
+                (Some(values), None)
+            }
             Counts::Many(hist) => (
                 None,
                 Some(

@@ -121,11 +121,14 @@ impl Ahead {
 }
 
 /// A request's success settled where its service answered (`Sim::succeed_at_once`), counted
-/// once the run reaches `answered` (`Sim::reach`). Ordered by `answered` first.
+/// once the run reaches `answered` (`Sim::reach`), in the place among the events of that
+/// instant its answer's event would have taken. Ordered by instant, then place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct SettledEnd {
     /// When the answer reaches the caller: the request's end.
     pub answered: SimTime,
+    /// The answer's place among the events of `answered`.
+    pub place: Ticket,
     /// When the request started.
     pub start: SimTime,
 }
@@ -233,7 +236,7 @@ impl Sim<'_> {
     /// Starts a logical request for `client`. Returns a truncation if the in-flight limit is
     /// exceeded.
     pub(super) fn start_request(&mut self, client: u32, now: SimTime) -> Option<Truncation> {
-        self.reach(now);
+        self.reach(self.queue.current());
         if self.in_flight >= self.sc.limits.max_in_flight {
             return Some(Truncation::MaxInFlight {
                 limit: self.sc.limits.max_in_flight,
@@ -752,8 +755,13 @@ impl Sim<'_> {
         call.ended = true;
         let start = call.start;
         self.free_slot(slot);
-        self.settled_ends
-            .push(std::cmp::Reverse(SettledEnd { answered, start }));
+        // The place the answer's event would take, taken as it would be.
+        let place = self.queue.ticket();
+        self.settled_ends.push(std::cmp::Reverse(SettledEnd {
+            answered,
+            place,
+            start,
+        }));
         true
     }
 

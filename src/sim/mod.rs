@@ -29,7 +29,7 @@ mod service;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::{EventQueue, SimTime, Streams};
+use crate::engine::{EventQueue, SimTime, Streams, Ticket};
 use crate::metrics::{CallCounters, Column, Gauges, Recorder, RunResult, TimeSeries, Truncation};
 use crate::model::Outcome;
 use crate::scenario::{Scenario, Workload};
@@ -389,7 +389,7 @@ impl<'a> Sim<'a> {
             let Some((now, event)) = self.queue.pop_skipping(|e| stale(calls, e)) else {
                 // The successful ends settled ahead are the run's last instants.
                 let end = max_time.unwrap_or(SimTime(u64::MAX - 1));
-                self.reach_until(last, end);
+                self.reach_until(last, (end, Ticket::LAST));
                 return match (self.settled_ends.is_empty(), self.sc.max_time) {
                     (false, Some(at)) => Some(Truncation::MaxTime {
                         at,
@@ -408,7 +408,7 @@ impl<'a> Sim<'a> {
             if let Some(m) = max_time
                 && now > m
             {
-                self.reach_until(last, m);
+                self.reach_until(last, (m, Ticket::LAST));
                 return Some(Truncation::MaxTime {
                     at: self.sc.max_time.expect("checked"),
                     in_flight: self.in_flight,
@@ -417,14 +417,14 @@ impl<'a> Sim<'a> {
             if now == SimTime::NEVER {
                 // An instant past the end of simulated time: nothing happens there, so an
                 // event due then ends the run.
-                let at = self.reach_until(last, SimTime(u64::MAX - 1));
+                let at = self.reach_until(last, (SimTime(u64::MAX - 1), Ticket::LAST));
                 return Some(Truncation::EndOfTime {
                     at,
                     in_flight: self.in_flight,
                 });
             }
             if self.queue.events_processed() > max_events {
-                self.reach_until(last, now);
+                self.reach_until(last, self.queue.current());
                 return Some(Truncation::MaxEvents {
                     limit: max_events,
                     at: now,
@@ -495,7 +495,7 @@ impl<'a> Sim<'a> {
         while now >= self.rec.series.next_boundary() {
             let end = self.rec.series.next_boundary();
             // Successes settled for instants before the boundary have happened.
-            self.reach(SimTime(end.as_nanos() - 1));
+            self.reach((end, Ticket::FIRST));
             let gauges = self.gauges(end);
             if end >= settled && self.settled_ends.peek().is_none_or(|e| e.0.answered >= now) {
                 self.rec.series.tick(now, || gauges);
@@ -515,12 +515,13 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Counts the successes settled ahead (`Sim::succeed_at_once`) for instants up to
-    /// `until`: the run has reached them, and their requests are no longer in flight.
+    /// Counts the successes settled ahead (`Sim::succeed_at_once`) whose answers' events
+    /// would have come up before `until` (an instant and a place among its events): the run
+    /// has reached them, and their requests are no longer in flight.
     #[inline(always)]
-    fn reach(&mut self, until: SimTime) {
+    fn reach(&mut self, until: (SimTime, Ticket)) {
         while let Some(&Reverse(end)) = self.settled_ends.peek()
-            && end.answered <= until
+            && (end.answered, end.place) < until
         {
             self.settled_ends.pop();
             self.reach_one(end);
@@ -538,19 +539,23 @@ impl<'a> Sim<'a> {
             .request_succeeded_at(end.answered - end.start, end.answered);
     }
 
-    /// The run, whose last event was at `last`, goes on to `until` with no event but the
-    /// successes settled ahead: each is counted at its instant, after the time series moves
-    /// to it, as its answer's event would be. Returns the last instant reached.
+    /// The run, whose last event was at `last`, goes on with no event but the successes
+    /// settled ahead whose answers' events would have come up before `until`: each is
+    /// counted at its instant, after the time series moves to it, as its answer's event
+    /// would be. Returns the later of `last` and the last instant reached.
     #[cold]
-    fn reach_until(&mut self, mut last: SimTime, until: SimTime) -> SimTime {
+    fn reach_until(&mut self, mut last: SimTime, until: (SimTime, Ticket)) -> SimTime {
         while let Some(&Reverse(end)) = self.settled_ends.peek()
-            && end.answered <= until
+            && (end.answered, end.place) < until
         {
             if end.answered >= self.rec.series.next_boundary() {
+                // Reaches only the ends before the bucket's boundary, none of them `end`.
                 self.tick(last, end.answered);
             }
-            self.reach(end.answered);
-            last = end.answered;
+            self.settled_ends.pop();
+            self.reach_one(end);
+            // An end may lie before the last event: the run reaches ends lazily.
+            last = last.max(end.answered);
         }
         last
     }
@@ -619,8 +624,8 @@ impl<'a> Sim<'a> {
         if let Some(Truncation::MaxInFlight { at, .. } | Truncation::ServerBacklog { at, .. }) =
             truncated
         {
-            // Stopped at an event: the successes settled for instants up to it happened.
-            self.reach_until(at, at);
+            // Stopped at an event: the successes settled to come up before it happened.
+            self.reach_until(at, self.queue.current());
         }
         let end_time = {
             let clock = self.queue.now().max(self.reached);

@@ -1369,6 +1369,52 @@ fn assert_same_run(mut a: RunResult, mut b: RunResult, name: &str) {
     assert_eq!(a.truncated, b.truncated, "{name}");
 }
 
+/// Hops of 1 ms or 1 ms + 1 ns (no atom, but integer nanoseconds) and constant service
+/// times: answers, arrivals, clients' starts and buckets' ends fall on the same instants all
+/// the time, and a settled success counts among the events of its instant in the place its
+/// answer's event would have taken (before a request admitted at that instant sees the
+/// requests in flight, or after), so the runs stay exactly equal, `max_in_flight` and its
+/// truncation included. (Reaching an end at its instant whatever its place fails it.)
+#[test]
+fn settled_successes_keep_their_place_among_equal_times() {
+    let setup = |workload: &str, limit: &str| {
+        format!(
+            r#"{{"name": "t", "duration": "2s" {limit},
+              "clients": {{"count": 20, "workload": {workload}}},
+              "network": {{"latency": {{"uniform": {{"min": "1ms", "max": "1.000001ms"}}}}}},
+              "server": {{"concurrency": 4, "service_time": {{"constant": "1ms"}}}},
+              "metrics": {{"bucket": "1ms"}}}}"#
+        )
+    };
+    let open = r#"{"open": {"rate_per_s": 2000}}"#;
+    let closed = r#"{"closed": {"requests_per_client": 1,
+        "start": {"uniform": {"min": "0ms", "max": "40ms"}}}}"#;
+    // Clients that start at 0 or 3 ms: the later ones start at the instants of the first
+    // ones' answers.
+    let closed_ties = r#"{"closed": {"requests_per_client": 1,
+        "start": {"mixture": [{"weight": 1, "dist": {"constant": "0ms"}},
+                              {"weight": 1, "dist": {"constant": "3ms"}}]}}}"#;
+    let (mut truncated, mut runs) = (0, 0);
+    for (workload, limit) in [
+        (open, ""),
+        (open, r#", "limits": {"max_in_flight": 8}"#),
+        (closed, ""),
+        (closed_ties, ""),
+    ] {
+        let text = setup(workload, limit);
+        let e = crate::scenario::load_str(&text, "t", &Default::default()).unwrap();
+        let sc = &e.points[0].variants[0].scenario;
+        for replication in 0..5 {
+            let [settled, evented] = successes_both_ways(sc, 3, replication);
+            assert!(settled.counters.events < evented.counters.events);
+            truncated += usize::from(settled.truncated.is_some());
+            runs += 1;
+            assert_same_results(settled, evented, &format!("{text} {replication}"));
+        }
+    }
+    assert!(truncated > 0 && truncated < runs, "{truncated} of {runs}");
+}
+
 /// Column `col` of the main time series of `r`, bucket by bucket.
 fn column(r: &RunResult, col: Column) -> Vec<u32> {
     r.series
@@ -1376,6 +1422,57 @@ fn column(r: &RunResult, col: Column) -> Vec<u32> {
         .iter()
         .map(|row| row[col as usize])
         .collect()
+}
+
+/// A success settled for an instant before `max_time` is counted when the run is cut off
+/// there by a later event, and a run that reaches the end of time ends at its last event
+/// even when the successes it reaches there came before it, as their events would have it.
+#[test]
+fn settled_successes_are_reached_at_the_runs_cut() {
+    // The answer arrives at about 12 ms; a fault window's edges come at 24 and 26 ms, and
+    // no bucket ends before the cut to reach the success.
+    let cut = r#"{"name": "t", "duration": "25ms", "max_time": "25ms",
+      "clients": {"count": 1, "workload": {"closed": {"requests_per_client": 1}}},
+      "network": {"latency": {"uniform": {"min": "900us", "max": "1100us"}}},
+      "server": {"concurrency": 1, "service_time": {"constant": "10ms"},
+         "faults": [{"from": "24ms", "to": "26ms", "concurrency": 0}]},
+      "metrics": {"bucket": "100ms"}}"#;
+    let e = crate::scenario::load_str(cut, "t", &Default::default()).unwrap();
+    let [settled, evented] = successes_both_ways(&e.points[0].variants[0].scenario, 1, 0);
+    let c = &settled.counters;
+    assert_eq!(c.final_outcomes[Outcome::Success.index()], 1);
+    assert_eq!(
+        (c.end_time, &settled.truncated),
+        (SimTime(25_000_000), &None)
+    );
+    assert_same_results(settled, evented, "cut by max_time");
+    // The last event is a fault window's end at 60 ms; the answers came well before it.
+    let end_of_time = r#"{"name": "t", "duration": "100ms",
+      "clients": {"count": 6, "workload": {"closed": {"requests_per_client": 1}}},
+      "network": {"latency": {"exponential": {"mean": "1ms"}}},
+      "server": {"concurrency": 1, "error_rate": 0.5, "service_time": {"constant": "1ms"},
+         "faults": [{"from": "50ms", "to": "60ms", "concurrency": 2}]},
+      "metrics": {"bucket": "10s"},
+      "policy": {"retry": {"max_attempts": 5, "retry_on": ["error"]}}}"#;
+    // A failure's retry waits past the end of time: its event is the next after the fault
+    // window's end, and no bucket ends before it to reach the successes.
+    let mut sc = with_yearly_backoff(end_of_time);
+    sc.policy.retry.backoff = crate::model::Backoff::exponential(
+        SimDuration(u64::MAX),
+        1000.0,
+        SimDuration(u64::MAX),
+        crate::model::Jitter::None,
+    );
+    let mut ended = 0;
+    for replication in 0..10 {
+        let [settled, evented] = successes_both_ways(&sc, 3, replication);
+        if let Some(Truncation::EndOfTime { at, .. }) = settled.truncated {
+            assert!(at >= SimTime(60_000_000), "{at:?}");
+            ended += 1;
+        }
+        assert_same_results(settled, evented, &format!("end of time {replication}"));
+    }
+    assert!(ended > 0);
 }
 
 /// A run of `sc` as every run outside the tests is carried out, and one with `other`.
