@@ -358,7 +358,7 @@ impl<'a> Sim<'a> {
                 if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
                     && t < sim.end_of_arrivals
                 {
-                    sim.queue.schedule(t, Event::Arrival);
+                    sim.queue.schedule_chained(t, Event::Arrival);
                 }
             }
             Workload::Closed(closed) => {
@@ -442,7 +442,7 @@ impl<'a> Sim<'a> {
                     if let Some(next) = profile.next_arrival(now, &mut self.rng.arrivals)
                         && next < self.end_of_arrivals
                     {
-                        self.queue.schedule(next, Event::Arrival);
+                        self.queue.schedule_chained(next, Event::Arrival);
                     }
                     let client = rand::RngExt::random_range(
                         &mut self.rng.arrivals,
