@@ -314,6 +314,11 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// Pops every pending event, in order.
+    fn drain<E: Copy>(q: &mut EventQueue<E>) -> Vec<E> {
+        std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect()
+    }
+
     #[test]
     fn equal_times_come_out_in_insertion_order() {
         let mut q = EventQueue::new();
@@ -321,7 +326,7 @@ mod tests {
         q.schedule(SimTime(1), 'a');
         q.schedule(SimTime(5), 'c');
         q.schedule(SimTime(5), 'd');
-        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let order = drain(&mut q);
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
     }
 
@@ -333,7 +338,7 @@ mod tests {
         q.schedule(SimTime(5), 'c');
         q.schedule_timer(SimTime(5), 'd');
         q.schedule_timer_as(SimTime(5), ticket, 'b');
-        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let order = drain(&mut q);
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
     }
 
@@ -350,7 +355,7 @@ mod tests {
         // The slot is taken: the next event of a chain goes to the heap, in order all the same.
         q.schedule_chained(SimTime(4), 'x');
         assert_eq!((q.heap.len(), q.len()), (2, 4));
-        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let order = drain(&mut q);
         assert_eq!(order, vec!['x', 'a', 'b', 'c']);
         // As an arrival process runs: each event schedules its successor as it is handled.
         q.schedule_chained(SimTime(10), 'd');
@@ -360,7 +365,7 @@ mod tests {
         q.schedule(SimTime(11), 'e');
         assert_eq!(q.peek_time(), Some(SimTime(11)));
         q.retain(|&e| e != 'e');
-        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let order = drain(&mut q);
         assert_eq!(order, vec!['f', 'g']);
         assert!(q.is_empty());
     }
@@ -379,7 +384,7 @@ mod tests {
         q.schedule_timer(SimTime(35), 35);
         q.schedule_timer(SimTime(101), 101);
         assert_eq!((q.lane.len(), q.heap.len()), (5 + LANE_REACH + 1, 1));
-        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let order = drain(&mut q);
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(order, sorted);
