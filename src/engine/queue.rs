@@ -1,5 +1,6 @@
 //! The future event list: a 4-ary min-heap (`heap`) ordered by (time, insertion sequence),
-//! beside a sorted lane for timers of a constant length.
+//! beside a sorted lane for timers of a constant length and a slot for the one pending event
+//! of a chain.
 //!
 //! Events scheduled for the same instant come out in the order they were scheduled (first in,
 //! first out), which makes every run reproducible without relying on how a heap breaks ties.
@@ -371,6 +372,42 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_beside_a_handed_out_top_a_ticket_and_stale_events() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(5), 'a');
+        q.schedule(SimTime(9), 'z');
+        let t = q.ticket(); // A place before 'c'.
+        // 'a' is handed out and stays the heap's top until the next schedule into the heap.
+        assert_eq!(q.pop(), Some((SimTime(5), 'a')));
+        assert!(q.held);
+        // Into the slot: the handed-out top stays.
+        q.schedule_chained(SimTime(7), 'c');
+        assert!(q.held);
+        assert_eq!(q.len(), 2);
+        // The ticket was taken before 'c' was scheduled: 'b' comes first.
+        q.schedule_timer_as(SimTime(7), t, 'b');
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.peek_time(), Some(SimTime(7)));
+        assert_eq!(q.pop(), Some((SimTime(7), 'b')));
+        assert_eq!(q.current(), (SimTime(7), t));
+        assert_eq!(q.pop(), Some((SimTime(7), 'c')));
+        assert!(!q.held);
+        // Slot popped, heap untouched: the next heap schedule is a push, not a replace.
+        q.schedule(SimTime(8), 'd');
+        assert_eq!(q.len(), 2);
+        // A stale chained event is skipped unseen.
+        q.schedule_chained(SimTime(7), 'x');
+        assert_eq!(q.pop_skipping(|&e| e == 'x'), Some((SimTime(8), 'd')));
+        assert_eq!(q.events_processed(), 4);
+        assert_eq!(q.chained.map(|e| e.event), None);
+        // Only stale events left: None, and everything dropped.
+        q.schedule_chained(SimTime(8), 'x');
+        assert_eq!(q.pop_skipping(|&e| e == 'x' || e == 'z'), None);
+        assert!(q.is_empty());
+        assert_eq!(q.now(), SimTime(8));
+    }
+
+    #[test]
     fn timers_a_little_out_of_order_stay_in_the_lane_in_order() {
         let mut q = EventQueue::new();
         for t in [10, 30, 20, 25, 40] {
@@ -433,6 +470,10 @@ mod tests {
                         }
                         prop_assert_eq!(q.events_processed(), processed);
                         prop_assert_eq!(q.now().as_nanos(), now);
+                        if let Some(((_, number), _)) = expected {
+                            // The place of the event popped: its sequence number or ticket.
+                            prop_assert_eq!(q.current().1, Ticket(number));
+                        }
                     }
                     1 | 2 | 8 => {
                         let t = q.now().as_nanos() + delta;
