@@ -122,7 +122,7 @@ impl Backoff {
     /// The delay before retry `k` (k >= 1). `previous` is the logical request's last
     /// decorrelated sleep ([`SimDuration::ZERO`] before its first retry, meaning `base`); it is
     /// updated in place. Draws only from `rng`, and only when the jitter needs it.
-    #[inline]
+    #[inline(always)]
     pub fn delay(&self, k: u32, previous: &mut SimDuration, rng: &mut Pcg64) -> SimDuration {
         match *self {
             Backoff::None => SimDuration::ZERO,

@@ -37,7 +37,7 @@ impl OccServer {
     }
 
     /// A read at `at` whose write will follow: the ticket the write brings back.
-    #[inline]
+    #[inline(always)]
     pub fn read(&mut self, at: SimTime) -> u32 {
         match self.free.pop() {
             Some(ticket) => {

@@ -106,6 +106,7 @@ pub(super) struct Ahead {
 impl Ahead {
     /// Counts the steps at or before `until`; returns the instant of the last one counted
     /// (zero if none).
+    #[inline(always)]
     pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) -> SimTime {
         let mut last = SimTime::ZERO;
         if self.answered <= until {
