@@ -21,8 +21,15 @@
 //! `rand_distr-normal` the way retrystorm drew it before (`rand_distr::Normal` in seconds,
 //! folded, converted to nanoseconds), `ziggurat` the way `Dist::Normal` draws it now.
 //!
-//! Run with `cargo bench --bench engine` (about 30 s once built, on 2 cores); `cargo bench
-//! --bench engine draws` for the draws alone.
+//! `simulate/aws-column` runs the N = 190 column of `scenarios/aws-backoff-jitter.json` (its
+//! five strategies, 20 replications each: about 382,000 conditional writes) through the
+//! library on one thread, the `occ` path the "Exponential Backoff And Jitter" sweep spends
+//! its time in; its throughput is in writes. It measures the simulation alone, where the
+//! command line's timings (BENCHMARKS.md sections 4 and 6) include loading, the report and
+//! the figures.
+//!
+//! Run with `cargo bench --bench engine` (about 40 s once built, on 2 cores); `cargo bench
+//! --bench engine draws` for the draws alone, `-- aws` for the column alone.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -39,6 +46,9 @@ use retrystorm::model::Dist;
 use retrystorm::scenario::{LoadOptions, Scenario, load_str};
 
 const SCENARIO: &str = include_str!("../scenarios/bench-1m.json");
+const AWS: &str = include_str!("../scenarios/aws-backoff-jitter.json");
+/// Replications of each strategy per timed run of the AWS column.
+const AWS_REPLICATIONS: u64 = 20;
 const SEED: u64 = 1;
 const REPLICATION: u64 = 0;
 /// Criterion's smallest sample count; each sample is one whole run.
@@ -216,6 +226,57 @@ fn engine(c: &mut Criterion) {
     );
 }
 
+/// The five strategies of the AWS sweep's last point (N = 190 clients).
+fn aws_column() -> Vec<Scenario> {
+    let experiment = load_str(
+        AWS,
+        "scenarios/aws-backoff-jitter.json",
+        &LoadOptions::default(),
+    )
+    .expect("valid");
+    let point = experiment.points.last().expect("a sweep");
+    assert_eq!(
+        point.variants[0].scenario.clients.count, 190,
+        "the last point is N = 190"
+    );
+    point.variants.iter().map(|v| v.scenario.clone()).collect()
+}
+
+/// Every replication of the column once; returns the writes (attempts) made.
+fn run_column(column: &[Scenario]) -> u64 {
+    let mut writes = 0;
+    for sc in column {
+        for replication in 0..AWS_REPLICATIONS {
+            let result = retrystorm::sim::run(black_box(sc), SEED, replication);
+            writes += result.counters.attempts;
+            black_box(result);
+        }
+    }
+    writes
+}
+
+fn aws(c: &mut Criterion) {
+    let column = aws_column();
+    let start = Instant::now();
+    let writes = run_column(&column);
+    let once = start.elapsed();
+    eprintln!(
+        "aws-column: {writes} writes in {} simulations",
+        column.len() as u64 * AWS_REPLICATIONS
+    );
+    let mut group = c.benchmark_group("engine");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(once * SAMPLES as u32)
+        .throughput(Throughput::Elements(writes));
+    group.bench_function("simulate/aws-column", |b| {
+        b.iter(|| assert_eq!(run_column(&column), writes, "runs are deterministic"))
+    });
+    group.finish();
+}
+
 /// Draws per timed iteration, so the loop's overhead is spread thin.
 const DRAWS: u64 = 1000;
 
@@ -264,5 +325,6 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     draws(&mut c);
     engine(&mut c);
+    aws(&mut c);
     c.final_summary();
 }
