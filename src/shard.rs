@@ -28,7 +28,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::engine::SimDuration;
 use crate::metrics::{Counters, Digest, LatencyHistogram, LatencyParts, LatencyPool, Metrics};
-use crate::metrics::{Row, TimeSeries, Truncation};
+use crate::metrics::{MAX_ROWS, Row, TimeSeries, Truncation};
 use crate::report::publish::{MANIFEST, Manifest, is_plain_name};
 use crate::report::{ImageFormat, OutputFile};
 use crate::runner::{self, ExperimentResult, RangeResult, Refed};
@@ -363,6 +363,11 @@ impl RawReplication {
             anyhow::ensure!(
                 bucket.as_nanos() > 0 && !rows.is_empty(),
                 "a time series without buckets"
+            );
+            anyhow::ensure!(
+                rows.len() <= MAX_ROWS,
+                "a time series of {} buckets, more than a run keeps ({MAX_ROWS})",
+                rows.len()
             );
             Ok(TimeSeries::from_rows(bucket, rows))
         };
@@ -943,6 +948,26 @@ fn stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replication_with_more_buckets_than_a_run_keeps_is_refused() {
+        let experiment = crate::scenario::load_str(
+            include_str!("../scenarios/first-storm.json"),
+            "first-storm.json",
+            &LoadOptions::default(),
+        )
+        .expect("a bundled scenario");
+        let scenario = &experiment.points[0].variants[0].scenario;
+        let digest = crate::sim::run(scenario, 1, 0).digest();
+        let mut raw = RawReplication::of(0, 0, &digest);
+        assert!(
+            raw.clone().digest().is_ok(),
+            "the run's own series reads back"
+        );
+        raw.series = vec![[0; crate::metrics::series::COLUMNS]; MAX_ROWS + 1];
+        let error = raw.digest().expect_err("too many buckets").to_string();
+        assert!(error.contains("more than a run keeps"), "{error}");
+    }
 
     #[test]
     fn shards_tile_the_jobs_in_order_and_deal_whole_units_when_they_can() {

@@ -18,7 +18,7 @@ pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, PartMetric,
     RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
 };
-pub use series::{Column, Gauges, Row, TimeSeries};
+pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
 
 use hdrhistogram::Histogram;
 

@@ -173,7 +173,7 @@ pub struct Gauges {
 #[derive(Debug, Clone)]
 pub struct TimeSeries {
     bucket: SimDuration,
-    /// One row per bucket up to the present.
+    /// One row per bucket up to the present; never more than [`MAX_ROWS`].
     rows: Vec<Row>,
     /// Index of the bucket holding the present.
     current: usize,
@@ -191,9 +191,15 @@ impl TimeSeries {
         }
     }
 
-    /// A finished series of buckets of width `bucket` (> 0) with these rows (at least one),
-    /// as [`TimeSeries::rows`] gave them: for results read back from a shard folder.
+    /// A finished series of buckets of width `bucket` (> 0) with these rows (at least one, at
+    /// most [`MAX_ROWS`]), as [`TimeSeries::rows`] gave them: for results read back from a
+    /// shard folder, which checks both.
     pub fn from_rows(bucket: SimDuration, rows: Vec<Row>) -> Self {
+        debug_assert!(
+            !rows.is_empty() && rows.len() <= MAX_ROWS,
+            "{} rows",
+            rows.len()
+        );
         let current = rows.len().saturating_sub(1);
         TimeSeries {
             bucket,
@@ -290,7 +296,7 @@ impl TimeSeries {
     /// bucket, an earlier one or a later one; the rows reach it afterwards.
     #[inline]
     pub fn add_at(&mut self, t: SimTime, col: Column) {
-        // Rows never reach past `MAX_ROWS`, so a bucket they hold needs no merging.
+        // `rows.len() <= MAX_ROWS`, so a bucket the rows hold needs no merging.
         let i = t.as_nanos() / self.bucket.as_nanos();
         let i = if i < self.rows.len() as u64 {
             i as usize
@@ -384,6 +390,24 @@ mod tests {
         let i = (far.as_nanos() / (4 * bucket)) as usize;
         merged.resize(merged.len().max(i + 1), 0);
         merged[i] += 1;
+        let got = retries(&s);
+        assert_eq!(got[..merged.len()], merged[..]);
+        assert!(got[merged.len()..].iter().all(|&c| c == 0));
+        // After the merge, counts land by the wider bucket: in rows held, and past them.
+        let wide = 4 * bucket;
+        for t in [
+            0,
+            wide - 1,
+            wide,
+            17 * wide + 3,
+            far.as_nanos(),
+            far.as_nanos() + 9 * wide,
+        ] {
+            s.add_at(SimTime(t), Column::Retries);
+            let i = (t / wide) as usize;
+            merged.resize(merged.len().max(i + 1), 0);
+            merged[i] += 1;
+        }
         let got = retries(&s);
         assert_eq!(got[..merged.len()], merged[..]);
         assert!(got[merged.len()..].iter().all(|&c| c == 0));

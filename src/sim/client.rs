@@ -105,7 +105,8 @@ pub(super) struct Ahead {
 
 impl Ahead {
     /// Counts the steps at or before `until`; returns the instant of the last one counted
-    /// (zero if none).
+    /// (zero if none). Always inlined: at every settled answer (with `#[inline]` alone the
+    /// compiler keeps it out of line, 0.3 % more instructions on the AWS column).
     #[inline(always)]
     pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) -> SimTime {
         let mut last = SimTime::ZERO;
