@@ -951,7 +951,7 @@ mod tests {
 
     #[test]
     fn a_replication_with_more_buckets_than_a_run_keeps_is_refused() {
-        let experiment = crate::scenario::load_str(
+        let experiment = load_str(
             include_str!("../scenarios/first-storm.json"),
             "first-storm.json",
             &LoadOptions::default(),
