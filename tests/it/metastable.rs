@@ -37,7 +37,7 @@ fn replication_values(runs: &[Metrics], key: &str) -> Vec<f64> {
 }
 
 #[test]
-fn e5_without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
+fn without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
     let (experiment, result) = run_bundled("collapse-after-spike", &LoadOptions::default());
     let storm = variant(&result, "no backoff");
     assert_eq!(recovery(storm, "replications"), 200.0);
@@ -86,7 +86,7 @@ fn e5_without_backoff_most_replications_collapse_and_with_jitter_all_recover() {
 }
 
 #[test]
-fn e6_a_stall_starts_a_storm_that_only_budgets_and_breakers_end() {
+fn a_stall_starts_a_storm_that_only_budgets_and_breakers_end() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("hotos-metastable");
     let out = retrystorm(

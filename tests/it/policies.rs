@@ -26,7 +26,7 @@ fn mean(v: &VariantResult, path: &str) -> f64 {
 }
 
 #[test]
-fn e1_budgets_at_a_100_percent_failure_rate_tend_to_their_limits() {
+fn budgets_at_a_100_percent_failure_rate_tend_to_their_limits() {
     // 10 clients x 100 calls/s for 1000 s, every attempt fails.
     let (_, result) = run_text(
         r#"{
@@ -82,7 +82,7 @@ fn e1_budgets_at_a_100_percent_failure_rate_tend_to_their_limits() {
 }
 
 #[test]
-fn e2_breaker_and_budget_against_three_retries_at_half_failures() {
+fn breaker_and_budget_against_three_retries_at_half_failures() {
     let (_, result) = run_bundled("brooker-2022", &LoadOptions::default());
     let half = json!(0.5);
     let three = at(&result, half.clone(), "3 retries");
