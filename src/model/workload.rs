@@ -80,7 +80,8 @@ impl RateProfile {
         }
     }
 
-    /// The rate at time `t` seconds.
+    /// The rate at time `t` seconds. Tests read it to check the state; the run never needs it.
+    #[cfg(test)]
     pub fn rate_at(&self, t: f64) -> f64 {
         let i = self.segments.partition_point(|s| s.start <= t).max(1) - 1;
         let s = &self.segments[i];
