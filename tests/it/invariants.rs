@@ -195,7 +195,7 @@ proptest! {
             prop_assert_eq!(c.first_attempts, c.requests);
         }
         let outcome = |o: Outcome| c.final_outcomes[o.index()];
-        prop_assert_eq!(c.first_attempts + outcome(Outcome::BreakerOpen) >= c.requests, true);
+        prop_assert!(c.first_attempts + outcome(Outcome::BreakerOpen) >= c.requests);
         prop_assert_eq!(c.budget_denials, outcome(Outcome::BudgetExhausted));
         prop_assert_eq!(c.breaker_refusals, outcome(Outcome::BreakerOpen));
         if p.budget == 0 {
