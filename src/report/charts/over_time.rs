@@ -166,14 +166,13 @@ pub struct PanelSpec<'s> {
 impl<'s> PanelSpec<'s> {
     /// A panel with numbers on its left axis and no right axis.
     pub fn new(title: &'s str, color: RGBColor, top: f64, y_desc: &'s str, last: bool) -> Self {
-        let (y_format, right) = (None, None);
         PanelSpec {
             title,
             color,
             top,
             y_desc,
-            y_format,
-            right,
+            y_format: None,
+            right: None,
             last,
         }
     }
