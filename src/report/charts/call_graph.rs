@@ -5,14 +5,16 @@
 //! replications, ± its 95 % half-width). An arrow's width grows with that number on one scale
 //! for every panel, so the panels compare at a glance. Only call graphs get this figure.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, variant_color};
+use super::{Chart, Run, Table};
 use crate::metrics::{CallMetric, ServiceMetric};
-use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, Variant};
+use crate::runner::VariantResult;
+use crate::scenario::Variant;
 
 /// The name the clients' box and the CSV give the clients, which no service can be taken for.
 pub const CLIENTS: &str = "(clients)";
@@ -129,7 +131,7 @@ impl Layout {
     /// Half the width of box `n`: its name and a margin.
     fn half_width(&self, n: usize) -> i32 {
         let label = if n == 0 { "clients" } else { &self.nodes[n].0 };
-        (super::text_width(label, BOX_FONT) as i32 / 2 + 14).max(44)
+        (canvas::text_width(label, BOX_FONT) as i32 / 2 + 14).max(44)
     }
 
     /// The figure's width: at least [`super::SIZE`]'s, and wide enough that every column
@@ -161,19 +163,114 @@ fn panel_height(layout: &Layout) -> u32 {
     (layout.tallest() as i32 * ROW + PANEL_PAD).max(150) as u32
 }
 
-/// The figure's size for the experiment's call-graph variants.
-pub fn size(experiment: &Experiment) -> (u32, u32) {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let ran = experiment
-        .points
-        .get(focus)
-        .map_or(&[][..], |p| &p.variants[..]);
-    let layout = Layout::of(ran);
-    let panels = ran.iter().filter(|v| v.scenario.is_graph()).count().max(1) as u32;
-    (
-        layout.width(),
-        TITLE_HEIGHT + panels * panel_height(&layout),
-    )
+/// The call-graph figure.
+pub struct CallGraph;
+
+/// The figure's table: the layout every panel shares, and per call-graph variant its
+/// position in the file, its name and its arrows.
+pub struct Graph {
+    layout: Layout,
+    shown: Vec<(usize, String, Vec<Arrow>)>,
+}
+
+impl Table for Graph {
+    /// `variant, from, to, fraction, attempts_per_request, attempts_per_request_ci95`, a row
+    /// per arrow drawn (`from` is `(clients)` for the clients' requests to the entry).
+    fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+        w.write_record([
+            "variant",
+            "from",
+            "to",
+            "fraction",
+            "attempts_per_request",
+            "attempts_per_request_ci95",
+        ])?;
+        let node = |n: usize| self.layout.nodes[n].0.as_str();
+        for (_, name, arrows) in &self.shown {
+            for a in arrows {
+                w.write_record([
+                    name,
+                    node(a.from),
+                    node(a.to),
+                    &a.fraction.to_string(),
+                    &a.per_request.0.to_string(),
+                    &a.per_request.1.to_string(),
+                ])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Chart for CallGraph {
+    type Table = Graph;
+
+    fn stem(&self) -> &'static str {
+        "call-graph"
+    }
+
+    fn applies(&self, run: &Run) -> bool {
+        super::service_load::applies(run)
+    }
+
+    fn caption(&self, _run: &Run) -> String {
+        "The call graph, a panel per variant in one layout: the clients and the services as boxes, each call as an arrow labelled with the attempts it carried per logical request the clients started (mean over replications ± its 95 % half-width), its width on one scale for every panel. The arrow into the entry counts the clients' own attempts; a number that grows along the arrows is retries multiplying down the graph. An arrow counts attempts sent: those a full service rejected are in the per-service table, and those a bulkhead refused never left and are in the per-call table.".to_string()
+    }
+
+    /// Drawn from the graph's layout.
+    fn size(&self, run: &Run) -> (u32, u32) {
+        let ran = run.ran();
+        let layout = Layout::of(ran);
+        let panels = ran.iter().filter(|v| v.scenario.is_graph()).count().max(1) as u32;
+        (
+            layout.width(),
+            TITLE_HEIGHT + panels * panel_height(&layout),
+        )
+    }
+
+    fn table(&self, run: &Run) -> Result<Graph> {
+        let ran = run.ran();
+        let layout = Layout::of(ran);
+        let shown = run.point().variants.iter().zip(ran).enumerate();
+        let shown = shown
+            .filter(|(_, (_, r))| r.scenario.is_graph())
+            .map(|(j, (v, r))| (j, v.name.clone(), arrows(&layout, v, r)))
+            .collect();
+        Ok(Graph { layout, shown })
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Graph, root: &Area<DB>) -> Result<()> {
+        let replications = run.experiment.replications;
+        let with_ci = replications > 1;
+        let title = format!(
+            "{}: attempts per logical request on each call{} ({}; arrow width on one scale)",
+            run.name(),
+            run.at(),
+            if with_ci {
+                format!("mean of {replications} replications ± 95 % half-width")
+            } else {
+                "1 replication".to_string()
+            }
+        );
+        let body = canvas::titled(root, &title, TITLE_HEIGHT, 17)?;
+        let top = table
+            .shown
+            .iter()
+            .flat_map(|(_, _, a)| a.iter().map(|a| a.per_request.0))
+            .fold(0.0, f64::max);
+        let panels = body.split_evenly((table.shown.len().max(1), 1));
+        for ((j, _, arrows), area) in table.shown.iter().zip(&panels) {
+            let name = super::display_name(&run.point().variants[*j]);
+            let panel = Panel {
+                layout: &table.layout,
+                color: variant_color(*j),
+                top,
+                with_ci,
+            };
+            panel.draw(area, &name, arrows)?;
+        }
+        Ok(())
+    }
 }
 
 /// One arrow of a variant: its end boxes and its attempts per logical request (mean and
@@ -243,7 +340,7 @@ const LABEL_HALF_HEIGHT: i32 = 10;
 
 /// Half the width of an arrow's label, in pixels.
 fn label_half_width(text: &str) -> i32 {
-    super::text_width(text, 14) as i32 / 2 + 5
+    canvas::text_width(text, 14) as i32 / 2 + 5
 }
 
 /// Where each arrow's label goes: on its arrow, at the middle if it is free, else at the
@@ -282,130 +379,72 @@ fn place_labels(arrows: Vec<Label>, boxes: &[Rect]) -> Vec<((i32, i32), String)>
     out
 }
 
-/// Draws a panel per call-graph variant and returns the CSV: `variant, from, to, fraction,
-/// attempts_per_request, attempts_per_request_ci95`, a row per arrow drawn (`from` is
-/// `(clients)` for the clients' requests to the entry).
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let (point, at) = super::focus_point(experiment, result);
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let ran = &experiment.points[focus].variants;
-    let layout = Layout::of(ran);
-    let shown: Vec<(usize, &VariantResult, Vec<Arrow>)> = point
-        .variants
-        .iter()
-        .zip(ran)
-        .enumerate()
-        .filter(|(_, (_, r))| r.scenario.is_graph())
-        .map(|(j, (v, r))| (j, v, arrows(&layout, v, r)))
-        .collect();
-
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "variant",
-        "from",
-        "to",
-        "fraction",
-        "attempts_per_request",
-        "attempts_per_request_ci95",
-    ])?;
-    for (_, v, arrows) in &shown {
-        for a in arrows {
-            w.write_record([
-                v.name.clone(),
-                layout.nodes[a.from].0.clone(),
-                layout.nodes[a.to].0.clone(),
-                a.fraction.to_string(),
-                a.per_request.0.to_string(),
-                a.per_request.1.to_string(),
-            ])?;
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
-
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let with_ci = experiment.replications > 1;
-    let (title_area, body) = root.split_vertically(TITLE_HEIGHT);
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: attempts per logical request on each call{at} ({}; arrow width on one scale)",
-            experiment.name,
-            if with_ci {
-                format!(
-                    "mean of {} replications ± 95 % half-width",
-                    experiment.replications
-                )
-            } else {
-                "1 replication".to_string()
-            }
-        ),
-        17,
-    )?;
-    let top = shown
-        .iter()
-        .flat_map(|(_, _, a)| a.iter().map(|a| a.per_request.0))
-        .fold(0.0, f64::max);
-    let panels = body.split_evenly((shown.len().max(1), 1));
-    for ((j, v, arrows), area) in shown.iter().zip(&panels) {
-        draw_panel(area, &layout, *j, v, arrows, top, with_ci)?;
-    }
-    Ok(csv)
-}
-
-/// One variant's panel: its title, its arrows under the boxes, the labels on top.
-fn draw_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    layout: &Layout,
-    j: usize,
-    v: &VariantResult,
-    arrows: &[Arrow],
+/// How one variant's panel is drawn: the shared layout, its colour, the per-request count
+/// of the widest arrow and whether labels carry a half-width.
+struct Panel<'a> {
+    layout: &'a Layout,
+    color: RGBColor,
     top: f64,
     with_ci: bool,
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    let (width, height) = area.dim_in_pixel();
-    let (width, height) = (width as i32, height as i32);
-    let color = variant_color(j);
-    // A thin rule between panels, and the variant's name in its colour.
-    area.draw(&PathElement::new(
-        vec![(8, 0), (width - 8, 0)],
-        BLACK.mix(0.15).stroke_width(1),
-    ))
-    .map_err(err)?;
-    area.draw(&Text::new(
-        super::display_name(v),
-        (12, 8),
-        (FONT, 16).into_font().color(&color),
-    ))
-    .map_err(err)?;
-    let half_width = |n: usize| layout.half_width(n);
-    let present: Vec<usize> = {
-        let mut p = vec![0];
-        p.extend(arrows.iter().map(|a| a.to));
-        p.sort_unstable();
-        p.dedup();
-        p
-    };
-    // Arrows first, under the boxes: from the right edge of the caller to the left edge of
-    // the callee, with a head.
-    let mut labels = Vec::new();
-    for a in arrows {
+}
+
+impl Panel<'_> {
+    /// The panel: its title, its arrows under the boxes, the labels on top.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &Area<DB>,
+        name: &str,
+        arrows: &[Arrow],
+    ) -> Result<()> {
+        let (width, height) = area.dim_in_pixel();
+        let size = (width as i32, height as i32);
+        // A thin rule between panels, and the variant's name in its colour.
+        let rule = vec![(8, 0), (size.0 - 8, 0)];
+        area.draw(&PathElement::new(rule, BLACK.mix(0.15).stroke_width(1)))
+            .drawn()?;
+        let style = (FONT, 16).into_font().color(&self.color);
+        area.draw(&Text::new(name.to_string(), (12, 8), style))
+            .drawn()?;
+        let mut present = vec![0];
+        present.extend(arrows.iter().map(|a| a.to));
+        present.sort_unstable();
+        present.dedup();
+        // Arrows first, under the boxes.
+        let mut labels = Vec::new();
+        for a in arrows {
+            labels.push(self.arrow(area, a, size)?);
+        }
+        let boxes: Vec<Rect> = present.iter().map(|&n| self.node_box(n, size)).collect();
+        let labels = place_labels(labels, &boxes);
+        for &n in &present {
+            self.node(area, n, size)?;
+        }
+        // Labels last, on a white ground, so no arrow or box hides a number.
+        for ((x, y), text) in labels {
+            let w = label_half_width(&text);
+            let (h, centre) = (LABEL_HALF_HEIGHT, Pos::new(HPos::Center, VPos::Center));
+            let ground = [(x - w, y - h), (x + w, y + h)];
+            area.draw(&Rectangle::new(ground, WHITE.filled())).drawn()?;
+            let style = TextStyle::from((FONT, 14).into_font()).pos(centre);
+            area.draw(&Text::new(text, (x, y + 1), style)).drawn()?;
+        }
+        Ok(())
+    }
+
+    /// Draws arrow `a` from the right edge of the caller to the left edge of the callee, with
+    /// a head, its width on the figure's scale; returns its label to place.
+    fn arrow<DB: DrawingBackend>(
+        &self,
+        area: &Area<DB>,
+        a: &Arrow,
+        (width, height): (i32, i32),
+    ) -> Result<Label> {
+        let layout = self.layout;
         let (x0, y0) = layout.centre(a.from, width, height);
         let (x1, y1) = layout.centre(a.to, width, height);
-        let (x0, x1) = (x0 + half_width(a.from), x1 - half_width(a.to));
-        let share = if top > 0.0 {
-            a.per_request.0 / top
+        let (x0, x1) = (x0 + layout.half_width(a.from), x1 - layout.half_width(a.to));
+        let share = if self.top > 0.0 {
+            a.per_request.0 / self.top
         } else {
             0.0
         };
@@ -418,11 +457,12 @@ where
             x1 - (ux * head as f64) as i32,
             y1 - (uy * head as f64) as i32,
         );
+        let color = self.color.mix(0.85);
         area.draw(&PathElement::new(
             vec![(x0, y0), base],
-            color.mix(0.85).stroke_width(stroke),
+            color.stroke_width(stroke),
         ))
-        .map_err(err)?;
+        .drawn()?;
         let side = (head as f64 * 0.55).max(stroke as f64);
         let wing = |s: f64| {
             (
@@ -430,76 +470,48 @@ where
                 base.1 + (ux * side * s) as i32,
             )
         };
-        area.draw(&Polygon::new(
-            vec![(x1, y1), wing(1.0), wing(-1.0)],
-            color.mix(0.85).filled(),
-        ))
-        .map_err(err)?;
+        let tip = vec![(x1, y1), wing(1.0), wing(-1.0)];
+        area.draw(&Polygon::new(tip, color.filled())).drawn()?;
         let number = |x: f64| format!("{x:.2}");
-        let text = if with_ci {
+        let text = if self.with_ci {
             format!("{} ± {}", number(a.per_request.0), number(a.per_request.1))
         } else {
             number(a.per_request.0)
         };
-        labels.push(((x0, y0), (x1, y1), text));
+        Ok(((x0, y0), (x1, y1), text))
     }
-    let boxes: Vec<Rect> = present
-        .iter()
-        .map(|&n| {
-            let (x, y) = layout.centre(n, width, height);
-            let w = half_width(n);
-            [(x - w, y - BOX_HEIGHT / 2), (x + w, y + BOX_HEIGHT / 2)]
-        })
-        .collect();
-    let labels = place_labels(labels, &boxes);
-    for &n in &present {
-        let (x, y) = layout.centre(n, width, height);
-        let w = half_width(n);
-        let corners = [(x - w, y - BOX_HEIGHT / 2), (x + w, y + BOX_HEIGHT / 2)];
+
+    /// The corners of box `n`.
+    fn node_box(&self, n: usize, (width, height): (i32, i32)) -> Rect {
+        let (x, y) = self.layout.centre(n, width, height);
+        let w = self.layout.half_width(n);
+        [(x - w, y - BOX_HEIGHT / 2), (x + w, y + BOX_HEIGHT / 2)]
+    }
+
+    /// Draws box `n` with its name; the clients' box is a little darker.
+    fn node<DB: DrawingBackend>(&self, area: &Area<DB>, n: usize, size: (i32, i32)) -> Result<()> {
+        let corners = self.node_box(n, size);
         let fill = if n == 0 {
             RGBColor(235, 235, 235)
         } else {
             RGBColor(250, 250, 250)
         };
-        area.draw(&Rectangle::new(corners, fill.filled()))
-            .map_err(err)?;
-        area.draw(&Rectangle::new(
-            corners,
-            RGBColor(90, 90, 90).stroke_width(1),
-        ))
-        .map_err(err)?;
+        area.draw(&Rectangle::new(corners, fill.filled())).drawn()?;
+        let border = RGBColor(90, 90, 90).stroke_width(1);
+        area.draw(&Rectangle::new(corners, border)).drawn()?;
         let label = if n == 0 {
             "clients"
         } else {
-            &layout.nodes[n].0
+            &self.layout.nodes[n].0
         };
         // The font's centre sits a little high: one pixel down looks centred.
-        area.draw(&Text::new(
-            label.to_string(),
-            (x, y + 1),
-            TextStyle::from((FONT, BOX_FONT).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))
-        .map_err(err)?;
+        let (x, y) = self.layout.centre(n, size.0, size.1);
+        let centre = Pos::new(HPos::Center, VPos::Center);
+        let style = TextStyle::from((FONT, BOX_FONT).into_font()).pos(centre);
+        area.draw(&Text::new(label.to_string(), (x, y + 1), style))
+            .drawn()?;
+        Ok(())
     }
-    // Labels last, on a white ground, so no arrow or box hides a number.
-    for ((x, y), text) in labels {
-        let w = label_half_width(&text);
-        area.draw(&Rectangle::new(
-            [
-                (x - w, y - LABEL_HALF_HEIGHT),
-                (x + w, y + LABEL_HALF_HEIGHT),
-            ],
-            WHITE.filled(),
-        ))
-        .map_err(err)?;
-        area.draw(&Text::new(
-            text,
-            (x, y + 1),
-            TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))
-        .map_err(err)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -527,7 +539,11 @@ mod tests {
             crate::report::charts::figures(&experiment, &result, Default::default(), 1).unwrap();
         let figure = figures.iter().find(|f| f.stem == "call-graph").unwrap();
         let png = image::load_from_memory(&figure.image).unwrap();
-        assert_eq!((png.width(), png.height()), size(&experiment));
+        let run = crate::report::charts::Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        assert_eq!((png.width(), png.height()), CallGraph.size(&run));
         let mut reader = csv::Reader::from_reader(figure.csv.as_slice());
         let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
         let variants = &result.points[0].variants;

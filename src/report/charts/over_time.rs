@@ -8,15 +8,19 @@
 //! variant's rows stop at its last activity (the last bucket with any count), and the axis
 //! spans the longest activity, at least [`MIN_BUCKETS`] display buckets (a panel whose
 //! attempts all sit at one instant shows a narrow bar, not a block) and starts a little before
-//! 0, so a bar at t = 0 stands clear of the y axis. The CSV of a figure is written from the
-//! frame's rows: it is the table the drawer drew.
+//! 0, so a bar at t = 0 stands clear of the y axis. A [`Series`] is the table of an over-time
+//! figure: its CSV is written from the frame's rows that the figure draws.
 
+use anyhow::Result;
 use plotters::chart::DualCoordChartContext;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, TimeUnit, axis_ticks, span};
+use super::triggers;
+use super::{Run, Table};
 use crate::metrics::Column;
 use crate::metrics::series::COLUMNS;
 use crate::runner::VariantResult;
@@ -159,21 +163,32 @@ pub struct PanelSpec<'s> {
     pub last: bool,
 }
 
+impl<'s> PanelSpec<'s> {
+    /// A panel with numbers on its left axis and no right axis.
+    pub fn new(title: &'s str, color: RGBColor, top: f64, y_desc: &'s str, last: bool) -> Self {
+        PanelSpec {
+            title,
+            color,
+            top,
+            y_desc,
+            y_format: None,
+            right: None,
+            last,
+        }
+    }
+}
+
 /// Builds a panel on `area` with the frame's time axis and draws its axes.
 pub fn panel<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     frame: &Frame,
     spec: &PanelSpec,
-) -> anyhow::Result<Panel<'a, DB>>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+) -> Result<Panel<'a, DB>> {
     // The title shrinks to fit its panel rather than run off its edges.
     let room = area.dim_in_pixel().0.saturating_sub(30);
     let title_size = (10..=16)
         .rev()
-        .find(|&s| super::text_width(spec.title, s) <= room)
+        .find(|&s| canvas::text_width(spec.title, s) <= room)
         .unwrap_or(10);
     let right_top = spec.right.map_or(1.0, |(t, _)| t);
     let mut chart = ChartBuilder::on(area)
@@ -188,7 +203,7 @@ where
             (FONT, title_size).into_font().color(&spec.color),
         )
         .build_cartesian_2d(span(frame.x0, frame.x1), span(0.0, spec.top))
-        .map_err(err)?
+        .drawn()?
         .set_secondary_coord(span(frame.x0, frame.x1), span(0.0, right_top));
     let unit = frame.unit;
     let x_label = move |x: &f64| unit.label(x);
@@ -208,7 +223,7 @@ where
     if spec.last {
         mesh.x_desc(x_desc.as_str());
     }
-    mesh.draw().map_err(err)?;
+    mesh.draw().drawn()?;
     if let Some((top, desc)) = spec.right {
         let right = axis_ticks(top);
         chart
@@ -219,7 +234,7 @@ where
             .axis_desc_style((FONT, 13))
             .y_desc(desc)
             .draw()
-            .map_err(err)?;
+            .drawn()?;
     }
     Ok(chart)
 }
@@ -242,43 +257,116 @@ pub fn bars<'r>(
     })
 }
 
-/// Writes the CSV of an over-time figure: `variant, bucket_start_s, bucket_s`, then the
-/// named values of each drawn row (`extra` gives them), then `trigger` (1 inside a trigger
-/// window) when `windows` has any.
-pub fn write_csv(
-    frame: &Frame,
-    names: &[String],
-    header: &[String],
-    windows: &[Vec<(f64, f64)>],
-    extra: impl Fn(usize, &Row) -> Vec<String>,
-) -> anyhow::Result<Vec<u8>> {
-    let any_trigger = windows.iter().any(|w| !w.is_empty());
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut head = vec![
-        "variant".to_string(),
-        "bucket_start_s".into(),
-        "bucket_s".into(),
-    ];
-    head.extend(header.iter().cloned());
-    if any_trigger {
-        head.push("trigger".into());
-    }
-    w.write_record(&head)?;
-    for (j, (name, rows)) in names.iter().zip(&frame.rows).enumerate() {
-        for (i, row) in rows.iter().enumerate() {
-            let start = frame.start(i);
-            let mut record = vec![name.clone(), start.to_string(), frame.bucket.to_string()];
-            record.extend(extra(j, row));
-            if any_trigger {
-                let inside = windows
-                    .get(j)
-                    .is_some_and(|w| super::triggers::overlaps(w, start, start + frame.bucket));
-                record.push(u8::from(inside).to_string());
-            }
-            w.write_record(&record)?;
+/// One series of an over-time table: its row of the frame, its variant, the cells that name
+/// it in the CSV, and its variant's trigger windows.
+pub struct Line {
+    /// Its index in [`Frame::rows`].
+    pub row: usize,
+    /// Its variant's position in the scenario file.
+    pub variant: usize,
+    /// The key cells that name it.
+    pub key: Vec<String>,
+    /// Its variant's trigger windows, in seconds.
+    pub windows: Vec<(f64, f64)>,
+}
+
+/// A line's value cells for one display row.
+pub type Cells = Box<dyn Fn(&Line, &Row) -> Vec<String>>;
+
+/// The table of an over-time figure: the frame and the lines drawn from it. Its CSV has the
+/// key columns, `bucket_start_s, bucket_s`, the value columns of each drawn row, then
+/// `trigger` (1 inside a trigger window) when the figure shades triggers.
+pub struct Series {
+    /// The shared time axis and every series' display rows.
+    pub frame: Frame,
+    /// The key columns' names.
+    pub keys: Vec<&'static str>,
+    /// The lines written and drawn, in order.
+    pub lines: Vec<Line>,
+    /// The value columns' names.
+    pub columns: Vec<String>,
+    /// The value cells of a line's row.
+    pub cells: Cells,
+    /// Whether the CSV has the `trigger` column.
+    pub trigger: bool,
+}
+
+impl Series {
+    /// The series of every variant at the run's focus point, a line each named by the
+    /// variant, with `columns` of each row.
+    pub fn of_variants(run: &Run, columns: &[Column]) -> Series {
+        let variants: Vec<_> = run.point().variants.iter().collect();
+        let windows = run.windows();
+        let lines = variants.iter().enumerate().map(|(j, v)| Line {
+            row: j,
+            variant: j,
+            key: vec![v.name.clone()],
+            windows: windows.get(j).cloned().unwrap_or_default(),
+        });
+        let (names, cells) = values(columns);
+        Series {
+            frame: Frame::of(&variants),
+            keys: vec!["variant"],
+            lines: lines.collect(),
+            columns: names,
+            cells,
+            trigger: windows.iter().any(|w| !w.is_empty()),
         }
     }
-    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The CSV names of `columns` (`<name>_per_s` for a count, as a rate) and their cells.
+pub fn values(columns: &[Column]) -> (Vec<String>, Cells) {
+    let names = columns.iter().map(|c| {
+        if c.is_state() {
+            c.name().to_string()
+        } else {
+            format!("{}_per_s", c.name())
+        }
+    });
+    let columns = columns.to_vec();
+    let cells =
+        move |_: &Line, r: &Row| columns.iter().map(|c| r[*c as usize].to_string()).collect();
+    (names.collect(), Box::new(cells))
+}
+
+impl Table for Series {
+    fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+        let mut head: Vec<String> = self.keys.iter().map(|k| k.to_string()).collect();
+        head.extend(["bucket_start_s".to_string(), "bucket_s".to_string()]);
+        head.extend(self.columns.iter().cloned());
+        if self.trigger {
+            head.push("trigger".into());
+        }
+        w.write_record(&head)?;
+        let bucket = self.frame.bucket;
+        for line in &self.lines {
+            for (i, row) in self.frame.rows[line.row].iter().enumerate() {
+                let start = self.frame.start(i);
+                let mut record = line.key.clone();
+                record.extend([start.to_string(), bucket.to_string()]);
+                record.extend((self.cells)(line, row));
+                if self.trigger {
+                    let inside = triggers::overlaps(&line.windows, start, start + bucket);
+                    record.push(u8::from(inside).to_string());
+                }
+                w.write_record(&record)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The title band of an over-time figure: `title`, then "; red band: trigger" and the closing
+/// parenthesis when the figure shades triggers.
+pub fn titled<DB: DrawingBackend>(
+    root: &Area<DB>,
+    title: String,
+    trigger: bool,
+    size: u32,
+) -> Result<Area<DB>> {
+    let band = if trigger { "; red band: trigger" } else { "" };
+    canvas::titled(root, &format!("{title}{band})"), 48, size)
 }
 
 /// A panel's title: the variant's name as figures show it, with the note of a variant whose
@@ -308,14 +396,10 @@ pub fn draw_load<DB: DrawingBackend>(
     top: f64,
     color: RGBColor,
     (pale, dark): (f64, f64),
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+) -> Result<()> {
     chart
         .draw_series(super::triggers::bands(windows, frame.x1, top))
-        .map_err(err)?;
+        .drawn()?;
     chart
         .draw_series(bars(
             frame,
@@ -324,7 +408,7 @@ where
             |r| r[Column::FirstAttempts as usize],
             color.mix(pale).filled(),
         ))
-        .map_err(err)?;
+        .drawn()?;
     chart
         .draw_series(bars(
             frame,
@@ -333,7 +417,7 @@ where
             sent,
             color.mix(dark).filled(),
         ))
-        .map_err(err)?;
+        .drawn()?;
     let goodput = rows.iter().enumerate().map(|(i, r)| {
         (
             frame.start(i) + frame.bucket / 2.0,
@@ -342,7 +426,7 @@ where
     });
     chart
         .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
-        .map_err(err)?;
+        .drawn()?;
     Ok(())
 }
 

@@ -6,18 +6,20 @@
 //! when the variants' metrics have it (`recovery.recovered_fraction`), else the success rate.
 //! Both lie in [0, 1], so the scale is fixed: panels and runs compare at a glance.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, variant_color};
+use super::{Chart, Run, Table};
 use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
 use crate::runner::ExperimentResult;
-use crate::scenario::Experiment;
+use crate::scenario::{Axis, Sweep};
 
-/// The caption's first sentence; [`caption`] adds what the colour means.
-pub const CAPTION: &str = "Each cell is one (x, y) pair of the two swept settings, a panel per variant; the number in a cell (when there is room) is its value in %.";
+/// The caption's first sentence; the rest says what the colour means.
+const CAPTION: &str = "Each cell is one (x, y) pair of the two swept settings, a panel per variant; the number in a cell (when there is room) is its value in %.";
 
 /// What the cells show.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,34 +75,11 @@ fn metric_of<'a>(mut docs: impl Iterator<Item = &'a Metrics>) -> PhaseMetric {
     }
 }
 
-/// The full caption: [`CAPTION`] with the axes and what the colours mean.
-pub fn caption(base: &str, experiment: &Experiment, result: &ExperimentResult) -> String {
-    let m = phase_metric(result);
-    let axes = experiment
-        .sweep
-        .as_ref()
-        .and_then(|s| Some((s.path.as_str(), s.second.as_ref()?.path.as_str())))
-        .map_or(String::new(), |(x, y)| {
-            format!(" x is `{x}` (across), y is `{y}` (up).")
-        });
-    format!(
-        "{base}{axes} Colour: {}, on one scale for every panel: dark = {}, bright = {}.",
-        m.words, m.dark, m.bright
-    )
-}
-
 /// Panels per row and rows for `variants` panels.
 fn layout(variants: usize) -> (usize, usize) {
     let n = variants.max(1);
     let cols = (1..).find(|c| c * c >= n).unwrap_or(1);
     (cols, n.div_ceil(cols))
-}
-
-/// The figure's size: 1000 pixels wide, a row of panels every 400 or so.
-pub fn size(variants: usize) -> (u32, u32) {
-    let (cols, rows) = layout(variants);
-    let row = if cols == 1 { 540 } else { 400 };
-    (super::SIZE.0, TITLE + row * rows as u32)
 }
 
 /// Height of the figure's title, pixels.
@@ -162,17 +141,131 @@ fn short_label(v: &serde_json::Value) -> String {
     }
 }
 
-/// Draws the panels and the colour legend and returns their CSV (variant, x, y, value,
-/// ci95; the value as summary.json has it, in [0, 1]).
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let sweep = experiment
+/// The phase diagram figure.
+pub struct PhaseDiagram;
+
+/// The cells of every panel: the metric, the axes' paths and values (as tables show them),
+/// the variants' names, and per variant `cells[i][j]` = (mean, half-width) at first value i
+/// and second value j.
+pub struct Cells {
+    metric: PhaseMetric,
+    paths: (String, String),
+    values: (Vec<String>, Vec<String>),
+    names: Vec<String>,
+    cells: Vec<Vec<Vec<(f64, f64)>>>,
+}
+
+impl Table for Cells {
+    fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+        let (x, y) = &self.paths;
+        w.write_record(["variant", x, y, self.metric.metric.key, "ci95"])?;
+        for (name, cells) in self.names.iter().zip(&self.cells) {
+            for (x, column) in self.values.0.iter().zip(cells) {
+                for (y, (mean, half)) in self.values.1.iter().zip(column) {
+                    w.write_record([name, x, y, &mean.to_string(), &half.to_string()])?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Chart for PhaseDiagram {
+    type Table = Cells;
+
+    fn stem(&self) -> &'static str {
+        "phase-diagram"
+    }
+
+    fn applies(&self, run: &Run) -> bool {
+        let sweep = run.experiment.sweep.as_ref();
+        sweep.is_some_and(|s| s.second.is_some())
+    }
+
+    fn caption(&self, run: &Run) -> String {
+        let m = phase_metric(run.result);
+        let axes = run
+            .experiment
+            .sweep
+            .as_ref()
+            .and_then(|s| Some((s.path.as_str(), s.second.as_ref()?.path.as_str())))
+            .map_or(String::new(), |(x, y)| {
+                format!(" x is `{x}` (across), y is `{y}` (up).")
+            });
+        format!(
+            "{CAPTION}{axes} Colour: {}, on one scale for every panel: dark = {}, bright = {}.",
+            m.words, m.dark, m.bright
+        )
+    }
+
+    fn size(&self, run: &Run) -> (u32, u32) {
+        let (cols, rows) = layout(run.variants().len());
+        let row = if cols == 1 { 540 } else { 400 };
+        (super::SIZE.0, TITLE + row * rows as u32)
+    }
+
+    fn table(&self, run: &Run) -> Result<Cells> {
+        let (sweep, second) = axes(run)?;
+        let m = phase_metric(run.result);
+        let (nx, ny) = (sweep.values.len(), second.values.len());
+        let cell = |k: usize, i: usize, j: usize| {
+            let v = &run.result.points[sweep.point_index(i, j)].variants[k];
+            (m.metric.value(&v.metrics), m.metric.value(&v.ci95))
+        };
+        let cells = (0..run.variants().len())
+            .map(|k| {
+                let column = |i| (0..ny).map(|j| cell(k, i, j)).collect();
+                (0..nx).map(column).collect()
+            })
+            .collect();
+        let text =
+            |values: &[serde_json::Value]| values.iter().map(|v| value_text(Some(v))).collect();
+        Ok(Cells {
+            metric: m,
+            paths: (sweep.path.clone(), second.path.clone()),
+            values: (text(&sweep.values), text(&second.values)),
+            names: run.variants().iter().map(|v| v.name.clone()).collect(),
+            cells,
+        })
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Cells, root: &Area<DB>) -> Result<()> {
+        let (sweep, second) = axes(run)?;
+        let (x_title, y_title) = (sweep.label.clone(), second.label.clone());
+        let title = format!(
+            "{}: {} for every {x_title} and {y_title}",
+            run.name(),
+            table.metric.label
+        );
+        let body = canvas::titled(root, &title, TITLE, 20)?;
+        let (width, _) = body.dim_in_pixel();
+        let (panels, legend) = body.split_horizontally(width.saturating_sub(LEGEND));
+        let n = table.names.len();
+        let (cols, rows) = layout(n);
+        let areas = panels.split_evenly((rows, cols));
+        for (k, (name, area)) in table.names.iter().zip(&areas).enumerate() {
+            let labels = Labels {
+                x: (
+                    x_title.as_str(),
+                    sweep.values.iter().map(short_label).collect(),
+                ),
+                y: (
+                    y_title.as_str(),
+                    second.values.iter().map(short_label).collect(),
+                ),
+                x_desc: k + cols >= n,
+                y_desc: k % cols == 0,
+            };
+            draw_panel(area, name, variant_color(k), &table.cells[k], &labels)?;
+        }
+        draw_legend(&legend, table.metric.label)
+    }
+}
+
+/// The two axes of the run's sweep.
+fn axes<'a>(run: &Run<'a>) -> Result<(&'a Sweep, &'a Axis)> {
+    let sweep = run
+        .experiment
         .sweep
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("a phase diagram needs a sweep"))?;
@@ -180,86 +273,7 @@ where
         .second
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("a phase diagram needs a two-axis sweep"))?;
-    let m = phase_metric(result);
-    let names: Vec<String> = result.points[0]
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .collect();
-    let (nx, ny) = (sweep.values.len(), second.values.len());
-    // cells[variant][i][j] = (mean, half-width) at first value i, second value j.
-    let cells: Vec<Vec<Vec<(f64, f64)>>> = (0..names.len())
-        .map(|k| {
-            (0..nx)
-                .map(|i| {
-                    (0..ny)
-                        .map(|j| {
-                            let v = &result.points[sweep.point_index(i, j)].variants[k];
-                            (m.metric.value(&v.metrics), m.metric.value(&v.ci95))
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "variant",
-        sweep.path.as_str(),
-        second.path.as_str(),
-        m.metric.key,
-        "ci95",
-    ])?;
-    for (k, name) in names.iter().enumerate() {
-        for (i, x) in sweep.values.iter().enumerate() {
-            for (j, y) in second.values.iter().enumerate() {
-                let (mean, half) = cells[k][i][j];
-                w.write_record([
-                    name.clone(),
-                    value_text(Some(x)),
-                    value_text(Some(y)),
-                    mean.to_string(),
-                    half.to_string(),
-                ])?;
-            }
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
-
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(TITLE);
-    let (x_title, y_title) = (sweep.label.clone(), second.label.clone());
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: {} for every {x_title} and {y_title}",
-            experiment.name, m.label
-        ),
-        20,
-    )?;
-    let (width, _) = body.dim_in_pixel();
-    let (panels, legend) = body.split_horizontally(width.saturating_sub(LEGEND));
-    let (cols, rows) = layout(names.len());
-    let areas = panels.split_evenly((rows, cols));
-    for (k, (name, area)) in names.iter().zip(&areas).enumerate() {
-        let labels = Labels {
-            x: (
-                x_title.as_str(),
-                sweep.values.iter().map(short_label).collect(),
-            ),
-            y: (
-                y_title.as_str(),
-                second.values.iter().map(short_label).collect(),
-            ),
-            x_desc: k + cols >= names.len(),
-            y_desc: k % cols == 0,
-        };
-        draw_panel(area, name, variant_color(k), &cells[k], &labels)?;
-    }
-    draw_legend(&legend, m.label)?;
-    Ok(csv)
+    Ok((sweep, second))
 }
 
 /// A panel's axis labels: (setting, tick labels) per axis, and whether it names each axis
@@ -271,38 +285,46 @@ struct Labels<'a> {
     y_desc: bool,
 }
 
+/// A panel's grid in pixels: its box, x left to right and y top to bottom, and the cells'
+/// edges and sizes (y bottom to top), rounded once so that neighbours share their edge.
+struct Grid {
+    x: (i32, i32),
+    y: (i32, i32),
+    xe: Vec<i32>,
+    ye: Vec<i32>,
+    cw: f64,
+    ch: f64,
+}
+
+/// The widest of `texts` in `style`, in pixels.
+fn widest<DB: DrawingBackend>(
+    area: &Area<DB>,
+    texts: impl IntoIterator<Item = String>,
+    style: &TextStyle,
+) -> Result<i32> {
+    let mut most = 0;
+    for t in texts {
+        most = most.max(area.estimate_text_size(&t, style).drawn()?.0 as i32);
+    }
+    Ok(most)
+}
+
 /// One variant's grid, laid out in pixels so that labels never overlap: tick labels are
 /// thinned to every k-th value when the cells are narrower than the labels.
 fn draw_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+    area: &Area<DB>,
     name: &str,
     color: RGBColor,
     cells: &[Vec<(f64, f64)>],
     labels: &Labels,
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+) -> Result<()> {
     let (w, h) = area.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let tick_style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
-    let desc_style = TextStyle::from((FONT, 15).into_font()).color(&BLACK);
-    let text_width = |text: &str, style: &TextStyle| -> anyhow::Result<i32> {
-        Ok(area.estimate_text_size(text, style).map_err(err)?.0 as i32)
-    };
     let (nx, ny) = (labels.x.1.len().max(1), labels.y.1.len().max(1));
-
     // The grid's box: room on the left for the y labels (and the y axis' name), below for
     // the x labels (and the x axis' name), above for the variant's name.
-    let widest = |texts: &[String]| -> anyhow::Result<i32> {
-        let mut most = 0;
-        for t in texts {
-            most = most.max(text_width(t, &tick_style)?);
-        }
-        Ok(most)
-    };
-    let widest_y = widest(&labels.y.1)?;
+    let widest_y = widest(area, labels.y.1.iter().cloned(), &tick_style)?;
     let left = 14 + widest_y + 8 + if labels.y_desc { 24 } else { 0 };
     let (top, right) = (34, 14);
     let bottom = 8 + 18 + if labels.x_desc { 26 } else { 4 };
@@ -312,116 +334,113 @@ where
     }
     let cw = f64::from(gx1 - gx0) / nx as f64;
     let ch = f64::from(gy1 - gy0) / ny as f64;
-    // Cell edges in pixels, rounded once so that neighbours share their edge.
-    let xe: Vec<i32> = (0..=nx)
-        .map(|i| gx0 + (i as f64 * cw).round() as i32)
-        .collect();
-    // y goes up: the first second-axis value is the bottom row.
-    let ye: Vec<i32> = (0..=ny)
-        .map(|j| gy1 - (j as f64 * ch).round() as i32)
-        .collect();
+    let grid = Grid {
+        x: (gx0, gx1),
+        y: (gy0, gy1),
+        xe: (0..=nx)
+            .map(|i| gx0 + (i as f64 * cw).round() as i32)
+            .collect(),
+        // y goes up: the first second-axis value is the bottom row.
+        ye: (0..=ny)
+            .map(|j| gy1 - (j as f64 * ch).round() as i32)
+            .collect(),
+        cw,
+        ch,
+    };
+    let name_style = TextStyle::from((FONT, 17).into_font()).color(&color);
+    area.draw(&Text::new(name.to_string(), (gx0, 8), name_style))
+        .drawn()?;
+    draw_cells(area, &grid, cells)?;
+    draw_ticks(area, &grid, labels, &tick_style, h)
+}
 
-    area.draw(&Text::new(
-        name.to_string(),
-        (gx0, 8),
-        TextStyle::from((FONT, 17).into_font()).color(&color),
-    ))
-    .map_err(err)?;
-
-    // Values print only when the widest one fits its cell with a margin.
-    let value_size = (ch * 0.42).clamp(11.0, 16.0) as u32;
+/// The coloured cells, their values where the widest one fits its cell with a margin, and a
+/// thin white grid that keeps neighbouring cells of one colour apart.
+fn draw_cells<DB: DrawingBackend>(
+    area: &Area<DB>,
+    g: &Grid,
+    cells: &[Vec<(f64, f64)>],
+) -> Result<()> {
+    let (xe, ye) = (&g.xe, &g.ye);
+    let value_size = (g.ch * 0.42).clamp(11.0, 16.0) as u32;
     let value_style = TextStyle::from((FONT, value_size).into_font());
-    let mut widest_value = 0;
-    for (mean, _) in cells.iter().flatten() {
-        widest_value = widest_value.max(text_width(&percent(*mean), &value_style)?);
-    }
-    let print = cw >= f64::from(widest_value + 4) && ch >= f64::from(value_size + 7);
+    let texts = cells.iter().flatten().map(|(mean, _)| percent(*mean));
+    let widest_value = widest(area, texts, &value_style)?;
+    let print = g.cw >= f64::from(widest_value + 4) && g.ch >= f64::from(value_size + 7);
     for (i, column) in cells.iter().enumerate() {
         for (j, (mean, _)) in column.iter().enumerate() {
             let fill = color_at(*mean);
-            area.draw(&Rectangle::new(
-                [(xe[i], ye[j + 1]), (xe[i + 1], ye[j])],
-                fill.filled(),
-            ))
-            .map_err(err)?;
+            let corners = [(xe[i], ye[j + 1]), (xe[i + 1], ye[j])];
+            area.draw(&Rectangle::new(corners, fill.filled())).drawn()?;
             if print {
                 let centre = ((xe[i] + xe[i + 1]) / 2, (ye[j] + ye[j + 1]) / 2);
-                area.draw(&Text::new(
-                    percent(*mean),
-                    centre,
-                    value_style
-                        .color(&ink_on(fill))
-                        .pos(Pos::new(HPos::Center, VPos::Center)),
-                ))
-                .map_err(err)?;
+                let ink = ink_on(fill);
+                let style = value_style
+                    .color(&ink)
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                area.draw(&Text::new(percent(*mean), centre, style))
+                    .drawn()?;
             }
         }
     }
-    // A thin white grid keeps neighbouring cells of one colour apart.
+    let (nx, ny) = (xe.len() - 1, ye.len() - 1);
     for &x in &xe[1..nx] {
-        area.draw(&PathElement::new(
-            vec![(x, gy0), (x, gy1)],
-            WHITE.stroke_width(1),
-        ))
-        .map_err(err)?;
+        let line = vec![(x, g.y.0), (x, g.y.1)];
+        area.draw(&PathElement::new(line, WHITE.stroke_width(1)))
+            .drawn()?;
     }
     for &y in &ye[1..ny] {
-        area.draw(&PathElement::new(
-            vec![(gx0, y), (gx1, y)],
-            WHITE.stroke_width(1),
-        ))
-        .map_err(err)?;
+        let line = vec![(g.x.0, y), (g.x.1, y)];
+        area.draw(&PathElement::new(line, WHITE.stroke_width(1)))
+            .drawn()?;
     }
-    area.draw(&Rectangle::new([(gx0, gy0), (gx1, gy1)], BLACK.mix(0.4)))
-        .map_err(err)?;
+    let frame = [(g.x.0, g.y.0), (g.x.1, g.y.1)];
+    area.draw(&Rectangle::new(frame, BLACK.mix(0.4))).drawn()?;
+    Ok(())
+}
 
-    // Tick labels, every k-th when they would crowd.
-    let widest_x = widest(&labels.x.1)?;
-    let every_x = ((f64::from(widest_x + 10) / cw).ceil() as usize).max(1);
+/// The tick labels, every k-th when they would crowd, and the axes' names.
+fn draw_ticks<DB: DrawingBackend>(
+    area: &Area<DB>,
+    g: &Grid,
+    labels: &Labels,
+    tick_style: &TextStyle,
+    h: i32,
+) -> Result<()> {
+    let (xe, ye) = (&g.xe, &g.ye);
+    let widest_x = widest(area, labels.x.1.iter().cloned(), tick_style)?;
+    let every_x = ((f64::from(widest_x + 10) / g.cw).ceil() as usize).max(1);
     for (i, label) in labels.x.1.iter().enumerate().step_by(every_x) {
-        area.draw(&Text::new(
-            label.clone(),
-            ((xe[i] + xe[i + 1]) / 2, gy1 + 6),
-            tick_style.pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(err)?;
+        let at = ((xe[i] + xe[i + 1]) / 2, g.y.1 + 6);
+        let style = tick_style.pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&Text::new(label.clone(), at, style)).drawn()?;
     }
-    let every_y = ((18.0 / ch).ceil() as usize).max(1);
+    let every_y = ((18.0 / g.ch).ceil() as usize).max(1);
     for (j, label) in labels.y.1.iter().enumerate().step_by(every_y) {
-        area.draw(&Text::new(
-            label.clone(),
-            (gx0 - 8, (ye[j] + ye[j + 1]) / 2),
-            tick_style.pos(Pos::new(HPos::Right, VPos::Center)),
-        ))
-        .map_err(err)?;
+        let at = (g.x.0 - 8, (ye[j] + ye[j + 1]) / 2);
+        let style = tick_style.pos(Pos::new(HPos::Right, VPos::Center));
+        area.draw(&Text::new(label.clone(), at, style)).drawn()?;
     }
+    let desc_style = TextStyle::from((FONT, 15).into_font()).color(&BLACK);
     if labels.x_desc {
-        area.draw(&Text::new(
-            labels.x.0.to_string(),
-            ((gx0 + gx1) / 2, h - 6),
-            desc_style.pos(Pos::new(HPos::Center, VPos::Bottom)),
-        ))
-        .map_err(err)?;
+        let at = ((g.x.0 + g.x.1) / 2, h - 6);
+        let style = desc_style.pos(Pos::new(HPos::Center, VPos::Bottom));
+        area.draw(&Text::new(labels.x.0.to_string(), at, style))
+            .drawn()?;
     }
     if labels.y_desc {
-        area.draw(&Text::new(
-            labels.y.0.to_string(),
-            (10, (gy0 + gy1) / 2),
-            desc_style
-                .transform(FontTransform::Rotate270)
-                .pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(err)?;
+        let at = (10, (g.y.0 + g.y.1) / 2);
+        let style = desc_style
+            .transform(FontTransform::Rotate270)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&Text::new(labels.y.0.to_string(), at, style))
+            .drawn()?;
     }
     Ok(())
 }
 
 /// The colour scale: a vertical bar from 0 % (bottom) to 100 % (top) with its ticks.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, label: &str) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+fn draw_legend<DB: DrawingBackend>(area: &Area<DB>, label: &str) -> Result<()> {
     let (_, h) = area.dim_in_pixel();
     let (x0, x1) = (14, 36);
     // At most 360 pixels tall: a scale, not a panel.
@@ -431,7 +450,7 @@ where
         (x0 - 4, y0 - 30),
         TextStyle::from((FONT, 14).into_font()).color(&BLACK),
     ))
-    .map_err(err)?;
+    .drawn()?;
     let span = y1 - y0;
     for step in 0..span {
         let t = 1.0 - f64::from(step) / f64::from(span - 1);
@@ -439,23 +458,23 @@ where
             [(x0, y0 + step), (x1, y0 + step + 1)],
             color_at(t).filled(),
         ))
-        .map_err(err)?;
+        .drawn()?;
     }
     area.draw(&Rectangle::new([(x0, y0), (x1, y1)], BLACK.mix(0.4)))
-        .map_err(err)?;
+        .drawn()?;
     let tick_style = TextStyle::from((FONT, 13).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
     for pct in [0, 25, 50, 75, 100] {
         let y = y1 - (f64::from(span) * f64::from(pct) / 100.0).round() as i32;
         area.draw(&PathElement::new(vec![(x1, y), (x1 + 5, y)], BLACK))
-            .map_err(err)?;
+            .drawn()?;
         area.draw(&Text::new(
             format!("{pct}"),
             (x1 + 8, y),
             tick_style.clone(),
         ))
-        .map_err(err)?;
+        .drawn()?;
     }
     Ok(())
 }

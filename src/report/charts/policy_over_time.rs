@@ -4,21 +4,23 @@
 //! scenario's triggers shaded in light red as in the load-over-time figure. It shows when a
 //! budget drains and stops retries, when breakers open and close, and what that did to the
 //! retries. Variants with neither a budget nor a breaker get no panel, and a run where no
-//! variant has one gets no figure (see [`applies`]).
+//! variant has one gets no figure.
 //!
 //! How many budgets and breakers there are comes from the validated scenario of the focus
 //! point (one per client, or one shared), so `retrystorm report DIR` draws the same shares.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 
-use super::over_time::{self, Frame, PanelSpec, Row};
+use super::canvas::{self, Area, Drawn};
+use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
 use super::style::{FONT, tick, variant_color};
 use super::triggers::{self, TRIGGER};
+use super::{Chart, Run};
 use crate::metrics::Column;
 use crate::model::{BudgetKind, Scope};
-use crate::runner::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, Scenario};
+use crate::runner::VariantResult;
+use crate::scenario::Scenario;
 
 /// The retries bars: translucent black, a light grey that lets the lines show through.
 const RETRIES: RGBColor = RGBColor(0, 0, 0);
@@ -47,7 +49,7 @@ fn key_rows(keys: &[(Key, String, Vec<RGBColor>)], width: u32) -> Vec<Vec<(usize
     let mut rows: Vec<Vec<(usize, i32)>> = vec![Vec::new()];
     let mut x = 24;
     for (i, (_, label, _)) in keys.iter().enumerate() {
-        let w = 30 + super::text_width(label, KEY_FONT) as i32;
+        let w = 30 + canvas::text_width(label, KEY_FONT) as i32;
         if x + w + 8 > width as i32 && x > 24 {
             rows.push(Vec::new());
             x = 24;
@@ -62,12 +64,9 @@ fn key_rows(keys: &[(Key, String, Vec<RGBColor>)], width: u32) -> Vec<Vec<(usize
 /// Lines and areas are drawn in the colours of the panels that show them, a stripe per
 /// variant, so a sample matches the marks it names.
 fn legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+    area: &Area<DB>,
     keys: &[(Key, String, Vec<RGBColor>)],
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
+) -> Result<()> {
     let font: TextStyle = (FONT, KEY_FONT).into();
     let (width, _) = area.dim_in_pixel();
     for (r, row) in key_rows(keys, width).iter().enumerate() {
@@ -80,16 +79,12 @@ where
 
 /// Draws one key of the legend at (`x`, `dy`): its sample and its label.
 fn key<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+    area: &Area<DB>,
     (key, label, colors): &(Key, String, Vec<RGBColor>),
     x: i32,
     dy: i32,
     font: &TextStyle,
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+) -> Result<()> {
     // Each colour's share of a 24-pixel sample.
     let stripe = |k: usize| {
         let w = 24 / colors.len().clamp(1, 6) as i32;
@@ -104,7 +99,7 @@ where
                     vec![(x + a, ym), (x + b, ym)],
                     c.stroke_width(3),
                 ))
-                .map_err(err)?;
+                .drawn()?;
             }
         }
         Key::Threshold => {
@@ -116,7 +111,7 @@ where
                     3,
                     c.mix(0.8).stroke_width(1),
                 ))
-                .map_err(err)?;
+                .drawn()?;
             }
         }
         Key::Area => {
@@ -126,7 +121,7 @@ where
                     [(x + a, y0), (x + b, y1)],
                     c.mix(0.35).filled(),
                 ))
-                .map_err(err)?;
+                .drawn()?;
             }
         }
         Key::Bar => area
@@ -134,16 +129,16 @@ where
                 [(x + 6, y0), (x + 16, y1)],
                 RETRIES.mix(BAR_ALPHA).filled(),
             ))
-            .map_err(err)?,
+            .drawn()?,
         Key::Trigger => area
             .draw(&Rectangle::new(
                 [(x, y0), (x + 22, y1)],
                 TRIGGER.mix(0.13).filled(),
             ))
-            .map_err(err)?,
+            .drawn()?,
     }
     area.draw(&Text::new(label.clone(), (x + 30, y0), font.clone()))
-        .map_err(err)?;
+        .drawn()?;
     Ok(())
 }
 
@@ -171,248 +166,223 @@ fn token_bucket(s: &Scenario) -> bool {
 }
 
 /// The variants of the focus point that have a budget or a breaker, by position in the file.
-fn panels(experiment: &Experiment) -> Vec<usize> {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    experiment.points[focus]
-        .variants
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| instances(&v.scenario) != (0, 0))
-        .map(|(j, _)| j)
+/// (A run read back from a folder whose summary lists fewer variants shows what it has.)
+fn panels(run: &Run) -> Vec<usize> {
+    let ran = run.ran().iter().enumerate();
+    let has = ran.filter(|(_, v)| instances(&v.scenario) != (0, 0));
+    has.map(|(j, _)| j)
+        .filter(|&j| j < run.point().variants.len())
         .collect()
 }
 
-/// Whether the run gets this figure: some variant (at the focus point) has a retry budget or
-/// a circuit breaker.
-pub fn applies(experiment: &Experiment) -> bool {
-    !panels(experiment).is_empty()
+/// A row's budget level in %, for a variant with `counts` budgets and breakers; `None`
+/// without a budget.
+fn budget_pct(counts: (usize, usize), r: &Row) -> Option<f64> {
+    (counts.0 > 0).then(|| r[Column::BudgetLevel as usize] * 100.0)
 }
 
-/// How many panels the figure has.
-pub fn panel_count(experiment: &Experiment) -> usize {
-    panels(experiment).len()
+/// A row's share of breakers open in %; `None` without a breaker.
+fn open_pct(counts: (usize, usize), r: &Row) -> Option<f64> {
+    (counts.1 > 0).then(|| r[Column::BreakersOpen as usize] / counts.1 as f64 * 100.0)
 }
 
-/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s, budgets,
-/// budget_level_pct, breakers, breakers_open, breakers_open_pct, retries_per_s` (and
-/// `trigger`), the values drawn.
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let (point, at) = super::focus_point(experiment, result);
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let scenarios = &experiment.points[focus].variants;
-    // (A run read back from a folder whose summary lists fewer variants shows what it has.)
-    let shown: Vec<usize> = panels(experiment)
-        .into_iter()
-        .filter(|&j| j < point.variants.len())
-        .collect();
-    // Each variant's trigger windows, in seconds (a variant's patch may change them).
-    let triggers = triggers::windows(scenarios);
-    let any_trigger = shown.iter().any(|&j| !triggers[j].is_empty());
-    let counts: Vec<(usize, usize)> = scenarios.iter().map(|v| instances(&v.scenario)).collect();
-    let any_budget = shown.iter().any(|&j| counts[j].0 > 0);
-    let any_breaker = shown.iter().any(|&j| counts[j].1 > 0);
-    // The same time axis as the load-over-time figure: the frame of every variant, so a panel
-    // here spans what the same variant's panel spans there.
-    let all: Vec<_> = point.variants.iter().collect();
-    let frame = Frame::of(&all);
-    let retries = |r: &Row| r[Column::Retries as usize];
-    let any_retries = shown
-        .iter()
-        .any(|&j| frame.rows[j].iter().any(|r| retries(r) > 0.0));
-    // The plotted values of a row: budget level and breakers open in %, None without one.
-    let budget_pct =
-        |j: usize, r: &Row| (counts[j].0 > 0).then(|| r[Column::BudgetLevel as usize] * 100.0);
-    let open_pct = |j: usize, r: &Row| {
-        (counts[j].1 > 0).then(|| r[Column::BreakersOpen as usize] / counts[j].1 as f64 * 100.0)
-    };
+/// The policy-over-time figure.
+pub struct PolicyOverTime;
 
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "variant",
-        "bucket_start_s",
-        "bucket_s",
-        "budgets",
-        "budget_level_pct",
-        "breakers",
-        "breakers_open",
-        "breakers_open_pct",
-        "retries_per_s",
-    ];
-    if any_trigger {
-        header.push("trigger");
-    }
-    w.write_record(&header)?;
-    let text = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
-    let count = |n: usize| if n > 0 { n.to_string() } else { String::new() };
-    for &j in &shown {
-        let v = &point.variants[j];
-        for (i, row) in frame.rows[j].iter().enumerate() {
-            let start = frame.start(i);
-            let mut record = vec![
-                v.name.clone(),
-                start.to_string(),
-                frame.bucket.to_string(),
-                count(counts[j].0),
-                text(budget_pct(j, row)),
-                count(counts[j].1),
-                text((counts[j].1 > 0).then(|| row[Column::BreakersOpen as usize])),
-                text(open_pct(j, row)),
-                retries(row).to_string(),
-            ];
-            if any_trigger {
-                // 1 when the bucket overlaps a trigger window (the shaded band).
-                let inside = triggers::overlaps(&triggers[j], start, start + frame.bucket);
-                record.push(u8::from(inside).to_string());
-            }
-            w.write_record(&record)?;
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+impl Chart for PolicyOverTime {
+    type Table = Series;
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let title = format!(
-        "{}: retry budgets and circuit breakers{at}",
-        experiment.name
-    );
-    let colors = |has: &dyn Fn(usize) -> bool| -> Vec<RGBColor> {
-        shown
+    fn stem(&self) -> &'static str {
+        "policy-over-time"
+    }
+
+    /// Some variant (at the focus point) has a retry budget or a circuit breaker.
+    fn applies(&self, run: &Run) -> bool {
+        run.ran().iter().any(|v| instances(&v.scenario) != (0, 0))
+    }
+
+    fn caption(&self, _run: &Run) -> String {
+        "The retry budgets and circuit breakers over time, a panel per variant that has one (line: the budgets' mean level, 100 % is full; shaded: the share of breakers open; grey bars: retries sent, on one right-hand scale for every panel): a budget drains as failures mount and stops retries when it is empty or, for a token bucket, at half (dashed); breakers open and close again; compare both with the retries bars.".to_string()
+    }
+
+    fn size(&self, run: &Run) -> (u32, u32) {
+        let panels = run
+            .ran()
             .iter()
-            .filter(|&&j| has(j))
-            .map(|&j| variant_color(j))
-            .collect()
+            .filter(|v| instances(&v.scenario) != (0, 0));
+        super::rows_size(panels.count(), 150, 66)
+    }
+
+    /// `variant, bucket_start_s, bucket_s, budgets, budget_level_pct, breakers,
+    /// breakers_open, breakers_open_pct, retries_per_s` (and `trigger`), the values drawn.
+    fn table(&self, run: &Run) -> Result<Series> {
+        // The same time axis as the load-over-time figure: the frame of every variant, so a
+        // panel here spans what the same variant's panel spans there.
+        let mut series = Series::of_variants(run, &[]);
+        let shown = panels(run);
+        series.lines.retain(|l| shown.contains(&l.variant));
+        series.trigger = series.lines.iter().any(|l| !l.windows.is_empty());
+        let columns = [
+            "budgets",
+            "budget_level_pct",
+            "breakers",
+            "breakers_open",
+            "breakers_open_pct",
+            "retries_per_s",
+        ];
+        series.columns = columns.map(String::from).to_vec();
+        let counts: Vec<(usize, usize)> =
+            run.ran().iter().map(|v| instances(&v.scenario)).collect();
+        series.cells = Box::new(move |line, row| {
+            let c = counts[line.variant];
+            let text = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+            let count = |n: usize| if n > 0 { n.to_string() } else { String::new() };
+            vec![
+                count(c.0),
+                text(budget_pct(c, row)),
+                count(c.1),
+                text((c.1 > 0).then(|| row[Column::BreakersOpen as usize])),
+                text(open_pct(c, row)),
+                row[Column::Retries as usize].to_string(),
+            ]
+        });
+        Ok(series)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Series, root: &Area<DB>) -> Result<()> {
+        let frame = &table.frame;
+        let retries = |r: &Row| r[Column::Retries as usize];
+        let drawn = || table.lines.iter().flat_map(|l| &frame.rows[l.row]);
+        let any_retries = drawn().any(|r| retries(r) > 0.0);
+        let keys = keys(run, table, any_retries);
+        // The title, then the legend in as many rows as its keys need.
+        let (width, _) = root.dim_in_pixel();
+        let rows = key_rows(&keys, width).len() as u32;
+        root.fill(&WHITE).drawn()?;
+        let (head, body) = root.split_vertically(34 + rows * KEY_ROW + 4);
+        let (title_area, legend_area) = head.split_vertically(34);
+        let title = format!(
+            "{}: retry budgets and circuit breakers{}",
+            run.name(),
+            run.at()
+        );
+        canvas::draw_title(&title_area, &title, 17)?;
+        legend(&legend_area, &keys)?;
+        // One retries scale for every panel, so the bars compare across policies.
+        let retries_top = drawn().map(retries).fold(0.0, f64::max).max(1e-9) * 1.1;
+        let right = any_retries.then_some((retries_top, "retries (/s)"));
+        let areas = body.split_evenly((table.lines.len(), 1));
+        for (k, (line, area)) in table.lines.iter().zip(&areas).enumerate() {
+            let last = k + 1 == table.lines.len();
+            draw_panel(run, frame, line, area, (right, last))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the legend explains: only the marks some panel draws, in the colours of the panels
+/// that draw them.
+fn keys(run: &Run, table: &Series, any_retries: bool) -> Vec<(Key, String, Vec<RGBColor>)> {
+    let ran = run.ran();
+    let colors = |has: &dyn Fn(usize) -> bool| -> Vec<RGBColor> {
+        let with = table.lines.iter().filter(|l| has(l.variant));
+        with.map(|l| variant_color(l.variant)).collect()
     };
+    let counts = |j: usize| instances(&ran[j].scenario);
+    let token = |j: usize| token_bucket(&ran[j].scenario);
     let mut keys: Vec<(Key, String, Vec<RGBColor>)> = Vec::new();
-    if any_budget {
-        keys.push((
-            Key::Line,
-            "budget level".into(),
-            colors(&|j| counts[j].0 > 0),
-        ));
+    let budgets = colors(&|j| counts(j).0 > 0);
+    if !budgets.is_empty() {
+        keys.push((Key::Line, "budget level".into(), budgets));
     }
-    if shown.iter().any(|&j| token_bucket(&scenarios[j].scenario)) {
-        keys.push((
-            Key::Threshold,
-            "token bucket's retry threshold".into(),
-            colors(&|j| token_bucket(&scenarios[j].scenario)),
-        ));
+    let buckets = colors(&token);
+    if !buckets.is_empty() {
+        let words = "token bucket's retry threshold".into();
+        keys.push((Key::Threshold, words, buckets));
     }
-    if any_breaker {
-        keys.push((
-            Key::Area,
-            "breakers open (share of breakers and replications)".into(),
-            colors(&|j| counts[j].1 > 0),
-        ));
+    let breakers = colors(&|j| counts(j).1 > 0);
+    if !breakers.is_empty() {
+        let words = "breakers open (share of breakers and replications)".into();
+        keys.push((Key::Area, words, breakers));
     }
     if any_retries {
-        keys.push((
-            Key::Bar,
-            format!(
-                "retries sent per second ({}, right axis)",
-                frame.bucket_words()
-            ),
-            Vec::new(),
-        ));
+        let words = format!(
+            "retries sent per second ({}, right axis)",
+            table.frame.bucket_words()
+        );
+        keys.push((Key::Bar, words, Vec::new()));
     }
-    if any_trigger {
+    if table.trigger {
         keys.push((Key::Trigger, "trigger".into(), Vec::new()));
     }
-    // The title, then the legend in as many rows as its keys need.
-    let (width, _) = root.dim_in_pixel();
-    let rows = key_rows(&keys, width).len() as u32;
-    let (head, body) = root.split_vertically(34 + rows * KEY_ROW + 4);
-    let (title_area, legend_area) = head.split_vertically(34);
-    super::draw_title(&title_area, &title, 17)?;
-    legend(&legend_area, &keys)?;
-    // One retries scale for every panel, so the bars compare across policies.
-    let retries_top = shown
-        .iter()
-        .flat_map(|&j| &frame.rows[j])
-        .map(retries)
-        .fold(0.0, f64::max)
-        .max(1e-9)
-        * 1.1;
+    keys
+}
+
+/// One variant's panel: its triggers, its breakers open, its token bucket's threshold, its
+/// budget level, and the retries on top, translucent, so that none hides behind a budget's
+/// drop.
+fn draw_panel<DB: DrawingBackend>(
+    run: &Run,
+    frame: &Frame,
+    line: &Line,
+    area: &Area<DB>,
+    (right, last): (Option<(f64, &str)>, bool),
+) -> Result<()> {
+    let j = line.variant;
+    let (scenario, color) = (&run.ran()[j].scenario, variant_color(j));
+    let counts = instances(scenario);
+    let rows = &frame.rows[line.row];
+    let title = panel_title(&run.point().variants[j], scenario);
+    // Room above 100 %: a full budget's line is not cut by the panel's edge, and the trigger
+    // label sits above it.
     let percent = |y: &f64| format!("{} %", tick(y));
-    let areas = body.split_evenly((shown.len(), 1));
-    for (k, (&j, area)) in shown.iter().zip(&areas).enumerate() {
-        let v = &point.variants[j];
-        let color = variant_color(j);
-        let rows = &frame.rows[j];
-        let title = panel_title(v, &scenarios[j].scenario);
-        // Room above 100 %: a full budget's line is not cut by the panel's edge, and the
-        // trigger label sits above it.
-        let mut chart = over_time::panel(
-            area,
-            &frame,
-            &PanelSpec {
-                title: &title,
-                color,
-                top: TOP,
-                y_desc: "",
-                y_format: Some(&percent),
-                right: any_retries.then_some((retries_top, "retries (/s)")),
-                last: k + 1 == shown.len(),
-            },
-        )?;
-        // The trigger bands go under the data.
+    let spec = PanelSpec {
+        y_format: Some(&percent),
+        right,
+        ..PanelSpec::new(&title, color, TOP, "", last)
+    };
+    let mut chart = over_time::panel(area, frame, &spec)?;
+    // The trigger bands go under the data.
+    chart
+        .draw_series(triggers::bands(&line.windows, frame.x1, TOP))
+        .drawn()?;
+    // States are sampled at the end of their bucket.
+    let at_end = |i: usize| frame.start(i) + frame.bucket;
+    let series = |f: fn((usize, usize), &Row) -> Option<f64>| {
+        let points = rows.iter().enumerate();
+        points.filter_map(move |(i, r)| Some((at_end(i), f(counts, r)?)))
+    };
+    if counts.1 > 0 {
+        let open = AreaSeries::new(series(open_pct), 0.0, color.mix(0.35));
         chart
-            .draw_series(triggers::bands(&triggers[j], frame.x1, TOP))
-            .map_err(err)?;
-        // States are sampled at the end of their bucket.
-        let at_end = |i: usize| frame.start(i) + frame.bucket;
-        if counts[j].1 > 0 {
-            let open = rows
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| Some((at_end(i), open_pct(j, r)?)));
-            chart
-                .draw_series(
-                    AreaSeries::new(open, 0.0, color.mix(0.35)).border_style(color.stroke_width(1)),
-                )
-                .map_err(err)?;
-        }
-        let end = at_end(rows.len().saturating_sub(1));
-        if token_bucket(&scenarios[j].scenario) {
-            // gRPC retries only while tokens > max_tokens / 2.
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(0.0, 50.0), (end, 50.0)],
-                    6,
-                    4,
-                    color.mix(0.8).stroke_width(1),
-                ))
-                .map_err(err)?;
-        }
-        if counts[j].0 > 0 {
-            let level = rows
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| Some((at_end(i), budget_pct(j, r)?)));
-            chart
-                .draw_series(LineSeries::new(level, color.stroke_width(3)))
-                .map_err(err)?;
-        }
-        // The retries go on top, translucent, so that none hides behind a budget's drop.
-        if any_retries {
-            chart
-                .draw_secondary_series(over_time::bars(
-                    &frame,
-                    rows,
-                    |_| 0.0,
-                    retries,
-                    RETRIES.mix(BAR_ALPHA).filled(),
-                ))
-                .map_err(err)?;
-        }
+            .draw_series(open.border_style(color.stroke_width(1)))
+            .drawn()?;
     }
-    Ok(csv)
+    if token_bucket(scenario) {
+        // gRPC retries only while tokens > max_tokens / 2.
+        let end = at_end(rows.len().saturating_sub(1));
+        let half = [(0.0, 50.0), (end, 50.0)];
+        let style = color.mix(0.8).stroke_width(1);
+        chart
+            .draw_series(DashedLineSeries::new(half, 6, 4, style))
+            .drawn()?;
+    }
+    if counts.0 > 0 {
+        let level = LineSeries::new(series(budget_pct), color.stroke_width(3));
+        chart.draw_series(level).drawn()?;
+    }
+    if right.is_some() {
+        let retries = |r: &Row| r[Column::Retries as usize];
+        let bars = over_time::bars(
+            frame,
+            rows,
+            |_| 0.0,
+            retries,
+            RETRIES.mix(BAR_ALPHA).filled(),
+        );
+        chart.draw_secondary_series(bars).drawn()?;
+    }
+    Ok(())
 }
 
 /// A panel's title: the variant's name and its budgets and breakers, and for a variant whose
@@ -473,7 +443,7 @@ mod tests {
                 let mut right = 0;
                 for &(i, x) in row {
                     assert!(x > right, "{width}: key {i} touches the one before");
-                    right = x + 30 + super::super::text_width(&keys[i].1, KEY_FONT) as i32;
+                    right = x + 30 + super::canvas::text_width(&keys[i].1, KEY_FONT) as i32;
                     let alone = row.len() == 1;
                     assert!(
                         alone || right <= width as i32,

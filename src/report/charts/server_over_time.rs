@@ -6,14 +6,14 @@
 //! stands out at a glance. Trigger windows are shaded as in the other over-time figures. An
 //! `occ` row has neither workers nor a queue: its figure is the outcome panels alone.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 
-use super::over_time::{self, Frame, PanelSpec, Row};
+use super::canvas::{self, Area, Drawn, Key, Mark};
+use super::over_time::{self, Frame, PanelSpec, Row, Series};
 use super::style::variant_color;
-use super::triggers;
+use super::{Chart, Run, triggers};
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The outcome columns, bottom to top, with their colour (the same in every panel).
@@ -34,23 +34,21 @@ const OUTCOMES: [(Column, &str, RGBColor); 7] = [
 /// The queue line's colour.
 const QUEUE: RGBColor = RGBColor(110, 110, 110);
 
-/// Whether the run gets this figure: some variant at the focus point had an attempt in
-/// service, waiting or answered.
-pub fn applies(result: &ExperimentResult, focus: usize) -> bool {
-    result.points.get(focus).is_some_and(|p| {
-        p.variants.iter().any(|v| {
-            v.series.iter().any(|r| {
-                r[Column::InService as usize] > 0.0
-                    || r[Column::QueueLen as usize] > 0.0
-                    || OUTCOMES.iter().any(|(c, ..)| r[*c as usize] > 0.0)
-            })
-        })
-    })
+/// The server-over-time figure.
+pub struct ServerOverTime;
+
+/// The outcomes that occurred in the frame, bottom to top.
+fn outcomes(frame: &Frame) -> Vec<(Column, &'static str, RGBColor)> {
+    let occurred = |c: Column| frame.max(|r| r[c as usize]) > 0.0;
+    OUTCOMES
+        .into_iter()
+        .filter(|(c, ..)| occurred(*c))
+        .collect()
 }
 
 /// Whether the server (the entry service) of the run has workers and a queue to draw: not
 /// an `occ` row.
-pub fn has_workers(experiment: &Experiment) -> bool {
+fn has_workers(experiment: &Experiment) -> bool {
     experiment.points.iter().flat_map(|p| &p.variants).any(|v| {
         !matches!(
             v.scenario.services[0].server.kind,
@@ -59,167 +57,166 @@ pub fn has_workers(experiment: &Experiment) -> bool {
     })
 }
 
-/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s, in_service,
-/// queue_len`, then `attempt_<outcome>_per_s` for each outcome that occurred (and `trigger`).
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let (point, at) = super::focus_point(experiment, result);
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let windows = triggers::windows(&experiment.points[focus].variants);
-    let variants: Vec<_> = point.variants.iter().collect();
-    let frame = Frame::of(&variants);
-    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-    let outcomes: Vec<(Column, &str, RGBColor)> = OUTCOMES
-        .iter()
-        .copied()
-        .filter(|(c, ..)| frame.max(|r| r[*c as usize]) > 0.0)
-        .collect();
-    let mut header = vec!["in_service".to_string(), "queue_len".to_string()];
-    header.extend(outcomes.iter().map(|(c, ..)| format!("{}_per_s", c.name())));
-    let csv = over_time::write_csv(&frame, &names, &header, &windows, |_, r| {
-        let mut values = vec![
-            r[Column::InService as usize].to_string(),
-            r[Column::QueueLen as usize].to_string(),
-        ];
-        values.extend(outcomes.iter().map(|(c, ..)| r[*c as usize].to_string()));
-        values
-    })?;
+impl Chart for ServerOverTime {
+    type Table = Series;
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(48);
-    let workers = has_workers(experiment);
-    let title = if workers {
-        format!(
-            "{}: the server over time{at} (left: workers busy, grey line: queue; right: attempts ended per second by outcome, {})",
-            experiment.name,
-            frame.bucket_words()
-        )
-    } else {
-        format!(
-            "{}: the row over time{at} (writes ended per second by outcome, {})",
-            experiment.name,
-            frame.bucket_words()
-        )
-    };
-    super::draw_title(&title_area, &title, 17)?;
-    let keys: Vec<super::Key> = outcomes
-        .iter()
-        .map(|(_, label, color)| super::Key {
-            label: label.to_string(),
-            color: *color,
-            mark: super::Mark::Swatch,
-        })
-        .collect();
-    let (legend_area, body) = body.split_vertically(super::legend_height(&keys, super::SIZE.0));
-    super::draw_legend(&legend_area, &keys)?;
-
-    let total = |r: &Row| outcomes.iter().map(|(c, ..)| r[*c as usize]).sum::<f64>();
-    let rate_top = frame.max(total).max(1e-9) * 1.1;
-    let n = variants.len();
-    let columns = if workers { 2 } else { 1 };
-    let rows = body.split_evenly((n, columns));
-    for (j, v) in variants.iter().enumerate() {
-        let color = variant_color(j);
-        let last = j + 1 == n;
-        // Half-width panels: the split note in short.
-        let title = match triggers::split_counts(v) {
-            Some((up, down)) => format!(
-                "{} (mean of {up:.0} recovered, {down:.0} collapsed runs)",
-                super::display_name(v)
-            ),
-            None => super::display_name(v),
-        };
-        let data = &frame.rows[j];
-        let bands = windows.get(j).map_or(&[][..], Vec::as_slice);
-        if workers {
-            draw_workers(&rows[2 * j], &frame, data, bands, (&title, color, last))?;
-        }
-        let right_title = if workers {
-            format!("{}: attempts ended", v.name)
-        } else {
-            title
-        };
-        let mut right = over_time::panel(
-            &rows[columns * j + columns - 1],
-            &frame,
-            &PanelSpec {
-                title: &right_title,
-                color,
-                top: rate_top,
-                y_desc: if workers {
-                    "attempts (/s)"
-                } else {
-                    "writes (/s)"
-                },
-                y_format: None,
-                right: None,
-                last,
-            },
-        )?;
-        right
-            .draw_series(triggers::bands(bands, frame.x1, rate_top))
-            .map_err(err)?;
-        for (k, (c, _, fill)) in outcomes.iter().enumerate() {
-            let below = |r: &Row| {
-                outcomes[..k]
-                    .iter()
-                    .map(|(c, ..)| r[*c as usize])
-                    .sum::<f64>()
-            };
-            let col = *c as usize;
-            right
-                .draw_series(over_time::bars(
-                    &frame,
-                    data,
-                    below,
-                    move |r| below(r) + r[col],
-                    fill.filled(),
-                ))
-                .map_err(err)?;
-        }
+    fn stem(&self) -> &'static str {
+        "server-over-time"
     }
-    Ok(csv)
+
+    /// Some variant at the focus point had an attempt in service, waiting or answered.
+    fn applies(&self, run: &Run) -> bool {
+        run.result.points.get(run.focus()).is_some_and(|p| {
+            p.variants.iter().any(|v| {
+                v.series.iter().any(|r| {
+                    r[Column::InService as usize] > 0.0
+                        || r[Column::QueueLen as usize] > 0.0
+                        || OUTCOMES.iter().any(|(c, ..)| r[*c as usize] > 0.0)
+                })
+            })
+        })
+    }
+
+    fn caption(&self, run: &Run) -> String {
+        if run.graph() {
+            "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column."
+        } else if !has_workers(run.experiment) {
+            "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw)."
+        } else {
+            "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column."
+        }
+        .to_string()
+    }
+
+    fn size(&self, run: &Run) -> (u32, u32) {
+        super::rows_size(run.variants().len(), 160, 100)
+    }
+
+    /// `variant, bucket_start_s, bucket_s, in_service, queue_len`, then
+    /// `attempt_<outcome>_per_s` for each outcome that occurred (and `trigger`).
+    fn table(&self, run: &Run) -> Result<Series> {
+        let frame = Frame::of(&run.point().variants.iter().collect::<Vec<_>>());
+        let mut columns = vec![Column::InService, Column::QueueLen];
+        columns.extend(outcomes(&frame).into_iter().map(|o| o.0));
+        Ok(Series::of_variants(run, &columns))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Series, root: &Area<DB>) -> Result<()> {
+        let variants = &run.point().variants;
+        let frame = &table.frame;
+        let workers = has_workers(run.experiment);
+        let (name, at, bucket) = (run.name(), run.at(), frame.bucket_words());
+        let title = if workers {
+            format!(
+                "{name}: the server over time{at} (left: workers busy, grey line: queue; right: attempts ended per second by outcome, {bucket})"
+            )
+        } else {
+            format!("{name}: the row over time{at} (writes ended per second by outcome, {bucket})")
+        };
+        let body = canvas::titled(root, &title, 48, 17)?;
+        let outcomes = outcomes(frame);
+        let keys: Vec<Key> = outcomes
+            .iter()
+            .map(|(_, label, color)| Key {
+                label: label.to_string(),
+                color: *color,
+                mark: Mark::Swatch,
+            })
+            .collect();
+        let body = canvas::legend(&body, &keys)?;
+        let n = variants.len();
+        let columns = if workers { 2 } else { 1 };
+        let rows = body.split_evenly((n, columns));
+        for (line, v) in table.lines.iter().zip(variants) {
+            let j = line.variant;
+            let color = variant_color(j);
+            let last = j + 1 == n;
+            // Half-width panels: the split note in short.
+            let title = match triggers::split_counts(v) {
+                Some((up, down)) => format!(
+                    "{} (mean of {up:.0} recovered, {down:.0} collapsed runs)",
+                    super::display_name(v)
+                ),
+                None => super::display_name(v),
+            };
+            let data = &frame.rows[line.row];
+            let bands = &line.windows[..];
+            let right_title = if workers {
+                draw_workers(&rows[2 * j], frame, data, bands, (&title, color, last))?;
+                format!("{}: attempts ended", v.name)
+            } else {
+                title
+            };
+            let y_desc = if workers {
+                "attempts (/s)"
+            } else {
+                "writes (/s)"
+            };
+            let spec = PanelSpec::new(&right_title, color, 0.0, y_desc, last);
+            let area = &rows[columns * j + columns - 1];
+            draw_outcomes(area, frame, data, bands, &outcomes, spec)?;
+        }
+        Ok(())
+    }
+}
+
+/// The right panel of a variant: its attempts ended per second, stacked by outcome, on the
+/// rate scale every variant's panel shares.
+fn draw_outcomes<DB: DrawingBackend>(
+    area: &Area<DB>,
+    frame: &Frame,
+    data: &[Row],
+    bands: &[(f64, f64)],
+    outcomes: &[(Column, &str, RGBColor)],
+    mut spec: PanelSpec,
+) -> Result<()> {
+    let total = |r: &Row| outcomes.iter().map(|(c, ..)| r[*c as usize]).sum::<f64>();
+    spec.top = frame.max(total).max(1e-9) * 1.1;
+    let mut chart = over_time::panel(area, frame, &spec)?;
+    chart
+        .draw_series(triggers::bands(bands, frame.x1, spec.top))
+        .drawn()?;
+    for (k, (c, _, fill)) in outcomes.iter().enumerate() {
+        let below = |r: &Row| {
+            outcomes[..k]
+                .iter()
+                .map(|(c, ..)| r[*c as usize])
+                .sum::<f64>()
+        };
+        let col = *c as usize;
+        chart
+            .draw_series(over_time::bars(
+                frame,
+                data,
+                below,
+                move |r| below(r) + r[col],
+                fill.filled(),
+            ))
+            .drawn()?;
+    }
+    Ok(())
 }
 
 /// The left panel of a variant: workers busy (filled) and the queue (grey line, right axis),
 /// each on the scale every variant's panel shares.
 fn draw_workers<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+    area: &Area<DB>,
     frame: &Frame,
     data: &[Row],
     bands: &[(f64, f64)],
     (title, color, last): (&str, RGBColor, bool),
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
+) -> Result<()> {
     let busy_top = frame.max(|r| r[Column::InService as usize]).max(1.0) * 1.1;
     let queue_top = frame.max(|r| r[Column::QueueLen as usize]);
     let any_queue = queue_top > 0.0;
     let queue_top = queue_top.max(1.0) * 1.1;
-    let mut left = over_time::panel(
-        area,
-        frame,
-        &PanelSpec {
-            title,
-            color,
-            top: busy_top,
-            y_desc: "workers busy",
-            y_format: None,
-            right: any_queue.then_some((queue_top, "queue")),
-            last,
-        },
-    )?;
+    let spec = PanelSpec {
+        right: any_queue.then_some((queue_top, "queue")),
+        ..PanelSpec::new(title, color, busy_top, "workers busy", last)
+    };
+    let mut left = over_time::panel(area, frame, &spec)?;
     left.draw_series(triggers::bands(bands, frame.x1, busy_top))
-        .map_err(err)?;
+        .drawn()?;
     // States are sampled at the end of their bucket: a step from there.
     let busy: Vec<(f64, f64)> = data
         .iter()
@@ -232,14 +229,14 @@ where
     left.draw_series(
         AreaSeries::new(busy, 0.0, color.mix(0.35)).border_style(color.stroke_width(1)),
     )
-    .map_err(err)?;
+    .drawn()?;
     if any_queue {
         let queue = data
             .iter()
             .enumerate()
             .map(|(i, r)| (frame.start(i) + frame.bucket, r[Column::QueueLen as usize]));
         left.draw_secondary_series(LineSeries::new(queue, QUEUE.stroke_width(2)))
-            .map_err(err)?;
+            .drawn()?;
     }
     Ok(())
 }

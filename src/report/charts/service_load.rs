@@ -3,26 +3,27 @@
 //! received per second, in the variant's colour and dash. The trigger windows are shaded as in
 //! the other over-time figures. Only call graphs get this figure.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 
-use super::over_time::{self, Frame, PanelSpec, Row};
+use super::canvas::{self, Area, Drawn};
+use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
 use super::style::variant_color;
-use super::triggers;
+use super::{Chart, Run, triggers};
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
-use crate::scenario::{Experiment, Variant};
+use crate::scenario::Variant;
 
 /// The colour of a panel's title: panels are services, not variants.
 const TITLE: RGBColor = RGBColor(40, 40, 40);
 
-/// Whether the run gets this figure: some variant at the focus point is a call graph.
-pub fn applies(experiment: &Experiment) -> bool {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    experiment
-        .points
-        .get(focus)
-        .is_some_and(|p| p.variants.iter().any(|v| v.scenario.is_graph()))
+/// The service-load figure.
+pub struct ServiceLoad;
+
+/// Whether the run gets the call-graph figures: some variant at the focus point is a call
+/// graph.
+pub fn applies(run: &Run) -> bool {
+    let point = run.experiment.points.get(run.focus());
+    point.is_some_and(|p| p.variants.iter().any(|v| v.scenario.is_graph()))
 }
 
 /// The services the panels show, in order: every call-graph variant's services by name, the
@@ -40,173 +41,108 @@ pub fn services(ran: &[Variant]) -> Vec<(String, bool)> {
     out
 }
 
-/// The number of panels: one per service.
-pub fn panel_count(experiment: &Experiment) -> usize {
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    experiment
-        .points
-        .get(focus)
-        .map_or(0, |p| services(&p.variants).len())
-}
+impl Chart for ServiceLoad {
+    type Table = Series;
 
-/// Draws the panels and returns their CSV: `service, variant, bucket_start_s, bucket_s,
-/// attempts_per_s` (and `trigger`), a row per display bucket of each variant at each service,
-/// the rates drawn.
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let (point, at) = super::focus_point(experiment, result);
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let ran = &experiment.points[focus].variants;
-    let windows = triggers::windows(ran);
-    let services = services(ran);
-    // Every (service, variant) series that exists, in panel order, on one frame.
-    let mut lines: Vec<(usize, usize)> = Vec::new();
-    let mut series: Vec<(&[Row], f64)> = Vec::new();
-    for (s, (name, _)) in services.iter().enumerate() {
-        for (j, (v, r)) in point.variants.iter().zip(ran).enumerate() {
-            let Some(i) = r.scenario.services.iter().position(|x| x.name == *name) else {
-                continue;
-            };
-            if let Some(rows) = v.service_series.get(i).filter(|_| r.scenario.is_graph()) {
-                lines.push((s, j));
-                series.push((rows.rows.as_slice(), rows.bucket.as_secs_f64()));
+    fn stem(&self) -> &'static str {
+        "service-load-over-time"
+    }
+
+    fn applies(&self, run: &Run) -> bool {
+        applies(run)
+    }
+
+    fn caption(&self, _run: &Run) -> String {
+        "Attempts each service of the call graph received per second, a panel per service on one time axis and one scale, a line per variant: where the retries of the callers above pile up, and for how long after the trigger.".to_string()
+    }
+
+    /// Panels are services here, with the variants' legend above them.
+    fn size(&self, run: &Run) -> (u32, u32) {
+        super::rows_size(services(run.ran()).len(), 150, 110)
+    }
+
+    /// `service, variant, bucket_start_s, bucket_s, attempts_per_s` (and `trigger`), a row
+    /// per display bucket of each variant at each service, the rates drawn.
+    fn table(&self, run: &Run) -> Result<Series> {
+        let ran = run.ran();
+        let windows = run.windows();
+        // Every (service, variant) series that exists, in panel order, on one frame.
+        let mut lines = Vec::new();
+        let mut series: Vec<(&[Row], f64)> = Vec::new();
+        for (name, _) in services(ran) {
+            for (j, (v, r)) in run.point().variants.iter().zip(ran).enumerate() {
+                let Some(i) = r.scenario.services.iter().position(|x| x.name == name) else {
+                    continue;
+                };
+                if let Some(rows) = v.service_series.get(i).filter(|_| r.scenario.is_graph()) {
+                    lines.push(Line {
+                        row: lines.len(),
+                        variant: j,
+                        key: vec![name.clone(), v.name.clone()],
+                        windows: windows.get(j).cloned().unwrap_or_default(),
+                    });
+                    series.push((rows.rows.as_slice(), rows.bucket.as_secs_f64()));
+                }
             }
         }
+        let (columns, cells) = over_time::values(&[Column::Attempts]);
+        Ok(Series {
+            frame: Frame::new(&series),
+            keys: vec!["service", "variant"],
+            lines,
+            columns,
+            cells,
+            trigger: windows.iter().any(|w| !w.is_empty()),
+        })
     }
-    let frame = Frame::new(&series);
-    let col = Column::Attempts as usize;
-    let csv = write_csv(&frame, &services, &point.variants, &lines, &windows)?;
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let any_trigger = windows.iter().any(|w| !w.is_empty());
-    let reps = if experiment.replications > 1 {
-        format!(", mean of {} replications", experiment.replications)
-    } else {
-        String::new()
-    };
-    let (title_area, body) = root.split_vertically(48);
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: attempts each service received per second{at} ({}{reps}; a line per variant{})",
-            experiment.name,
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Series, root: &Area<DB>) -> Result<()> {
+        let frame = &table.frame;
+        let title = format!(
+            "{}: attempts each service received per second{} ({}{}; a line per variant",
+            run.name(),
+            run.at(),
             frame.bucket_words(),
-            if any_trigger {
-                "; red band: trigger"
+            run.mean_of(),
+        );
+        let body = over_time::titled(root, title, table.trigger, 17)?;
+        let variants = &run.point().variants;
+        let body = canvas::legend(&body, &canvas::variant_keys(variants, true))?;
+        // Every trigger window of any variant, on every panel: the clients and the entry meet
+        // them, and every service behind the entry feels them.
+        let mut bands: Vec<(f64, f64)> = run.windows().into_iter().flatten().collect();
+        bands.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        bands.dedup();
+        // One scale for every panel.
+        let col = Column::Attempts as usize;
+        let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
+        let services = services(run.ran());
+        let areas = body.split_evenly((services.len().max(1), 1));
+        for (s, ((name, entry), area)) in services.iter().zip(&areas).enumerate() {
+            let title = if *entry {
+                format!("{name} (entry)")
             } else {
-                ""
-            }
-        ),
-        17,
-    )?;
-    let keys = super::variant_keys(&point.variants, true);
-    let (legend_area, body) = body.split_vertically(super::legend_height(&keys, super::SIZE.0));
-    super::draw_legend(&legend_area, &keys)?;
-    // Every trigger window of any variant, on every panel: the clients and the entry meet
-    // them, and every service behind the entry feels them.
-    let mut bands: Vec<(f64, f64)> = windows.iter().flatten().copied().collect();
-    bands.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    bands.dedup();
-    // One scale for every panel.
-    let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
-    let areas = body.split_evenly((services.len().max(1), 1));
-    for (s, ((name, entry), area)) in services.iter().zip(&areas).enumerate() {
-        let title = if *entry {
-            format!("{name} (entry)")
-        } else {
-            name.clone()
-        };
-        let mut chart = over_time::panel(
-            area,
-            &frame,
-            &PanelSpec {
-                title: &title,
-                color: TITLE,
-                top,
-                y_desc: "attempts (/s)",
-                y_format: None,
-                right: None,
-                last: s + 1 == services.len(),
-            },
-        )?;
-        chart
-            .draw_series(triggers::bands(&bands, frame.x1, top))
-            .map_err(err)?;
-        for (k, &(panel, j)) in lines.iter().enumerate() {
-            if panel != s {
-                continue;
-            }
-            let points: Vec<(f64, f64)> = frame.rows[k]
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (frame.start(i) + frame.bucket / 2.0, r[col]))
-                .collect();
-            let width = if super::is_truncated(&point.variants[j]) {
-                1
-            } else {
-                2
+                name.clone()
             };
+            let spec = PanelSpec::new(&title, TITLE, top, "attempts (/s)", s + 1 == services.len());
+            let mut chart = over_time::panel(area, frame, &spec)?;
             chart
-                .draw_series(std::iter::once(super::variant_line(
-                    points,
-                    j,
-                    variant_color(j),
-                    width,
-                )))
-                .map_err(err)?;
-        }
-    }
-    Ok(csv)
-}
-
-/// The CSV: the frame's rows, each named by its service and variant.
-fn write_csv(
-    frame: &Frame,
-    services: &[(String, bool)],
-    variants: &[crate::runner::VariantResult],
-    lines: &[(usize, usize)],
-    windows: &[Vec<(f64, f64)>],
-) -> anyhow::Result<Vec<u8>> {
-    let any_trigger = windows.iter().any(|w| !w.is_empty());
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut head = vec![
-        "service",
-        "variant",
-        "bucket_start_s",
-        "bucket_s",
-        "attempts_per_s",
-    ];
-    if any_trigger {
-        head.push("trigger");
-    }
-    w.write_record(&head)?;
-    for (&(s, j), rows) in lines.iter().zip(&frame.rows) {
-        for (i, row) in rows.iter().enumerate() {
-            let start = frame.start(i);
-            let mut record = vec![
-                services[s].0.clone(),
-                variants[j].name.clone(),
-                start.to_string(),
-                frame.bucket.to_string(),
-                row[Column::Attempts as usize].to_string(),
-            ];
-            if any_trigger {
-                let inside = windows
-                    .get(j)
-                    .is_some_and(|w| triggers::overlaps(w, start, start + frame.bucket));
-                record.push(u8::from(inside).to_string());
+                .draw_series(triggers::bands(&bands, frame.x1, top))
+                .drawn()?;
+            for line in table.lines.iter().filter(|l| l.key[0] == *name) {
+                let j = line.variant;
+                let points: Vec<(f64, f64)> = frame.rows[line.row]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (frame.start(i) + frame.bucket / 2.0, r[col]))
+                    .collect();
+                let width = if variants[j].is_truncated() { 1 } else { 2 };
+                let line = canvas::variant_line(points, j, variant_color(j), width);
+                chart.draw_series(std::iter::once(line)).drawn()?;
             }
-            w.write_record(&record)?;
         }
+        Ok(())
     }
-    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 #[cfg(test)]

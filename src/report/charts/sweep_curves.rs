@@ -1,96 +1,238 @@
 //! A metric against the swept value: a line per variant, with its 95 % confidence band. With
-//! a two-axis sweep, against the first axis at the second axis' focus value.
+//! a two-axis sweep, against the first axis at the second axis' focus value. The sweep grid
+//! draws its small panels with [`plot`] too.
 
-use plotters::coord::Shift;
+use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use serde_json::Value;
 
+use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, axis_ticks, tick, variant_color};
+use super::{Chart, Run, Table};
 use crate::metrics::Metric;
 use crate::report;
-use crate::runner::ExperimentResult;
-use crate::scenario::Experiment;
 
-/// Draws the curves of `metric` (in its printed unit) and returns their CSV.
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    metric: &Metric,
-    label: &str,
-    compact: bool,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let sweep = experiment
+/// A sweep curve figure: one metric against the swept value.
+pub struct SweepCurve {
+    stem: &'static str,
+    metric: Metric,
+    /// Axis label, with its unit.
+    label: &'static str,
+    caption: &'static str,
+    /// The label and caption in a call graph, where they differ.
+    graph: Option<(&'static str, &'static str)>,
+}
+
+/// Work against the swept value.
+pub const WORK: SweepCurve = SweepCurve {
+    stem: "work",
+    metric: Metric::ATTEMPTS,
+    label: "work (attempts that reached the server)",
+    caption: "Work against the swept value: lower is less load on the server.",
+    graph: None,
+};
+
+/// Completion time against the swept value.
+pub const COMPLETION: SweepCurve = SweepCurve {
+    stem: "completion-time",
+    metric: Metric::COMPLETION,
+    label: "completion time (s)",
+    caption: "When the last request ended: lower is faster.",
+    graph: None,
+};
+
+/// Amplification against the swept value.
+pub const AMPLIFICATION: SweepCurve = SweepCurve {
+    stem: "amplification",
+    metric: Metric::AMPLIFICATION,
+    label: "amplification (attempts per request)",
+    caption: "How many times each request reached the server: 1 is no retries at all.",
+    graph: None,
+};
+
+/// The success rate against the swept value.
+pub const SUCCESS_RATE: SweepCurve = SweepCurve {
+    stem: "success-rate",
+    metric: Metric::SUCCESS_RATE,
+    label: "success rate (%)",
+    caption: "The share of requests that ended in success.",
+    graph: None,
+};
+
+/// The p99 latency against the swept value.
+pub const LATENCY_P99: SweepCurve = SweepCurve {
+    stem: "latency-p99",
+    metric: Metric::SUCCESS_P99,
+    label: "p99 latency of successful requests (ms)",
+    caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
+    graph: Some((
+        "p99 latency of answered requests (ms)",
+        "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in success-rate.",
+    )),
+};
+
+impl SweepCurve {
+    /// The axis label and caption for `run`.
+    fn words(&self, run: &Run) -> (&'static str, &'static str) {
+        match self.graph {
+            Some(words) if run.graph() => words,
+            _ => (self.label, self.caption),
+        }
+    }
+}
+
+/// The caption of a figure against the first sweep axis: with two axes, which value of the
+/// second it is drawn at.
+pub fn against_first_axis(caption: &str, run: &Run) -> String {
+    let at = super::second_axis_at(run.experiment);
+    if at.is_empty() {
+        caption.to_string()
+    } else {
+        format!("{caption} Drawn{at}; the phase diagram shows every pair.")
+    }
+}
+
+/// Per variant, per first-axis point: (mean, half-width) of a metric, scaled; `None` where
+/// the metric does not apply (success latency where nothing succeeded): a gap in the line, an
+/// empty CSV cell.
+pub type Points = Vec<Vec<Option<(f64, f64)>>>;
+
+/// The curves of `metric` along the first sweep axis.
+pub fn points(run: &Run, metric: &Metric) -> Points {
+    let line = run
+        .experiment
         .sweep
         .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("a sweep curve needs a sweep"))?;
-    // Numeric sweep values are plotted at their value; others at their position.
-    let numeric: Option<Vec<f64>> = sweep.values.iter().map(Value::as_f64).collect();
-    let xs: Vec<f64> = numeric
-        .clone()
-        .unwrap_or_else(|| (0..sweep.values.len()).map(|i| i as f64).collect());
-    let names: Vec<String> = result.points[0]
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .collect();
-    let line = sweep.first_axis_points();
-    let at = super::second_axis_at(experiment);
-    // curves[variant][point] = (mean, half-width), scaled; `None` where the metric does not
-    // apply (success latency where nothing succeeded): a gap in the line, an empty CSV cell.
-    let curves: Vec<Vec<Option<(f64, f64)>>> = (0..names.len())
+        .map_or_else(Vec::new, |s| s.first_axis_points());
+    (0..run.variants().len())
         .map(|j| {
             line.iter()
                 .map(|&k| {
-                    let v = &result.points[k].variants[j];
+                    let v = &run.result.points[k].variants[j];
                     metric.estimate(&v.metrics, &v.ci95)
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
 
-    let mut w = csv::Writer::from_writer(Vec::new());
-    // With two axes, the second axis' value follows the first's in every row.
-    let second = sweep.second.as_ref().map(|s| {
-        (
-            s.path.as_str(),
-            report::value_text(Some(&s.values[s.focus()])),
-        )
-    });
-    let mut header = vec![sweep.path.as_str()];
-    header.extend(second.as_ref().map(|(path, _)| *path));
-    header.extend(["variant", label, "ci95"]);
-    w.write_record(&header)?;
-    for (j, name) in names.iter().enumerate() {
-        for (i, cell) in curves[j].iter().enumerate() {
-            let mut record = vec![report::value_text(Some(&sweep.values[i]))];
-            record.extend(second.as_ref().map(|(_, y)| y.clone()));
-            let (mean, half) = cell.map_or((String::new(), String::new()), |(m, h)| {
-                (m.to_string(), h.to_string())
-            });
-            record.extend([name.clone(), mean, half]);
-            w.write_record(&record)?;
+/// A curve figure's table: the swept values, the variants' names and their curves.
+pub struct Curves {
+    /// The first axis' path, and the second's with its focus value, if any.
+    axes: (String, Option<(String, String)>),
+    values: Vec<String>,
+    label: String,
+    names: Vec<String>,
+    points: Points,
+}
+
+impl Table for Curves {
+    fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+        // With two axes, the second axis' value follows the first's in every row.
+        let (path, second) = &self.axes;
+        let mut header = vec![path.as_str()];
+        header.extend(second.as_ref().map(|(path, _)| path.as_str()));
+        header.extend(["variant", &self.label, "ci95"]);
+        w.write_record(&header)?;
+        for (name, curve) in self.names.iter().zip(&self.points) {
+            for (value, cell) in self.values.iter().zip(curve) {
+                let mut record = vec![value.clone()];
+                record.extend(second.as_ref().map(|(_, y)| y.clone()));
+                let (mean, half) = cell.map_or((String::new(), String::new()), |(m, h)| {
+                    (m.to_string(), h.to_string())
+                });
+                record.extend([name.clone(), mean, half]);
+                w.write_record(&record)?;
+            }
         }
+        Ok(())
     }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+}
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
+impl Chart for SweepCurve {
+    type Table = Curves;
+
+    fn stem(&self) -> &'static str {
+        self.stem
+    }
+
+    fn applies(&self, run: &Run) -> bool {
+        run.experiment.sweep.is_some()
+    }
+
+    fn caption(&self, run: &Run) -> String {
+        against_first_axis(self.words(run).1, run)
+    }
+
+    fn table(&self, run: &Run) -> Result<Curves> {
+        let sweep = run
+            .experiment
+            .sweep
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a sweep curve needs a sweep"))?;
+        let second = sweep.second.as_ref().map(|s| {
+            let focus = report::value_text(Some(&s.values[s.focus()]));
+            (s.path.clone(), focus)
+        });
+        let values = sweep.values.iter();
+        Ok(Curves {
+            axes: (sweep.path.clone(), second),
+            values: values.map(|v| report::value_text(Some(v))).collect(),
+            label: self.words(run).0.to_string(),
+            names: run.variants().iter().map(|v| v.name.clone()).collect(),
+            points: points(run, &self.metric),
+        })
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Curves, root: &Area<DB>) -> Result<()> {
+        let title = format!(
+            "{}: {}{}",
+            run.name(),
+            table.label,
+            super::second_axis_at(run.experiment)
+        );
+        // The title on its own band (wrapped when long) and the legend above the plot, never
+        // over the lines.
+        let body = canvas::titled(root, &title, 52, 22)?;
+        let keys = canvas::variant_keys(run.variants(), true);
+        let area = canvas::legend(&body, &keys)?;
+        plot(run, &table.points, &table.label, false, &area)
+    }
+}
+
+/// Where the sweep's values sit on the x axis, and whether on a log axis: numeric values at
+/// their value (their log10 when they span two decades or more), others at their position.
+fn x_positions(values: &[Value]) -> (Vec<f64>, Option<Vec<f64>>, bool) {
+    let numeric: Option<Vec<f64>> = values.iter().map(Value::as_f64).collect();
+    let log = log_axis(numeric.as_deref());
+    let xs = match &numeric {
+        Some(xs) if log => xs.iter().map(|x| x.log10()).collect(),
+        Some(xs) => xs.clone(),
+        None => (0..values.len()).map(|i| i as f64).collect(),
+    };
+    (xs, numeric, log)
+}
+
+/// Draws `points` (in the metric's printed unit) against the swept value on `area`. Compact:
+/// one panel of a grid, titled by its metric, the legend drawn once outside.
+pub fn plot<DB: DrawingBackend>(
+    run: &Run,
+    points: &Points,
+    label: &str,
+    compact: bool,
+    area: &Area<DB>,
+) -> Result<()> {
+    let sweep = run
+        .experiment
+        .sweep
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("a sweep curve needs a sweep"))?;
     // Numeric values spanning two decades or more (clients 10, 100, 1000) go on a log axis,
     // else the small ones crowd at the left: plotted at their log10, labelled at powers of 10.
-    let log = log_axis(numeric.as_deref());
-    let xs: Vec<f64> = if log {
-        xs.iter().map(|x| x.log10()).collect()
-    } else {
-        xs
-    };
-    let (x0, x1) = (
-        xs.iter().copied().fold(f64::INFINITY, f64::min),
-        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
+    let (xs, numeric, log) = x_positions(&sweep.values);
+    let x0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     // A little room at both ends: 3 % of the range for numeric values (a failure rate from 0
     // to 1 as well as a client count), half a step for values plotted at their position.
     let pad = if numeric.is_some() && x1 > x0 {
@@ -98,7 +240,7 @@ where
     } else {
         0.5
     };
-    let top = curves
+    let top = points
         .iter()
         .flatten()
         .flatten()
@@ -106,30 +248,12 @@ where
         .fold(0.0, f64::max);
     // An all-zero metric still gets a readable axis.
     let top = if top > 0.0 { top * 1.08 } else { 1.0 };
-    // Compact: one panel of a grid, titled by its metric, the legend drawn once outside.
-    // Full size: the title on its own band (wrapped when long) and the legend above the plot,
-    // never over the lines.
     let (margin, x_area, y_area, font) = if compact {
         (6, 24, 56, 12)
     } else {
         (16, 52, 80, 16)
     };
-    let plot = if compact {
-        root.clone()
-    } else {
-        let (title_area, rest) = root.split_vertically(52);
-        super::draw_title(
-            &title_area,
-            &format!("{}: {label}{at}", experiment.name),
-            22,
-        )?;
-        let keys = super::variant_keys(&result.points[0].variants, true);
-        let (legend_area, plot) =
-            rest.split_vertically(super::legend_height(&keys, root.dim_in_pixel().0));
-        super::draw_legend(&legend_area, &keys)?;
-        plot
-    };
-    let mut builder = ChartBuilder::on(&plot);
+    let mut builder = ChartBuilder::on(area);
     if compact {
         builder.caption(label, (FONT, 15));
     }
@@ -141,26 +265,9 @@ where
             super::style::span(x0 - pad, x1 + pad),
             super::style::span(0.0, top),
         )
-        .map_err(err)?;
-    let values = sweep.values.clone();
-    let is_numeric = numeric.is_some();
+        .drawn()?;
     let x_ticks = axis_ticks(x0.abs().max(x1.abs()));
-    let x_label = move |x: &f64| -> String {
-        if log {
-            // Only whole powers of ten are labelled.
-            if (x - x.round()).abs() < 1e-6 {
-                tick(&10f64.powf(x.round()))
-            } else {
-                String::new()
-            }
-        } else if is_numeric {
-            x_ticks(x)
-        } else {
-            values
-                .get(x.round() as usize)
-                .map_or(String::new(), |v| v.to_string())
-        }
-    };
+    let x_label = x_labels(sweep.values.clone(), numeric.is_some(), log, x_ticks);
     let y_ticks = axis_ticks(top);
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&x_label)
@@ -179,8 +286,8 @@ where
     if !compact {
         mesh.x_desc(x_desc.as_str()).y_desc(label);
     }
-    mesh.draw().map_err(err)?;
-    for (j, curve) in curves.iter().enumerate() {
+    mesh.draw().drawn()?;
+    for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
         // One band and line per run of points where the metric applies.
         let points: Vec<Option<(f64, f64, f64)>> = xs
@@ -190,34 +297,71 @@ where
             .collect();
         for run in points.split(Option::is_none) {
             let run: Vec<(f64, f64, f64)> = run.iter().flatten().copied().collect();
-            if run.is_empty() {
-                continue;
+            if !run.is_empty() {
+                draw_run(&mut chart, &run, j, color, compact)?;
             }
-            let upper = run.iter().map(|(x, m, h)| (*x, m + h));
-            let lower = run.iter().map(|(x, m, h)| (*x, (m - h).max(0.0)));
-            let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
-            chart
-                .draw_series(std::iter::once(Polygon::new(
-                    band,
-                    color.mix(0.18).filled(),
-                )))
-                .map_err(err)?;
-            let line: Vec<(f64, f64)> = run.iter().map(|(x, m, _)| (*x, *m)).collect();
-            chart
-                .draw_series(std::iter::once(super::variant_line(
-                    line.clone(),
-                    j,
-                    color,
-                    if compact { 2 } else { 3 },
-                )))
-                .map_err(err)?;
-            let size = if compact { 3 } else { 5 };
-            chart
-                .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
-                .map_err(err)?;
         }
     }
-    Ok(csv)
+    Ok(())
+}
+
+/// The x axis' tick labels: at whole powers of ten only on a log axis, as numbers for
+/// numeric values, else the value at each position.
+fn x_labels(
+    values: Vec<Value>,
+    numeric: bool,
+    log: bool,
+    ticks: impl Fn(&f64) -> String,
+) -> impl Fn(&f64) -> String {
+    move |x: &f64| {
+        if log {
+            if (x - x.round()).abs() < 1e-6 {
+                tick(&10f64.powf(x.round()))
+            } else {
+                String::new()
+            }
+        } else if numeric {
+            ticks(x)
+        } else {
+            let value = values.get(x.round() as usize);
+            value.map_or(String::new(), |v| v.to_string())
+        }
+    }
+}
+
+/// One stretch of a variant's curve where the metric applies: its band, its line and its
+/// markers.
+fn draw_run<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    run: &[(f64, f64, f64)],
+    j: usize,
+    color: RGBColor,
+    compact: bool,
+) -> Result<()> {
+    let upper = run.iter().map(|(x, m, h)| (*x, m + h));
+    let lower = run.iter().map(|(x, m, h)| (*x, (m - h).max(0.0)));
+    let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
+    chart
+        .draw_series(std::iter::once(Polygon::new(
+            band,
+            color.mix(0.18).filled(),
+        )))
+        .drawn()?;
+    let line: Vec<(f64, f64)> = run.iter().map(|(x, m, _)| (*x, *m)).collect();
+    let width = if compact { 2 } else { 3 };
+    chart
+        .draw_series(std::iter::once(canvas::variant_line(
+            line.clone(),
+            j,
+            color,
+            width,
+        )))
+        .drawn()?;
+    let size = if compact { 3 } else { 5 };
+    chart
+        .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
+        .drawn()?;
+    Ok(())
 }
 
 /// Whether numeric sweep values span two decades or more (all positive): a log axis then.

@@ -1,13 +1,14 @@
 //! Every headline metric against the swept value, one small panel each, with one legend. With
 //! a two-axis sweep, against the first axis at the second axis' focus value.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 
-use super::sweep_curves;
+use super::canvas::{self, Area};
+use super::sweep_curves::{self, Points};
+use super::{Chart, Run, Table};
 use crate::metrics::Metric;
-use crate::runner::ExperimentResult;
-use crate::scenario::Experiment;
+use crate::report::value_text;
 
 /// The panels. Latency is the latency of successful requests.
 const PANELS: [Metric; 12] = [
@@ -25,74 +26,106 @@ const PANELS: [Metric; 12] = [
     Metric::UTILIZATION,
 ];
 
-/// Draws the grid and returns its CSV (long format: value, variant, metric, mean, ci95).
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let sweep = experiment
-        .sweep
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("a sweep grid needs a sweep"))?;
-    let graph = super::is_graph_run(experiment);
-    let mut w = csv::Writer::from_writer(Vec::new());
-    // With two axes, the second axis' value follows the first's in every row.
-    let second = sweep.second.as_ref();
-    let mut header = vec![sweep.path.as_str()];
-    header.extend(second.map(|s| s.path.as_str()));
-    header.extend(["variant", "metric", "mean", "ci95"]);
-    w.write_record(&header)?;
-    for k in sweep.first_axis_points() {
-        let point = &result.points[k];
-        let mut values = vec![crate::report::value_text(point.value.as_ref())];
-        if second.is_some() {
-            values.push(crate::report::value_text(
-                experiment.points[k].second_value.as_ref(),
-            ));
-        }
-        for v in &point.variants {
-            for k in PANELS {
-                let mut record = values.clone();
-                record.extend([
-                    v.name.clone(),
-                    super::metric_title(&k, graph),
-                    cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.0)),
-                    cell(k.estimate(&v.metrics, &v.ci95).map(|e| e.1)),
-                ]);
-                w.write_record(&record)?;
-            }
-        }
-    }
-    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+/// The sweep grid figure.
+pub struct SweepGrid;
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(40);
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: every metric against {}{}",
-            experiment.name,
-            sweep.label.clone(),
-            super::second_axis_at(experiment)
-        ),
-        20,
-    )?;
-    let keys = super::variant_keys(&result.points[0].variants, true);
-    let (legend_area, grid) = body.split_vertically(super::legend_height(&keys, super::SIZE.0));
-    super::draw_legend(&legend_area, &keys)?;
-    for (k, area) in PANELS.iter().zip(grid.split_evenly((3, 4))) {
-        let title = super::metric_title(k, graph);
-        sweep_curves::draw(experiment, result, k, &title, true, &area)?;
-    }
-    Ok(csv)
+/// The grid's table, in long format: the axes' paths, each first-axis point's values, the
+/// variants' names, and per panel its title and curves.
+pub struct Grid {
+    paths: Vec<String>,
+    values: Vec<Vec<String>>,
+    names: Vec<String>,
+    panels: Vec<(String, Points)>,
 }
 
-/// A CSV cell: the number, or empty where the metric does not apply.
-fn cell(x: Option<f64>) -> String {
-    x.map_or(String::new(), |x| x.to_string())
+impl Table for Grid {
+    fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+        let mut header: Vec<&str> = self.paths.iter().map(String::as_str).collect();
+        header.extend(["variant", "metric", "mean", "ci95"]);
+        w.write_record(&header)?;
+        let cell = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+        for (i, values) in self.values.iter().enumerate() {
+            for (j, name) in self.names.iter().enumerate() {
+                for (title, points) in &self.panels {
+                    let e = points[j][i];
+                    let mut record = values.clone();
+                    record.extend([name.clone(), title.clone()]);
+                    record.extend([cell(e.map(|e| e.0)), cell(e.map(|e| e.1))]);
+                    w.write_record(&record)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Chart for SweepGrid {
+    type Table = Grid;
+
+    fn stem(&self) -> &'static str {
+        "sweep-metrics"
+    }
+
+    fn applies(&self, run: &Run) -> bool {
+        run.experiment.sweep.is_some()
+    }
+
+    fn caption(&self, run: &Run) -> String {
+        sweep_curves::against_first_axis(
+            "Every headline metric against the swept value, a line per variant with its 95 % band (all metrics with their intervals are in sweep.csv).",
+            run,
+        )
+    }
+
+    fn size(&self, _run: &Run) -> (u32, u32) {
+        (super::SIZE.0, 820)
+    }
+
+    fn table(&self, run: &Run) -> Result<Grid> {
+        let sweep = run
+            .experiment
+            .sweep
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a sweep grid needs a sweep"))?;
+        // With two axes, the second axis' value follows the first's in every row.
+        let second = sweep.second.as_ref();
+        let mut paths = vec![sweep.path.clone()];
+        paths.extend(second.map(|s| s.path.clone()));
+        let values = sweep.first_axis_points().into_iter().map(|k| {
+            let mut values = vec![value_text(run.result.points[k].value.as_ref())];
+            if second.is_some() {
+                values.push(value_text(run.experiment.points[k].second_value.as_ref()));
+            }
+            values
+        });
+        let graph = run.graph();
+        let panels = PANELS.iter().map(|k| {
+            let title = super::metric_title(k, graph);
+            (title, sweep_curves::points(run, k))
+        });
+        Ok(Grid {
+            paths,
+            values: values.collect(),
+            names: run.variants().iter().map(|v| v.name.clone()).collect(),
+            panels: panels.collect(),
+        })
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Grid, root: &Area<DB>) -> Result<()> {
+        let title = format!(
+            "{}: every metric against {}{}",
+            run.name(),
+            run.experiment
+                .sweep
+                .as_ref()
+                .map_or("", |s| s.label.as_str()),
+            super::second_axis_at(run.experiment)
+        );
+        let body = canvas::titled(root, &title, 40, 20)?;
+        let grid = canvas::legend(&body, &canvas::variant_keys(run.variants(), true))?;
+        for ((title, points), area) in table.panels.iter().zip(grid.split_evenly((3, 4))) {
+            sweep_curves::plot(run, points, title, true, &area)?;
+        }
+        Ok(())
+    }
 }

@@ -3,108 +3,106 @@
 //! spread with it), or when attempts reached the server. Trigger windows are shaded and a
 //! variant whose replications split carries the same note as in the load-over-time figure.
 
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
 
-use super::over_time::{self, Frame, PanelSpec};
+use super::canvas::{Area, Drawn};
+use super::over_time::{self, PanelSpec, Series};
 use super::style::variant_color;
-use super::triggers;
+use super::{Chart, Run, triggers};
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
-use crate::scenario::Experiment;
 
-/// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s,
-/// <column>_per_s` (and `trigger`), the rates drawn.
-pub fn draw<DB: DrawingBackend>(
-    experiment: &Experiment,
-    result: &ExperimentResult,
+/// A time histogram figure: one column over time.
+pub struct TimeHistogram {
+    stem: &'static str,
     column: Column,
-    label: &str,
-    root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<Vec<u8>>
-where
-    DB::ErrorType: 'static,
-{
-    let (point, at) = super::focus_point(experiment, result);
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let windows = triggers::windows(&experiment.points[focus].variants);
-    let any_trigger = windows.iter().any(|w| !w.is_empty());
-    let col = column as usize;
-    let variants: Vec<_> = point.variants.iter().collect();
-    let frame = Frame::of(&variants);
-    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-    let csv = over_time::write_csv(
-        &frame,
-        &names,
-        &[format!("{}_per_s", column.name())],
-        &windows,
-        |_, r| vec![r[col].to_string()],
-    )?;
+    /// What the column counts, for the axis.
+    label: &'static str,
+    caption: &'static str,
+    /// Whether only a run with some of the column gets the figure.
+    only_if_any: bool,
+}
 
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e}");
-    root.fill(&WHITE).map_err(err)?;
-    let reps = if experiment.replications > 1 {
-        format!(", mean of {} replications", experiment.replications)
-    } else {
-        String::new()
-    };
-    let (title_area, body) = root.split_vertically(48);
-    super::draw_title(
-        &title_area,
-        &format!(
-            "{}: {label} per second{at} ({}{reps}{})",
-            experiment.name,
-            frame.bucket_words(),
-            if any_trigger {
-                "; red band: trigger"
-            } else {
-                ""
-            }
-        ),
-        19,
-    )?;
-    // One y scale for every panel.
-    let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
-    // The first word of the label ("retries", "attempts") and the unit.
-    let y_desc = format!("{} (/s)", label.split(' ').next().unwrap_or(label));
-    let areas = body.split_evenly((variants.len(), 1));
-    for (j, (v, area)) in variants.iter().zip(&areas).enumerate() {
-        let color = variant_color(j);
-        let title = over_time::panel_title(v);
-        let mut chart = over_time::panel(
-            area,
-            &frame,
-            &PanelSpec {
-                title: &title,
-                color,
-                top,
-                y_desc: &y_desc,
-                y_format: None,
-                right: None,
-                last: j + 1 == variants.len(),
-            },
-        )?;
-        chart
-            .draw_series(triggers::bands(
-                windows.get(j).map_or(&[][..], Vec::as_slice),
-                frame.x1,
-                top,
-            ))
-            .map_err(err)?;
-        let style = if super::is_truncated(v) {
-            color.mix(0.45).filled()
-        } else {
-            color.filled()
-        };
-        chart
-            .draw_series(over_time::bars(
-                &frame,
-                &frame.rows[j],
-                |_| 0.0,
-                |r| r[col],
-                style,
-            ))
-            .map_err(err)?;
+/// When retries were sent; only runs that sent any get it.
+pub const RETRIES: TimeHistogram = TimeHistogram {
+    stem: "retries-over-time",
+    column: Column::Retries,
+    label: "retries sent",
+    caption: "When retries were sent: without jitter they pile up on a few instants; with jitter they spread.",
+    only_if_any: true,
+};
+
+/// When attempts reached the server.
+pub const ATTEMPTS: TimeHistogram = TimeHistogram {
+    stem: "attempts-over-time",
+    column: Column::Attempts,
+    label: "attempts at the server",
+    caption: "When attempts reached the server (for the occ server, when writes happened).",
+    only_if_any: false,
+};
+
+impl Chart for TimeHistogram {
+    type Table = Series;
+
+    fn stem(&self) -> &'static str {
+        self.stem
     }
-    Ok(csv)
+
+    fn applies(&self, run: &Run) -> bool {
+        let col = self.column as usize;
+        !self.only_if_any
+            || (run.result.points.iter().flat_map(|p| &p.variants))
+                .any(|v| v.series.iter().any(|r| r[col] > 0.0))
+    }
+
+    fn caption(&self, _run: &Run) -> String {
+        self.caption.to_string()
+    }
+
+    fn size(&self, run: &Run) -> (u32, u32) {
+        super::rows_size(run.variants().len(), 150, 66)
+    }
+
+    fn table(&self, run: &Run) -> Result<Series> {
+        Ok(Series::of_variants(run, &[self.column]))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Series, root: &Area<DB>) -> Result<()> {
+        let (label, col) = (self.label, self.column as usize);
+        let variants = &run.point().variants;
+        let frame = &table.frame;
+        let title = format!(
+            "{}: {label} per second{} ({}{}",
+            run.name(),
+            run.at(),
+            frame.bucket_words(),
+            run.mean_of(),
+        );
+        let body = over_time::titled(root, title, table.trigger, 19)?;
+        // One y scale for every panel.
+        let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
+        // The first word of the label ("retries", "attempts") and the unit.
+        let y_desc = format!("{} (/s)", label.split(' ').next().unwrap_or(label));
+        let areas = body.split_evenly((variants.len(), 1));
+        for (line, (v, area)) in table.lines.iter().zip(variants.iter().zip(&areas)) {
+            let j = line.variant;
+            let color = variant_color(j);
+            let title = over_time::panel_title(v);
+            let spec = PanelSpec::new(&title, color, top, &y_desc, j + 1 == variants.len());
+            let mut chart = over_time::panel(area, frame, &spec)?;
+            chart
+                .draw_series(triggers::bands(&line.windows, frame.x1, top))
+                .drawn()?;
+            let style = if v.is_truncated() {
+                color.mix(0.45).filled()
+            } else {
+                color.filled()
+            };
+            let rows = &frame.rows[line.row];
+            chart
+                .draw_series(over_time::bars(frame, rows, |_| 0.0, |r| r[col], style))
+                .drawn()?;
+        }
+        Ok(())
+    }
 }
