@@ -30,7 +30,9 @@ pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
 pub use bulkhead::Bulkhead;
 pub use dist::Dist;
 pub use fault::{Fault, FaultEffect, Faults, Outage};
-pub use hedge::{HedgeBudget, HedgeTimer, LatencyWindow};
+pub use hedge::{
+    HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeBudget, HedgeDelay, HedgeTimer, LatencyWindow,
+};
 pub use idempotency::{KeyStore, Lookup};
 pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};

@@ -17,6 +17,8 @@ mod shape;
 mod units;
 mod validate;
 
+/// The hedge delay is a model value; scenario files name it under `policy.hedge`.
+pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
 pub use resolve::resolved_json;
@@ -402,23 +404,6 @@ pub struct HedgeConfig {
     /// `None`: unbudgeted.
     pub budget: Option<f64>,
 }
-
-/// Hedges a hedge budget lets through in a burst: the most its bucket holds.
-pub const HEDGE_BUDGET_BURST: f64 = 10.0;
-
-/// `policy.hedge.delay`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum HedgeDelay {
-    /// A fixed delay (> 0).
-    Fixed(SimDuration),
-    /// The `quantile` (in (0, 1)) of the latencies of the last `window` attempts answered
-    /// on the call edge (`"p95"`: 0.95). No hedge is sent before the edge has seen
-    /// [`HEDGE_MIN_SAMPLES`] answers.
-    Percentile { quantile: f64, window: u32 },
-}
-
-/// Answers a percentile hedge delay needs before its first hedge.
-pub const HEDGE_MIN_SAMPLES: u32 = 20;
 
 /// `policy.idempotency_key`: the caller sends a key with every attempt of a call, and the
 /// service remembers the calls it executed for `ttl`. A repeat of a call it remembers is
