@@ -27,6 +27,8 @@ use super::{
 /// memory grows with the count whatever `limits.max_in_flight` says (about 1.2 GB a replication
 /// in progress at the bound).
 pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
+/// The most replications a file may ask for.
+pub const MAX_REPLICATIONS: u64 = 1_000_000;
 /// Default number of attempts, including the first.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
@@ -297,11 +299,100 @@ impl Checker {
     }
 }
 
+/// The rules of the settings that belong to the whole file: `name` (where it is text), which
+/// names the output folder, and `replications`.
+pub(super) fn file_rules(name: Option<&str>, replications: u64, problems: &mut Vec<Problem>) {
+    if let Some(name) = name {
+        check_name(name, problems);
+    }
+    if replications == 0 || replications > MAX_REPLICATIONS {
+        problems.push(Problem::new(
+            "replications",
+            format!("must be between 1 and 1000000 (got {replications})"),
+        ));
+    }
+}
+
+/// `name` names the output folder: a plain folder name.
+fn check_name(name: &str, problems: &mut Vec<Problem>) {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !name.starts_with('.');
+    if !ok {
+        problems.push(Problem::new(
+            "name",
+            format!(
+                "must be a plain folder name of at most 100 letters, digits, '.', '_' and '-', not starting with '.' (got {}); it names the output folder",
+                quote(name)
+            ),
+        ));
+    }
+}
+
 /// Validates one merged scenario document (base, sweep value and variant patch applied).
 pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     let mut c = Checker::default();
     // Values that cannot be read are `None` here, and the rules that compare them with
     // others are skipped: one mistake, one message.
+    let (duration, max_time, bucket) = run_length(&mut c, raw);
+    let clients = clients(&mut c, &raw.clients);
+    let network = Network {
+        latency: raw
+            .network
+            .as_ref()
+            .and_then(|n| n.latency.as_ref())
+            .map_or(Dist::ZERO, |d| c.dist("network.latency", d)),
+    };
+    let services = services(&mut c, raw, duration);
+    let default_policy = RawPolicy::default();
+    let raw_policy = raw.policy.as_ref().unwrap_or(&default_policy);
+    let policy = policy(&mut c, "policy", raw_policy, Caller::Clients);
+    if let Some(entry) = services.first()
+        && matches!(entry.server.kind, ServerKind::Occ)
+    {
+        let to = if raw.services.is_some() {
+            quote(&entry.name)
+        } else {
+            "the server".to_string()
+        };
+        no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
+    }
+    let limits = limits(&mut c, raw.limits.as_ref());
+    closed_within_limits(&mut c, &clients, &limits);
+    drop_outages(&mut c, raw);
+    closed_against_breaker(&mut c, &clients, &policy);
+    if c.problems.is_empty() {
+        Ok(Scenario {
+            // Without a problem, every value was read.
+            duration: duration.unwrap_or_default(),
+            max_time,
+            bucket: bucket.unwrap_or_default(),
+            clients,
+            network,
+            services,
+            policy,
+            limits,
+        })
+    } else {
+        Err(c.problems)
+    }
+}
+
+/// `duration`, `max_time` and `metrics.bucket` (by default `duration` over
+/// [`DEFAULT_BUCKETS`]); `None` where one cannot be read.
+fn run_length(
+    c: &mut Checker,
+    raw: &RawScenario,
+) -> (
+    Option<SimDuration>,
+    Option<SimDuration>,
+    Option<SimDuration>,
+) {
     let duration = c.positive_duration("duration", &raw.duration);
     let max_time = raw.max_time.as_ref().and_then(|d| {
         let t = c.positive_duration("max_time", d)?;
@@ -329,37 +420,16 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    let clients = clients(&mut c, &raw.clients);
-    let network = Network {
-        latency: raw
-            .network
-            .as_ref()
-            .and_then(|n| n.latency.as_ref())
-            .map_or(Dist::ZERO, |d| c.dist("network.latency", d)),
-    };
-    let services = services(&mut c, raw, duration);
-    let default_policy = RawPolicy::default();
-    let raw_policy = raw.policy.as_ref().unwrap_or(&default_policy);
-    let policy = policy(&mut c, "policy", raw_policy, Caller::Clients);
-    if let Some(entry) = services.first()
-        && matches!(entry.server.kind, ServerKind::Occ)
-    {
-        let to = if raw.services.is_some() {
-            quote(&entry.name)
-        } else {
-            "the server".to_string()
-        };
-        no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
-    }
+    (duration, max_time, bucket)
+}
+
+/// `limits`, with their defaults.
+fn limits(c: &mut Checker, raw: Option<&RawLimits>) -> Limits {
     let limits = Limits {
         max_events: raw
-            .limits
-            .as_ref()
             .and_then(|l| l.max_events)
             .unwrap_or(Limits::DEFAULT_MAX_EVENTS),
         max_in_flight: raw
-            .limits
-            .as_ref()
             .and_then(|l| l.max_in_flight)
             .unwrap_or(Limits::DEFAULT_MAX_IN_FLIGHT),
     };
@@ -369,11 +439,16 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     if limits.max_in_flight == 0 {
         c.err("limits.max_in_flight", "must be at least 1 (got 0)");
     }
-    if matches!(clients.workload, Workload::Closed(_))
-        && !c.failed("clients.count")
-        && !c.failed("limits.max_in_flight")
-        && u64::from(clients.count) > limits.max_in_flight
-    {
+    limits
+}
+
+/// A closed workload keeps a request of every client in flight from the start: its client
+/// count is bounded by `limits.max_in_flight` and by memory.
+fn closed_within_limits(c: &mut Checker, clients: &Clients, limits: &Limits) {
+    if !matches!(clients.workload, Workload::Closed(_)) || c.failed("clients.count") {
+        return;
+    }
+    if !c.failed("limits.max_in_flight") && u64::from(clients.count) > limits.max_in_flight {
         c.err(
             "clients.count",
             format!(
@@ -382,10 +457,7 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    if matches!(clients.workload, Workload::Closed(_))
-        && !c.failed("clients.count")
-        && clients.count > MAX_CLOSED_CLIENTS
-    {
+    if !c.failed("clients.count") && clients.count > MAX_CLOSED_CLIENTS {
         c.err(
             "clients.count",
             format!(
@@ -394,7 +466,11 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             ),
         );
     }
-    drop_outages(&mut c, raw);
+}
+
+/// Under a breaker in mode "all", an endless closed workload without think time would start
+/// requests at one instant without end.
+fn closed_against_breaker(c: &mut Checker, clients: &Clients, policy: &Policy) {
     if let Workload::Closed(closed) = &clients.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
@@ -407,21 +483,6 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
             "clients.workload.closed.think_time",
             "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
         );
-    }
-    if c.problems.is_empty() {
-        Ok(Scenario {
-            // Without a problem, every value was read.
-            duration: duration.unwrap_or_default(),
-            max_time,
-            bucket: bucket.unwrap_or_default(),
-            clients,
-            network,
-            services,
-            policy,
-            limits,
-        })
-    } else {
-        Err(c.problems)
     }
 }
 
@@ -636,116 +697,20 @@ fn graph(
     }
     // Looked up, never iterated: the order of services is the file's.
     let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let entry = match entry {
-        Some(e) => {
-            let found = index.get(e).copied();
-            if found.is_none() {
-                c.err(
-                    "clients.entry",
-                    format!(
-                        "names no service (got {}){}",
-                        quote(e),
-                        name_hint(e, &names)
-                    ),
-                );
-            }
-            found
-        }
-        None if list.len() == 1 => Some(0),
-        None => {
-            c.err(
-                "clients.entry",
-                format!(
-                    "is required with more than one service: it names the service the clients call, one of {}",
-                    list_names(&names)
-                ),
-            );
-            None
-        }
-    };
+    let entry = entry_index(c, entry, &index, &names);
     // Built in file order, each call's `to` the index of its target in the file; the targets
     // of every call as written (`None` where `to` names no service), for the graph's rules.
     let mut services = Vec::with_capacity(list.len());
     let mut targets: Vec<Vec<Option<usize>>> = Vec::with_capacity(list.len());
+    let known = Known {
+        list,
+        names: &names,
+        index: &index,
+    };
     for (name, raw) in list {
-        let at = service_path(name);
-        let server = server(c, &at, &raw.server(), duration);
-        let raw_calls = raw.calls.as_deref().unwrap_or_default();
-        if matches!(server.kind, ServerKind::Occ) {
-            if !raw_calls.is_empty() {
-                c.err(
-                    &format!("{at}.calls"),
-                    "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
-                );
-            }
-            if raw.call_mode.is_some() {
-                c.err(
-                    &format!("{at}.call_mode"),
-                    "applies to a service that makes calls; a service of kind \"occ\" makes none",
-                );
-            }
-        }
-        if raw_calls.len() > MAX_CALLS {
-            c.err(
-                &format!("{at}.calls"),
-                format!(
-                    "has {} calls, more than the {MAX_CALLS} a service may make",
-                    raw_calls.len()
-                ),
-            );
-        }
-        let mut calls = Vec::with_capacity(raw_calls.len());
-        let mut to_of = Vec::with_capacity(raw_calls.len());
-        let mut fractions = Vec::with_capacity(raw_calls.len());
-        for (k, call) in raw_calls.iter().enumerate() {
-            let p = format!("{at}.calls[{k}]");
-            let to = index.get(call.to.as_str()).copied();
-            if to.is_none() {
-                c.err(
-                    &format!("{p}.to"),
-                    format!(
-                        "names no service (got {}){}",
-                        quote(&call.to),
-                        name_hint(&call.to, &names)
-                    ),
-                );
-            }
-            let fraction = call.fraction.unwrap_or(1.0);
-            if !(fraction > 0.0 && fraction <= 1.0) {
-                c.err(
-                    &format!("{p}.fraction"),
-                    format!(
-                        "must be above 0 and at most 1 (got {}): it is the share of the caller's attempts that make this call",
-                        num(fraction)
-                    ),
-                );
-            }
-            let default_policy = RawPolicy::default();
-            let raw_policy = call.policy.as_ref().unwrap_or(&default_policy);
-            let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
-            if let Some(t) = to
-                && list[t].1.kind == Some(RawServerKind::Occ)
-            {
-                no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
-            }
-            if let Some(to) = to {
-                calls.push(Call {
-                    to,
-                    fraction,
-                    policy,
-                });
-            }
-            to_of.push(to);
-            fractions.push(fraction);
-        }
-        routes(c, &at, &fractions);
+        let (service, to_of) = service(c, &known, name, raw, duration);
         targets.push(to_of);
-        services.push(Service {
-            name: name.clone(),
-            server,
-            calls,
-            parallel: raw.call_mode == Some(RawCallMode::Parallel),
-        });
+        services.push(service);
     }
     cycles(c, &names, &targets);
     // A call whose `to` names no service may have been meant for the one it leaves uncalled:
@@ -755,12 +720,150 @@ fn graph(
     {
         never_called(c, &names, &targets, entry);
     }
-    // The entry first, then the others in file order; each call follows its target.
-    let entry = entry.unwrap_or(0);
+    entry_first(services, entry.unwrap_or(0))
+}
+
+/// The index in the file of the service `clients.entry` names; without one, the only service.
+fn entry_index(
+    c: &mut Checker,
+    entry: Option<&str>,
+    index: &HashMap<&str, usize>,
+    names: &[&str],
+) -> Option<usize> {
+    match entry {
+        Some(e) => {
+            let found = index.get(e).copied();
+            if found.is_none() {
+                c.err(
+                    "clients.entry",
+                    format!("names no service (got {}){}", quote(e), name_hint(e, names)),
+                );
+            }
+            found
+        }
+        None if names.len() == 1 => Some(0),
+        None => {
+            c.err(
+                "clients.entry",
+                format!(
+                    "is required with more than one service: it names the service the clients call, one of {}",
+                    list_names(names)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The services of a call graph as written, for looking up a call's target.
+struct Known<'a> {
+    list: &'a [(String, RawService)],
+    names: &'a [&'a str],
+    /// Each name's index in the file.
+    index: &'a HashMap<&'a str, usize>,
+}
+
+/// Service `name` with its calls (each `to` the index of its target in the file), and the
+/// target of every call as written (`None` where `to` names no service).
+fn service(
+    c: &mut Checker,
+    known: &Known,
+    name: &str,
+    raw: &RawService,
+    duration: Option<SimDuration>,
+) -> (Service, Vec<Option<usize>>) {
+    let at = service_path(name);
+    let server = server(c, &at, &raw.server(), duration);
+    let raw_calls = raw.calls.as_deref().unwrap_or_default();
+    if matches!(server.kind, ServerKind::Occ) {
+        if !raw_calls.is_empty() {
+            c.err(
+                &format!("{at}.calls"),
+                "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
+            );
+        }
+        if raw.call_mode.is_some() {
+            c.err(
+                &format!("{at}.call_mode"),
+                "applies to a service that makes calls; a service of kind \"occ\" makes none",
+            );
+        }
+    }
+    if raw_calls.len() > MAX_CALLS {
+        c.err(
+            &format!("{at}.calls"),
+            format!(
+                "has {} calls, more than the {MAX_CALLS} a service may make",
+                raw_calls.len()
+            ),
+        );
+    }
+    let mut calls = Vec::with_capacity(raw_calls.len());
+    let mut to_of = Vec::with_capacity(raw_calls.len());
+    let mut fractions = Vec::with_capacity(raw_calls.len());
+    for (k, raw_call) in raw_calls.iter().enumerate() {
+        let (to, fraction, policy) = call(c, known, &format!("{at}.calls[{k}]"), raw_call);
+        if let Some(to) = to {
+            calls.push(Call {
+                to,
+                fraction,
+                policy,
+            });
+        }
+        to_of.push(to);
+        fractions.push(fraction);
+    }
+    routes(c, &at, &fractions);
+    let service = Service {
+        name: name.to_string(),
+        server,
+        calls,
+        parallel: raw.call_mode == Some(RawCallMode::Parallel),
+    };
+    (service, to_of)
+}
+
+/// One call at `p`: its target's index in the file (`None` where `to` names no service), its
+/// fraction and its policy.
+fn call(c: &mut Checker, known: &Known, p: &str, call: &RawCall) -> (Option<usize>, f64, Policy) {
+    let to = known.index.get(call.to.as_str()).copied();
+    if to.is_none() {
+        c.err(
+            &format!("{p}.to"),
+            format!(
+                "names no service (got {}){}",
+                quote(&call.to),
+                name_hint(&call.to, known.names)
+            ),
+        );
+    }
+    let fraction = call.fraction.unwrap_or(1.0);
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        c.err(
+            &format!("{p}.fraction"),
+            format!(
+                "must be above 0 and at most 1 (got {}): it is the share of the caller's attempts that make this call",
+                num(fraction)
+            ),
+        );
+    }
+    let default_policy = RawPolicy::default();
+    let raw_policy = call.policy.as_ref().unwrap_or(&default_policy);
+    let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
+    if let Some(t) = to
+        && known.list[t].1.kind == Some(RawServerKind::Occ)
+    {
+        no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
+    }
+    (to, fraction, policy)
+}
+
+/// The services with `entry` first and the others in file order; each call follows its target.
+fn entry_first(services: Vec<Service>, entry: usize) -> Vec<Service> {
     let order: Vec<usize> = std::iter::once(entry)
-        .chain((0..list.len()).filter(|&i| i != entry))
+        .chain((0..services.len()).filter(|&i| i != entry))
         .collect();
-    let mut position = vec![0; list.len()];
+    let mut position = vec![0; services.len()];
     for (p, &i) in order.iter().enumerate() {
         position[i] = p;
     }
@@ -1199,7 +1302,51 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
         .and_then(|d| c.positive_duration(&format!("{at}.deadline"), d));
     let default_retry = RawRetry::default();
     let retry = raw.retry.as_ref().unwrap_or(&default_retry);
-    let max_attempts = match retry.max_attempts {
+    let max_attempts = max_attempts(c, at, retry.max_attempts);
+    let retry_on = retry_on(c, at, retry.retry_on.as_deref());
+    let backoff = backoff(c, at, retry.backoff.as_ref());
+    let bulkhead = raw.bulkhead.as_ref().map(|b| bulkhead(c, at, b));
+    let fallback = raw.fallback.as_ref().map(|f| {
+        f.latency
+            .as_ref()
+            .map_or(Dist::ZERO, |d| c.dist(&format!("{at}.fallback.latency"), d))
+    });
+    if caller == Caller::Clients {
+        clients_policy_keys(c, at, raw);
+    }
+    Policy {
+        timeout,
+        deadline,
+        budget: raw.budget.as_ref().map(|b| budget(c, at, b, caller)),
+        breaker: raw.breaker.as_ref().map(|b| breaker(c, at, b, caller)),
+        retry: RetryPolicy {
+            max_attempts,
+            retry_on,
+            backoff,
+            retry_after: match retry.retry_after {
+                Some(RawRetryAfter::Ignore) => RetryAfter::Ignore,
+                _ => RetryAfter::Honor,
+            },
+        },
+        bulkhead,
+        fallback,
+        propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
+        hedge: raw.hedge.as_ref().map(|h| hedge(c, at, h)),
+        idempotent: raw.idempotent.unwrap_or(true),
+        idempotency_key: raw
+            .idempotency_key
+            .as_ref()
+            .and_then(|k| idempotency_key(c, at, k)),
+        adaptive_throttle: raw
+            .adaptive_throttle
+            .as_ref()
+            .and_then(|t| adaptive_throttle(c, at, t)),
+    }
+}
+
+/// `retry.max_attempts` of the policy `at`: `None` for unlimited.
+fn max_attempts(c: &mut Checker, at: &str, raw: Option<Count>) -> Option<u32> {
+    match raw {
         None => Some(DEFAULT_MAX_ATTEMPTS),
         Some(Count::Unlimited(_)) => None,
         Some(Count::Finite(0)) => {
@@ -1219,8 +1366,12 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
             None
         }
         Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
-    };
-    let retry_on = match &retry.retry_on {
+    }
+}
+
+/// `retry.retry_on` of the policy `at`.
+fn retry_on(c: &mut Checker, at: &str, raw: Option<&[RawAttemptOutcome]>) -> OutcomeSet {
+    match raw {
         None => OutcomeSet::default_retryable(),
         Some(list) => {
             for (i, o) in list.iter().enumerate() {
@@ -1236,8 +1387,12 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
             }
             list.iter().map(|o| attempt_outcome(*o)).collect()
         }
-    };
-    let backoff = match &retry.backoff {
+    }
+}
+
+/// `retry.backoff` of the policy `at`.
+fn backoff(c: &mut Checker, at: &str, raw: Option<&RawBackoff>) -> Backoff {
+    match raw {
         None | Some(RawBackoff::None(_)) => Backoff::None,
         Some(RawBackoff::Exponential(e)) => {
             let p = format!("{at}.retry.backoff");
@@ -1280,54 +1435,22 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
                 jitter,
             )
         }
-    };
-    let bulkhead = raw.bulkhead.as_ref().map(|b| bulkhead(c, at, b));
-    let fallback = raw.fallback.as_ref().map(|f| {
-        f.latency
-            .as_ref()
-            .map_or(Dist::ZERO, |d| c.dist(&format!("{at}.fallback.latency"), d))
-    });
-    if caller == Caller::Clients {
-        if raw.bulkhead.is_some() {
-            c.err(
+    }
+}
+
+/// The keys of a policy that apply only to calls between services, refused in the clients'.
+fn clients_policy_keys(c: &mut Checker, at: &str, raw: &RawPolicy) {
+    if raw.bulkhead.is_some() {
+        c.err(
                 &format!("{at}.bulkhead"),
                 "applies to calls between services; the clients call the entry service without one: set it in a call's policy, services.<name>.calls[i].policy.bulkhead",
             );
-        }
-        if raw.propagate_deadline.is_some() {
-            c.err(
+    }
+    if raw.propagate_deadline.is_some() {
+        c.err(
                 &format!("{at}.propagate_deadline"),
                 "applies to calls between services; the clients have no caller whose wait could bound their deadline: remove it (policy.deadline sets the clients' deadline), or set it in a call's policy",
             );
-        }
-    }
-    Policy {
-        timeout,
-        deadline,
-        budget: raw.budget.as_ref().map(|b| budget(c, at, b, caller)),
-        breaker: raw.breaker.as_ref().map(|b| breaker(c, at, b, caller)),
-        retry: RetryPolicy {
-            max_attempts,
-            retry_on,
-            backoff,
-            retry_after: match retry.retry_after {
-                Some(RawRetryAfter::Ignore) => RetryAfter::Ignore,
-                _ => RetryAfter::Honor,
-            },
-        },
-        bulkhead,
-        fallback,
-        propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
-        hedge: raw.hedge.as_ref().map(|h| hedge(c, at, h)),
-        idempotent: raw.idempotent.unwrap_or(true),
-        idempotency_key: raw
-            .idempotency_key
-            .as_ref()
-            .and_then(|k| idempotency_key(c, at, k)),
-        adaptive_throttle: raw
-            .adaptive_throttle
-            .as_ref()
-            .and_then(|t| adaptive_throttle(c, at, t)),
     }
 }
 
