@@ -387,10 +387,11 @@ impl<'a> PointCheck<'a> {
     fn variants(mut self, variants: &[(usize, String, Value)], found: &mut Found) -> Vec<Variant> {
         let mut point_variants = Vec::with_capacity(variants.len());
         for (i, vname, patch) in variants {
-            if let Some(scenario) = self.variant(*i, vname, patch, found) {
+            if let Some((scenario, resolved)) = self.variant(*i, vname, patch, found) {
                 point_variants.push(Variant {
                     name: vname.clone(),
                     scenario,
+                    resolved,
                 });
             }
         }
@@ -414,7 +415,7 @@ impl<'a> PointCheck<'a> {
         vname: &str,
         patch: &Value,
         found: &mut Found,
-    ) -> Option<super::Scenario> {
+    ) -> Option<(super::Scenario, RawScenario)> {
         let merged = if patch.as_object().is_some_and(|p| p.is_empty()) {
             std::borrow::Cow::Borrowed(self.base)
         } else {
@@ -448,7 +449,7 @@ impl<'a> PointCheck<'a> {
             return None;
         }
         match check(&merged) {
-            Ok(scenario) => Some(scenario),
+            Ok(checked) => Some(checked),
             Err(problems) => {
                 let shared: Vec<bool> = {
                     let at_point = self.base_problems(found);
@@ -754,11 +755,12 @@ fn json_len(v: &Value) -> usize {
     count.0
 }
 
-/// Deserializes and validates one merged document.
-fn check(doc: &Value) -> Result<super::Scenario, Vec<Problem>> {
+/// Deserializes and validates one merged document: the scenario, and the document as read
+/// with every default filled in.
+fn check(doc: &Value) -> Result<(super::Scenario, RawScenario), Vec<Problem>> {
     match serde_path_to_error::deserialize::<_, RawScenario>(doc) {
         Err(e) => Err(vec![unreadable(&e)]),
-        Ok(raw) => validate(&raw),
+        Ok(mut raw) => validate(&mut raw).map(|scenario| (scenario, raw)),
     }
 }
 
