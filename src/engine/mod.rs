@@ -10,5 +10,5 @@ pub mod rng;
 pub mod time;
 
 pub use queue::{EventQueue, Ticket};
-pub use rng::{Purpose, Streams};
+pub use rng::Streams;
 pub use time::{SimDuration, SimTime};

@@ -1,69 +1,32 @@
-//! Seeded random streams, one per purpose.
+//! Seeded random streams, handed out by number.
 //!
 //! Every replication of every variant draws from the same set of PCG streams, derived from the
-//! scenario seed and the replication index only. Each purpose (arrivals, network, service,
-//! failures, jitter, for call graphs routes and fallbacks, adaptive throttling's rejections) has
-//! its own stream, so a variant that changes the retry policy still meets the same arrivals
-//! and the same service times: common random numbers. Nothing here seeds from entropy.
+//! scenario seed and the replication index only; a stream is then picked by its id. The engine
+//! gives the ids no meaning: the model names them (`crate::model::streams`), one per purpose, so
+//! a variant that changes the retry policy still meets the same arrivals and the same service
+//! times (common random numbers). Nothing here seeds from entropy.
 
 use rand_pcg::Pcg64;
 
-/// What a random stream is used for. Each purpose is a separate PCG stream.
+/// The random streams of one replication: one PCG stream for every id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// Arrival times, client choice, think times, start spread, request classes.
-    Arrivals = 0,
-    /// One-way network delays.
-    Network = 1,
-    /// Service times.
-    Service = 2,
-    /// Error draws at the server.
-    Failures = 3,
-    /// Backoff jitter.
-    Jitter = 4,
-    /// Call graphs: the route a request takes, bad calls to downstream services.
-    Routes = 5,
-    /// Call graphs: fallback latencies.
-    Fallbacks = 6,
-    /// Adaptive throttling: a client's local rejections.
-    Throttle = 7,
-}
-
-/// The random streams of one replication.
 pub struct Streams {
-    /// Arrival times, client choice, think times, start spread, request classes.
-    pub arrivals: Pcg64,
-    /// One-way network delays.
-    pub network: Pcg64,
-    /// Service times.
-    pub service: Pcg64,
-    /// Error draws at the server.
-    pub failures: Pcg64,
-    /// Backoff jitter.
-    pub jitter: Pcg64,
-    /// Call graphs: the route a request takes, bad calls to downstream services.
-    pub routes: Pcg64,
-    /// Call graphs: fallback latencies.
-    pub fallbacks: Pcg64,
-    /// Adaptive throttling: a client's local rejections.
-    pub throttle: Pcg64,
+    /// The PCG state every stream of the replication starts from.
+    state: u128,
 }
 
 impl Streams {
     /// The streams of replication `replication` (0-based) under scenario seed `seed`.
     pub fn new(seed: u64, replication: u64) -> Self {
-        let state = replication_state(seed, replication);
-        let stream = |p: Purpose| Pcg64::new(state, p as u128);
         Streams {
-            arrivals: stream(Purpose::Arrivals),
-            network: stream(Purpose::Network),
-            service: stream(Purpose::Service),
-            failures: stream(Purpose::Failures),
-            jitter: stream(Purpose::Jitter),
-            routes: stream(Purpose::Routes),
-            fallbacks: stream(Purpose::Fallbacks),
-            throttle: stream(Purpose::Throttle),
+            state: replication_state(seed, replication),
         }
+    }
+
+    /// Stream `id`, from its start: the same id always gives the same numbers, and two ids
+    /// give unrelated ones.
+    pub fn stream(&self, id: u64) -> Pcg64 {
+        Pcg64::new(self.state, u128::from(id))
     }
 }
 
@@ -88,16 +51,24 @@ mod tests {
     use rand::Rng;
 
     #[test]
-    fn same_seed_same_streams_and_purposes_differ() {
-        let mut a = Streams::new(7, 3);
-        let mut b = Streams::new(7, 3);
-        assert_eq!(a.service.next_u64(), b.service.next_u64());
-        let mut c = Streams::new(7, 3);
-        assert_ne!(c.service.next_u64(), c.network.next_u64());
-        let mut d = Streams::new(7, 4);
+    fn same_seed_same_streams_and_ids_differ() {
+        let (a, b) = (Streams::new(7, 3), Streams::new(7, 3));
+        assert_eq!(a.stream(2).next_u64(), b.stream(2).next_u64());
+        assert_ne!(a.stream(2).next_u64(), a.stream(1).next_u64());
         assert_ne!(
-            Streams::new(7, 3).arrivals.next_u64(),
-            d.arrivals.next_u64()
+            Streams::new(7, 3).stream(0).next_u64(),
+            Streams::new(7, 4).stream(0).next_u64()
+        );
+    }
+
+    /// A stream is the PCG stream of its id over the replication's state, as it always was:
+    /// a change here would change every run.
+    #[test]
+    fn a_stream_is_pcg_over_the_replication_state() {
+        let state = replication_state(7, 3);
+        assert_eq!(
+            Streams::new(7, 3).stream(5).next_u64(),
+            Pcg64::new(state, 5).next_u64()
         );
     }
 }

@@ -3,11 +3,25 @@
 //!
 //! Plain state machines over integer nanoseconds: the driver tells them of answers and calls
 //! and asks them for a delay or a permit; they schedule nothing and draw nothing.
-//!
-//! [`HedgeDelay`]: crate::scenario::HedgeDelay
 
 use crate::engine::SimDuration;
-use crate::scenario::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
+
+/// Hedges a hedge budget lets through in a burst: the most its bucket holds.
+pub const HEDGE_BUDGET_BURST: f64 = 10.0;
+
+/// How long an attempt goes unanswered on an edge before its next hedge (`policy.hedge.delay`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HedgeDelay {
+    /// A fixed delay (> 0).
+    Fixed(SimDuration),
+    /// The `quantile` (in (0, 1)) of the latencies of the last `window` attempts answered
+    /// on the call edge (`"p95"`: 0.95). No hedge is sent before the edge has seen
+    /// [`HEDGE_MIN_SAMPLES`] answers.
+    Percentile { quantile: f64, window: u32 },
+}
+
+/// Answers a percentile hedge delay needs before its first hedge.
+pub const HEDGE_MIN_SAMPLES: u32 = 20;
 
 /// The latencies of the last `window` attempts answered on an edge, and the quantile of them
 /// that a percentile delay waits. The quantile is recomputed after every `window / 16` new

@@ -2,7 +2,8 @@
 //! backoff schedules, retry budgets, circuit breakers, bulkheads, hedging's timers and budget,
 //! client-side adaptive throttles,
 //! idempotency key stores, fault windows, a server's
-//! admission rate limit and the servers (the `queue` server and the `occ` row).
+//! admission rate limit and the servers (the `queue` server and the `occ` row), and the random
+//! streams each purpose draws from.
 //!
 //! Every function here takes validated values and the current time; none of them checks ranges
 //! again, reads a clock, or does I/O. The driver (`crate::sim`) owns the event loop and
@@ -20,6 +21,7 @@ pub mod occ;
 pub mod outcome;
 pub mod rate_limit;
 pub mod server;
+pub mod streams;
 pub mod throttle;
 pub mod workload;
 pub mod ziggurat;
@@ -30,7 +32,9 @@ pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
 pub use bulkhead::Bulkhead;
 pub use dist::Dist;
 pub use fault::{Fault, FaultEffect, Faults, Outage};
-pub use hedge::{HedgeBudget, HedgeTimer, LatencyWindow};
+pub use hedge::{
+    HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeBudget, HedgeDelay, HedgeTimer, LatencyWindow,
+};
 pub use idempotency::{KeyStore, Lookup};
 pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};

@@ -16,7 +16,7 @@ use super::error::{Problem, ScenarioError, cut, quote, short};
 use super::locate::{Place, locate};
 use super::schema::{RawScenario, RawSweep, RawVariant};
 use super::shape::{self, Step, parse, show};
-use super::validate::{name_hint, validate};
+use super::validate::{file_rules, name_hint, validate};
 use super::{Axis, Experiment, Point, Sweep, Variant};
 
 /// Settings given on the command line that override the file.
@@ -97,121 +97,19 @@ pub fn load_str(
         file: file.to_string(),
         problems: found.finish(text),
     };
-
-    // The file as written.
-    let written = shape::check(&doc);
-    for p in &written {
-        let place = (p.at.clone(), p.at_key);
-        found.add(Problem::new(show(&p.path), &p.message), "", Some(place));
-    }
-    if written.is_empty()
-        && let Err(e) = serde_path_to_error::deserialize::<_, RawScenario>(&doc)
-    {
-        found.add(unreadable(&e), "", None);
-    }
+    let written = check_written(&doc, &mut found);
     if !doc.is_object() {
         return Err(invalid(found));
     }
-    let written: HashSet<(String, String)> = written
-        .into_iter()
-        .map(|p| (show(&p.path), p.message))
-        .collect();
 
     // File-level settings, each read where its shape is right (else its problem is listed).
     let mut problems = Vec::new();
-    if let Some(seed) = options.seed {
-        doc["seed"] = seed.into();
-    }
-    if let Some(r) = options.replications {
-        doc["replications"] = r.into();
-    }
-    let name = doc
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if doc.get("name").is_some_and(Value::is_string) {
-        check_name(&name, &mut problems);
-    }
-    let description = doc
-        .get("description")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let seed = doc.get("seed").and_then(Value::as_u64).unwrap_or(1);
-    let replications = doc.get("replications").and_then(Value::as_u64).unwrap_or(1);
-    if replications == 0 || replications > 1_000_000 {
-        problems.push(Problem::new(
-            "replications",
-            format!("must be between 1 and 1000000 (got {replications})"),
-        ));
-    }
-    let raw_sweep = doc.get("sweep").and_then(|s| RawSweep::deserialize(s).ok());
-    let mut sweep = match &options.sweep {
-        Some(s) => Some(s.clone()),
-        None => raw_sweep.map(|s| {
-            let mut sweep = Sweep::new(s.path.clone(), s.values.clone());
-            if let Some(label) = &s.label {
-                check_label("sweep.label", label, &mut problems);
-                sweep = sweep.with_label(label.trim());
-            }
-            match &s.second {
-                Some(second) => {
-                    let mut axis = Axis::new(second.path.clone(), second.values.clone());
-                    if let Some(label) = &second.label {
-                        check_label("sweep.second.label", label, &mut problems);
-                        axis = axis.with_label(label.trim());
-                    }
-                    sweep.with_second(axis)
-                }
-                None => sweep,
-            }
-        }),
-    };
-    let mut expand = true;
-    if let Some(s) = &mut sweep {
-        s.base_value = get_path(&doc, &s.path).cloned();
-        if let Some(second) = &mut s.second {
-            second.base_value = get_path(&doc, &second.path).cloned();
-        }
-        expand &= check_sweep(s, &mut problems);
-        expand &= check_service_in_path("sweep", &s.path, &doc, &mut problems);
-        if let Some(second) = &s.second {
-            expand &= check_service_in_path("sweep.second", &second.path, &doc, &mut problems);
-        }
-    }
-    // The variants to build: (index in the file, name, patch). One whose entry or patch
-    // has the wrong shape is left out; its problem is listed.
-    let variants: Vec<(usize, String, Value)> = match doc.get("variants") {
-        None | Some(Value::Null) => vec![(0, "baseline".into(), Value::Object(Default::default()))],
-        Some(Value::Array(list)) => {
-            if list.is_empty() {
-                problems.push(Problem::new(
-                    "variants",
-                    "must list at least one variant, or be left out for a single \"baseline\"",
-                ));
-            }
-            let mut names = HashMap::new();
-            let mut usable = Vec::new();
-            for (i, entry) in list.iter().enumerate() {
-                let Ok(v) = RawVariant::deserialize(entry) else {
-                    continue;
-                };
-                check_variant(i, &v.name, &v.patch, &mut names, &mut problems);
-                if let Some(s) = &sweep {
-                    let from_command_line = options.sweep.is_some();
-                    check_sweep_against_patch(s, from_command_line, i, &v, &mut problems);
-                }
-                match v.patch {
-                    // A variant without a patch (or with `null`) is the base scenario itself.
-                    Value::Null => usable.push((i, v.name, Value::Object(Default::default()))),
-                    patch @ Value::Object(_) => usable.push((i, v.name, patch)),
-                    _ => {}
-                }
-            }
-            usable
-        }
-        Some(_) => Vec::new(),
-    };
+    let head = FileSettings::read(&mut doc, options, &mut problems);
+    let mut sweep = read_sweep(&doc, options, &mut problems);
+    let mut expand = sweep
+        .as_mut()
+        .is_none_or(|s| sweep_is_usable(s, &doc, &mut problems));
+    let variants = read_variants(&doc, sweep.as_ref(), options, &mut problems);
 
     // The base document without the file-level keys, as variants and sweeps patch it.
     if let Value::Object(map) = &mut doc {
@@ -235,150 +133,398 @@ pub fn load_str(
     let values = sweep.as_ref().map_or(vec![(None, None)], sweep_points);
     let mut points = Vec::with_capacity(values.len());
     for (k, (value, second_value)) in values.iter().enumerate() {
-        let mut base = doc.clone();
-        // Each swept setting with its value, the key that names it and where it is written.
-        let mut settings = Vec::new();
-        if let (Some(v), Some(s)) = (value, &sweep) {
-            let i = k / s.second.as_ref().map_or(1, |a| a.values.len().max(1));
-            settings.push(Setting {
-                key: "sweep.path",
-                path: &s.path,
-                value: v,
-                place: options
-                    .sweep
-                    .is_none()
-                    .then(|| (parse(&format!("sweep.values[{i}]")), false)),
-            });
-        }
-        if let (Some(v), Some(second)) =
-            (second_value, sweep.as_ref().and_then(|s| s.second.as_ref()))
-        {
-            let j = k % second.values.len().max(1);
-            settings.push(Setting {
-                key: "sweep.second.path",
-                path: &second.path,
-                value: v,
-                place: options
-                    .sweep
-                    .is_none()
-                    .then(|| (parse(&format!("sweep.second.values[{j}]")), false)),
-            });
-        }
-        let mut placed = true;
-        for s in &settings {
-            if let Err(message) = set_path(&mut base, s.path, s.value.clone()) {
-                let place = options.sweep.is_none().then(|| (parse(s.key), false));
-                found.add(Problem::new(s.key, message), "", place);
-                placed = false;
-            }
-        }
-        if !placed {
+        let settings = point_settings(k, value, second_value, sweep.as_ref(), options);
+        let Some(base) = base_at(&doc, &settings, options, &mut found) else {
             continue;
-        }
-        let context = if settings.is_empty() {
-            String::new()
-        } else {
-            let pairs: Vec<String> = settings
-                .iter()
-                .map(|s| format!("{} = {}", cut_path(s.path), short(s.value)))
-                .collect();
-            format!("with {}", pairs.join(", "))
         };
-        // The base's own problems at this point, checked once a variant has one.
-        let mut at_point: Option<BaseProblems> = None;
-        let mut point_variants = Vec::with_capacity(variants.len());
-        for (i, vname, patch) in &variants {
-            let merged = if patch.as_object().is_some_and(|p| p.is_empty()) {
-                std::borrow::Cow::Borrowed(&base)
-            } else {
-                let mut merged = base.clone();
-                merge(&mut merged, patch);
-                std::borrow::Cow::Owned(merged)
-            };
-            // A variant's problem names the sweep values only where a swept setting holds
-            // it: the same mistake in a patch is one problem, not one per sweep point.
-            let variant = format!("in variants[{i}] {}", quote(vname));
-            let blame = |path: &str| {
-                if settings.iter().any(|s| covers(s.path, path)) {
-                    format!("{variant} {context}")
-                } else {
-                    variant.clone()
-                }
-            };
-            // Where the patch writes `at`, if it does.
-            let in_patch = |at: &[Step], key: bool| {
-                get_steps(patch, at).map(|_| {
-                    let mut place = vec![
-                        Step::Key("variants".into()),
-                        Step::Index(*i),
-                        Step::Key("patch".into()),
-                    ];
-                    place.extend_from_slice(at);
-                    (place, key)
-                })
-            };
-            let merged_shape = shape::check(&merged);
-            if !merged_shape.is_empty() {
-                let at_point = at_point.get_or_insert_with(|| {
-                    BaseProblems::find(&base, &written, &settings, &context, &mut found)
-                });
-                for p in merged_shape {
-                    let key = (show(&p.path), p.message);
-                    if !written.contains(&key) && !at_point.shape.contains(&key) {
-                        let place = in_patch(&p.at, p.at_key);
-                        let blame = blame(&key.0);
-                        found.add(Problem::new(key.0, key.1), &blame, place);
-                    }
-                }
-                continue;
-            }
-            match check(&merged) {
-                Ok(scenario) => point_variants.push(Variant {
-                    name: vname.clone(),
-                    scenario,
-                }),
-                Err(problems) => {
-                    let at_point = at_point.get_or_insert_with(|| {
-                        BaseProblems::find(&base, &written, &settings, &context, &mut found)
-                    });
-                    for p in problems {
-                        if at_point.rules.contains(&p) {
-                            match settings.iter().find(|s| covers(s.path, &p.path)) {
-                                Some(s) => {
-                                    let place = s.place.clone();
-                                    found.add(p, &context, place);
-                                }
-                                None => {
-                                    let place = Some((parse(&p.path), false));
-                                    found.add(p, "", place);
-                                }
-                            }
-                        } else {
-                            let place = in_patch(&parse(&p.path), false);
-                            let blame = blame(&p.path);
-                            found.add(p, &blame, place);
-                        }
-                    }
-                }
-            }
-        }
+        let context = point_context(&settings);
+        let point = PointCheck {
+            base: &base,
+            settings: &settings,
+            context: &context,
+            written: &written,
+            at_point: None,
+        };
         points.push(Point {
             value: value.clone(),
             second_value: second_value.clone(),
-            variants: point_variants,
+            variants: point.variants(&variants, &mut found),
         });
     }
     if !found.is_empty() {
         return Err(invalid(found));
     }
     Ok(Experiment {
-        name,
-        description,
-        seed,
-        replications: replications as u32,
+        name: head.name,
+        description: head.description,
+        seed: head.seed,
+        replications: head.replications as u32,
         sweep,
         points,
     })
+}
+
+/// The shape problems of the file as written, each listed in `found` (and, where the shape
+/// walk passed, what serde still refuses), as (path, message) pairs.
+fn check_written(doc: &Value, found: &mut Found) -> HashSet<(String, String)> {
+    let written = shape::check(doc);
+    for p in &written {
+        let place = (p.at.clone(), p.at_key);
+        found.add(Problem::new(show(&p.path), &p.message), "", Some(place));
+    }
+    if written.is_empty()
+        && let Err(e) = serde_path_to_error::deserialize::<_, RawScenario>(doc)
+    {
+        found.add(unreadable(&e), "", None);
+    }
+    written
+        .into_iter()
+        .map(|p| (show(&p.path), p.message))
+        .collect()
+}
+
+/// The settings that belong to the whole file, with the command line's overrides.
+struct FileSettings {
+    name: String,
+    description: Option<String>,
+    seed: u64,
+    replications: u64,
+}
+
+impl FileSettings {
+    /// Reads them from `doc` (writing the command line's seed and replications into it, as
+    /// the variants see them) and checks their rules.
+    fn read(doc: &mut Value, options: &LoadOptions, problems: &mut Vec<Problem>) -> Self {
+        if let Some(seed) = options.seed {
+            doc["seed"] = seed.into();
+        }
+        if let Some(r) = options.replications {
+            doc["replications"] = r.into();
+        }
+        let name = doc.get("name").and_then(Value::as_str);
+        let replications = doc.get("replications").and_then(Value::as_u64).unwrap_or(1);
+        file_rules(name, replications, problems);
+        FileSettings {
+            name: name.unwrap_or_default().to_string(),
+            description: doc
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            seed: doc.get("seed").and_then(Value::as_u64).unwrap_or(1),
+            replications,
+        }
+    }
+}
+
+/// The sweep: the command line's, else the file's, with each label checked.
+fn read_sweep(doc: &Value, options: &LoadOptions, problems: &mut Vec<Problem>) -> Option<Sweep> {
+    if let Some(s) = &options.sweep {
+        return Some(s.clone());
+    }
+    let s = doc
+        .get("sweep")
+        .and_then(|s| RawSweep::deserialize(s).ok())?;
+    let mut sweep = Sweep::new(s.path.clone(), s.values.clone());
+    if let Some(label) = &s.label {
+        check_label("sweep.label", label, problems);
+        sweep = sweep.with_label(label.trim());
+    }
+    Some(match &s.second {
+        Some(second) => {
+            let mut axis = Axis::new(second.path.clone(), second.values.clone());
+            if let Some(label) = &second.label {
+                check_label("sweep.second.label", label, problems);
+                axis = axis.with_label(label.trim());
+            }
+            sweep.with_second(axis)
+        }
+        None => sweep,
+    })
+}
+
+/// Records the values the scenario itself has at the swept paths, and checks the sweep's
+/// rules: whether its points can be expanded.
+fn sweep_is_usable(s: &mut Sweep, doc: &Value, problems: &mut Vec<Problem>) -> bool {
+    s.base_value = get_path(doc, &s.path).cloned();
+    if let Some(second) = &mut s.second {
+        second.base_value = get_path(doc, &second.path).cloned();
+    }
+    let mut usable = check_sweep(s, problems);
+    usable &= check_service_in_path("sweep", &s.path, doc, problems);
+    if let Some(second) = &s.second {
+        usable &= check_service_in_path("sweep.second", &second.path, doc, problems);
+    }
+    usable
+}
+
+/// The variants to build: (index in the file, name, patch). One whose entry or patch has the
+/// wrong shape is left out; its problem is listed.
+fn read_variants(
+    doc: &Value,
+    sweep: Option<&Sweep>,
+    options: &LoadOptions,
+    problems: &mut Vec<Problem>,
+) -> Vec<(usize, String, Value)> {
+    let list = match doc.get("variants") {
+        None | Some(Value::Null) => {
+            return vec![(0, "baseline".into(), Value::Object(Default::default()))];
+        }
+        Some(Value::Array(list)) => list,
+        Some(_) => return Vec::new(),
+    };
+    if list.is_empty() {
+        problems.push(Problem::new(
+            "variants",
+            "must list at least one variant, or be left out for a single \"baseline\"",
+        ));
+    }
+    let mut names = HashMap::new();
+    let mut usable = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let Ok(v) = RawVariant::deserialize(entry) else {
+            continue;
+        };
+        check_variant(i, &v.name, &v.patch, &mut names, problems);
+        if let Some(s) = sweep {
+            let from_command_line = options.sweep.is_some();
+            check_sweep_against_patch(s, from_command_line, i, &v, problems);
+        }
+        match v.patch {
+            // A variant without a patch (or with `null`) is the base scenario itself.
+            Value::Null => usable.push((i, v.name, Value::Object(Default::default()))),
+            patch @ Value::Object(_) => usable.push((i, v.name, patch)),
+            _ => {}
+        }
+    }
+    usable
+}
+
+/// The swept settings at sweep point `k` (its first and second axis values), each with the
+/// key that names it and where it is written.
+fn point_settings<'a>(
+    k: usize,
+    value: &'a Option<Value>,
+    second_value: &'a Option<Value>,
+    sweep: Option<&'a Sweep>,
+    options: &LoadOptions,
+) -> Vec<Setting<'a>> {
+    let mut settings = Vec::new();
+    if let (Some(v), Some(s)) = (value, sweep) {
+        let i = k / s.second.as_ref().map_or(1, |a| a.values.len().max(1));
+        settings.push(Setting {
+            key: "sweep.path",
+            path: &s.path,
+            value: v,
+            place: options
+                .sweep
+                .is_none()
+                .then(|| (parse(&format!("sweep.values[{i}]")), false)),
+        });
+    }
+    if let (Some(v), Some(second)) = (second_value, sweep.and_then(|s| s.second.as_ref())) {
+        let j = k % second.values.len().max(1);
+        settings.push(Setting {
+            key: "sweep.second.path",
+            path: &second.path,
+            value: v,
+            place: options
+                .sweep
+                .is_none()
+                .then(|| (parse(&format!("sweep.second.values[{j}]")), false)),
+        });
+    }
+    settings
+}
+
+/// The base document with the swept settings put in place, or `None` (with the problem
+/// listed) where one cannot be.
+fn base_at(
+    doc: &Value,
+    settings: &[Setting],
+    options: &LoadOptions,
+    found: &mut Found,
+) -> Option<Value> {
+    let mut base = doc.clone();
+    let mut placed = true;
+    for s in settings {
+        if let Err(message) = set_path(&mut base, s.path, s.value.clone()) {
+            let place = options.sweep.is_none().then(|| (parse(s.key), false));
+            found.add(Problem::new(s.key, message), "", place);
+            placed = false;
+        }
+    }
+    placed.then_some(base)
+}
+
+/// How a problem names a sweep point: "with path = value, ...", or nothing without a sweep.
+fn point_context(settings: &[Setting]) -> String {
+    if settings.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = settings
+        .iter()
+        .map(|s| format!("{} = {}", cut_path(s.path), short(s.value)))
+        .collect();
+    format!("with {}", pairs.join(", "))
+}
+
+/// One sweep point's variants being checked against its base document.
+struct PointCheck<'a> {
+    /// The base document at this point.
+    base: &'a Value,
+    /// The swept settings at this point.
+    settings: &'a [Setting<'a>],
+    /// How a problem names this point (empty without a sweep).
+    context: &'a str,
+    /// The shape problems of the file as written.
+    written: &'a HashSet<(String, String)>,
+    /// The base's own problems at this point, checked once a variant has one.
+    at_point: Option<BaseProblems>,
+}
+
+impl<'a> PointCheck<'a> {
+    /// Every variant that checks out at this point; the problems of the others are listed.
+    fn variants(mut self, variants: &[(usize, String, Value)], found: &mut Found) -> Vec<Variant> {
+        let mut point_variants = Vec::with_capacity(variants.len());
+        for (i, vname, patch) in variants {
+            if let Some((scenario, resolved)) = self.variant(*i, vname, patch, found) {
+                point_variants.push(Variant {
+                    name: vname.clone(),
+                    scenario,
+                    resolved,
+                });
+            }
+        }
+        point_variants
+    }
+
+    /// The base's problems at this point, found (and those of the sweep values listed) the
+    /// first time a variant needs them.
+    fn base_problems(&mut self, found: &mut Found) -> &BaseProblems {
+        let (base, written, settings, context) =
+            (self.base, self.written, self.settings, self.context);
+        self.at_point
+            .get_or_insert_with(|| BaseProblems::find(base, written, settings, context, found))
+    }
+
+    /// Variant `i` (`vname`, `patch`) merged over the base and checked; `None` with its
+    /// problems listed.
+    fn variant(
+        &mut self,
+        i: usize,
+        vname: &str,
+        patch: &Value,
+        found: &mut Found,
+    ) -> Option<(super::Scenario, RawScenario)> {
+        let merged = if patch.as_object().is_some_and(|p| p.is_empty()) {
+            std::borrow::Cow::Borrowed(self.base)
+        } else {
+            let mut merged = self.base.clone();
+            merge(&mut merged, patch);
+            std::borrow::Cow::Owned(merged)
+        };
+        let blame = Blame {
+            i,
+            variant: format!("in variants[{i}] {}", quote(vname)),
+            settings: self.settings,
+            context: self.context,
+            patch,
+        };
+        let merged_shape = shape::check(&merged);
+        if !merged_shape.is_empty() {
+            let written = self.written;
+            let at_point = self.base_problems(found);
+            let mut new = Vec::new();
+            for p in merged_shape {
+                let key = (show(&p.path), p.message);
+                if !written.contains(&key) && !at_point.shape.contains(&key) {
+                    new.push((key, p.at, p.at_key));
+                }
+            }
+            for (key, at, at_key) in new {
+                let place = blame.in_patch(&at, at_key);
+                let who = blame.who(&key.0);
+                found.add(Problem::new(key.0, key.1), &who, place);
+            }
+            return None;
+        }
+        match check(&merged) {
+            Ok(checked) => Some(checked),
+            Err(problems) => {
+                let shared: Vec<bool> = {
+                    let at_point = self.base_problems(found);
+                    problems
+                        .iter()
+                        .map(|p| at_point.rules.contains(p))
+                        .collect()
+                };
+                for (p, shared) in problems.into_iter().zip(shared) {
+                    blame.report(p, shared, found);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Whom a variant's problem is blamed on, and where it is written.
+struct Blame<'a> {
+    /// The variant's index in the file.
+    i: usize,
+    /// "in variants[i] "name"".
+    variant: String,
+    /// The swept settings at this point.
+    settings: &'a [Setting<'a>],
+    /// How a problem names this point.
+    context: &'a str,
+    /// The variant's patch.
+    patch: &'a Value,
+}
+
+impl Blame<'_> {
+    /// A variant's problem names the sweep values only where a swept setting holds it: the
+    /// same mistake in a patch is one problem, not one per sweep point.
+    fn who(&self, path: &str) -> String {
+        if self.settings.iter().any(|s| covers(s.path, path)) {
+            format!("{} {}", self.variant, self.context)
+        } else {
+            self.variant.clone()
+        }
+    }
+
+    /// Where the patch writes `at`, if it does.
+    fn in_patch(&self, at: &[Step], key: bool) -> Option<Place> {
+        get_steps(self.patch, at).map(|_| {
+            let mut place = vec![
+                Step::Key("variants".into()),
+                Step::Index(self.i),
+                Step::Key("patch".into()),
+            ];
+            place.extend_from_slice(at);
+            (place, key)
+        })
+    }
+
+    /// Lists a rule problem of the merged scenario: one the base shares is the base's (or
+    /// the sweep value's that holds it), any other the variant's.
+    fn report(&self, p: Problem, shared: bool, found: &mut Found) {
+        if !shared {
+            let place = self.in_patch(&parse(&p.path), false);
+            let who = self.who(&p.path);
+            found.add(p, &who, place);
+            return;
+        }
+        match self.settings.iter().find(|s| covers(s.path, &p.path)) {
+            Some(s) => {
+                let place = s.place.clone();
+                found.add(p, self.context, place);
+            }
+            None => {
+                let place = Some((parse(&p.path), false));
+                found.add(p, "", place);
+            }
+        }
+    }
 }
 
 /// The problems of the base scenario at one sweep point. A problem a variant shares with
@@ -609,11 +755,12 @@ fn json_len(v: &Value) -> usize {
     count.0
 }
 
-/// Deserializes and validates one merged document.
-fn check(doc: &Value) -> Result<super::Scenario, Vec<Problem>> {
+/// Deserializes and validates one merged document: the scenario, and the document as read
+/// with every default filled in.
+fn check(doc: &Value) -> Result<(super::Scenario, RawScenario), Vec<Problem>> {
     match serde_path_to_error::deserialize::<_, RawScenario>(doc) {
         Err(e) => Err(vec![unreadable(&e)]),
-        Ok(raw) => validate(&raw),
+        Ok(mut raw) => validate(&mut raw).map(|scenario| (scenario, raw)),
     }
 }
 
@@ -711,26 +858,6 @@ fn goes_through(path: &str, other: &Value) -> String {
         quote(path),
         short(other)
     )
-}
-
-fn check_name(name: &str, problems: &mut Vec<Problem>) {
-    let ok = !name.is_empty()
-        && name.len() <= 100
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && !name.starts_with('.');
-    if !ok {
-        problems.push(Problem::new(
-            "name",
-            format!(
-                "must be a plain folder name of at most 100 letters, digits, '.', '_' and '-', not starting with '.' (got {}); it names the output folder",
-                quote(name)
-            ),
-        ));
-    }
 }
 
 /// Characters of a sweep path that a message shows before it cuts it off: enough for a path

@@ -11,18 +11,19 @@
 pub mod error;
 mod load;
 mod locate;
-mod resolve;
 pub mod schema;
 mod shape;
 mod units;
 mod validate;
 
+/// The hedge delay is a model value; scenario files name it under `policy.hedge`.
+pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
-pub use resolve::resolved_json;
 pub use units::{parse_duration, percentile_text};
 pub use validate::label_from_path;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{SimDuration, SimTime};
@@ -52,7 +53,7 @@ pub struct Experiment {
 /// A sweep: one swept setting (the first axis), or two whose values are crossed. The
 /// experiment's points are the cartesian product, first axis outer: (x0, y0), (x0, y1), ...,
 /// (x1, y0), ...
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sweep {
     /// Dotted keys of the first axis, e.g. "clients.count".
     pub path: String,
@@ -63,14 +64,16 @@ pub struct Sweep {
     pub values: Vec<Value>,
     /// The value the scenario itself has at `path`, if any (filled in by loading). Figures
     /// that show one sweep value show the point with this value.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_value: Option<Value>,
     /// The second axis of a two-axis sweep (`sweep.second`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub second: Option<Axis>,
 }
 
 /// The second axis of a two-axis sweep: dotted keys into the scenario and the values put
 /// there.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Axis {
     /// Dotted keys, e.g. "policy.retry.max_attempts".
     pub path: String,
@@ -80,6 +83,7 @@ pub struct Axis {
     /// The values, in order.
     pub values: Vec<Value>,
     /// The value the scenario itself has at `path`, if any (filled in by loading).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_value: Option<Value>,
 }
 
@@ -191,6 +195,52 @@ pub struct Variant {
     pub name: String,
     /// What to simulate.
     pub scenario: Scenario,
+    /// The scenario as the file (with the sweep value and the variant's patch) says it, every
+    /// default filled in by validation: what `scenario.resolved.json` shows, and a scenario
+    /// file that loads again to `scenario`.
+    pub resolved: schema::RawScenario,
+}
+
+/// The resolved form of an experiment, for `scenario.resolved.json`: the file-level settings,
+/// the sweep (with its second axis, if any), and every variant at the first sweep point, each
+/// a whole scenario with every default filled in. It loads again as a scenario
+/// (`retrystorm report` does), and each variant runs exactly as it did.
+pub fn resolved_json(e: &Experiment) -> Value {
+    #[derive(Serialize)]
+    struct Resolved<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        seed: u64,
+        replications: u32,
+        version: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sweep: Option<&'a Sweep>,
+        variants: Vec<ResolvedVariant<'a>>,
+    }
+    #[derive(Serialize)]
+    struct ResolvedVariant<'a> {
+        name: &'a str,
+        scenario: &'a schema::RawScenario,
+    }
+    let resolved = Resolved {
+        name: &e.name,
+        description: e.description.as_deref(),
+        seed: e.seed,
+        replications: e.replications,
+        version: env!("CARGO_PKG_VERSION"),
+        sweep: e.sweep.as_ref(),
+        variants: e.points[0]
+            .variants
+            .iter()
+            .map(|v| ResolvedVariant {
+                name: &v.name,
+                scenario: &v.resolved,
+            })
+            .collect(),
+    };
+    // Plain structs of strings, numbers and string-keyed maps: serialising cannot fail.
+    serde_json::to_value(resolved).expect("a resolved scenario serialises")
 }
 
 /// A window of simulated time in which something pushes the system towards overload.
@@ -402,23 +452,6 @@ pub struct HedgeConfig {
     /// `None`: unbudgeted.
     pub budget: Option<f64>,
 }
-
-/// Hedges a hedge budget lets through in a burst: the most its bucket holds.
-pub const HEDGE_BUDGET_BURST: f64 = 10.0;
-
-/// `policy.hedge.delay`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum HedgeDelay {
-    /// A fixed delay (> 0).
-    Fixed(SimDuration),
-    /// The `quantile` (in (0, 1)) of the latencies of the last `window` attempts answered
-    /// on the call edge (`"p95"`: 0.95). No hedge is sent before the edge has seen
-    /// [`HEDGE_MIN_SAMPLES`] answers.
-    Percentile { quantile: f64, window: u32 },
-}
-
-/// Answers a percentile hedge delay needs before its first hedge.
-pub const HEDGE_MIN_SAMPLES: u32 = 20;
 
 /// `policy.idempotency_key`: the caller sends a key with every attempt of a call, and the
 /// service remembers the calls it executed for `ttl`. A repeat of a call it remembers is

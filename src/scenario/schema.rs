@@ -342,6 +342,21 @@ impl RawService {
             faults: self.faults.clone(),
         }
     }
+
+    /// Puts `server`'s settings back, as validation filled them in.
+    pub fn set_server(&mut self, server: RawServer) {
+        self.kind = server.kind;
+        self.concurrency = server.concurrency;
+        self.queue_limit = server.queue_limit;
+        self.discipline = server.discipline;
+        self.service_time = server.service_time;
+        self.slowdown_per_inflight = server.slowdown_per_inflight;
+        self.error_rate = server.error_rate;
+        self.permanent_error_rate = server.permanent_error_rate;
+        self.drop_expired = server.drop_expired;
+        self.rate_limit = server.rate_limit;
+        self.faults = server.faults;
+    }
 }
 
 /// `services.<name>.call_mode`.
@@ -665,6 +680,11 @@ pub enum RawBackoff {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct NoneWord(&'static str);
 
+impl NoneWord {
+    /// The word "none".
+    pub const NONE: NoneWord = NoneWord("none");
+}
+
 /// Exponential backoff settings.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -958,6 +978,9 @@ pub enum Count {
 pub struct UnlimitedWord(&'static str);
 
 impl Count {
+    /// The word "unlimited".
+    pub const UNLIMITED: Count = Count::Unlimited(UnlimitedWord("unlimited"));
+
     /// The finite value, or `None` for "unlimited".
     pub fn finite(self) -> Option<u64> {
         match self {

@@ -1,8 +1,9 @@
 //! Rules of the scenario format: [`RawScenario`] -> [`Scenario`], collecting every problem.
 //!
 //! Each rule is checked once, here, and reported with its JSON path, the rule, the value seen
-//! and the fix. Defaults are filled in here too (and only here), so `scenario.resolved.json`
-//! shows exactly what ran.
+//! and the fix. Defaults are filled in here too (and only here): each is written back into the
+//! raw document where it is chosen, so the filled-in [`RawScenario`], serialised, is
+//! `scenario.resolved.json` and shows exactly what ran.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,8 @@ use super::{
 /// memory grows with the count whatever `limits.max_in_flight` says (about 1.2 GB a replication
 /// in progress at the bound).
 pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
+/// The most replications a file may ask for.
+pub const MAX_REPLICATIONS: u64 = 1_000_000;
 /// Default number of attempts, including the first.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
@@ -100,6 +103,16 @@ pub fn label_from_path(path: &str) -> String {
     } else {
         label
     }
+}
+
+/// A duration as the scenario format writes it, for a default filled into the raw document.
+fn written(d: SimDuration) -> DurationText {
+    DurationText(serde_json::Value::String(d.to_string()))
+}
+
+/// A distribution that is always zero, as the scenario format writes it.
+fn zero_dist() -> RawDist {
+    RawDist::Constant(written(SimDuration::ZERO))
 }
 
 /// Collects problems while building validated values.
@@ -297,49 +310,59 @@ impl Checker {
     }
 }
 
-/// Validates one merged scenario document (base, sweep value and variant patch applied).
-pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
+/// The rules of the settings that belong to the whole file: `name` (where it is text), which
+/// names the output folder, and `replications`.
+pub(super) fn file_rules(name: Option<&str>, replications: u64, problems: &mut Vec<Problem>) {
+    if let Some(name) = name {
+        check_name(name, problems);
+    }
+    if replications == 0 || replications > MAX_REPLICATIONS {
+        problems.push(Problem::new(
+            "replications",
+            format!("must be between 1 and 1000000 (got {replications})"),
+        ));
+    }
+}
+
+/// `name` names the output folder: a plain folder name.
+fn check_name(name: &str, problems: &mut Vec<Problem>) {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !name.starts_with('.');
+    if !ok {
+        problems.push(Problem::new(
+            "name",
+            format!(
+                "must be a plain folder name of at most 100 letters, digits, '.', '_' and '-', not starting with '.' (got {}); it names the output folder",
+                quote(name)
+            ),
+        ));
+    }
+}
+
+/// Validates one merged scenario document (base, sweep value and variant patch applied), and
+/// fills every default into it.
+pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> {
     let mut c = Checker::default();
     // Values that cannot be read are `None` here, and the rules that compare them with
     // others are skipped: one mistake, one message.
-    let duration = c.positive_duration("duration", &raw.duration);
-    let max_time = raw.max_time.as_ref().and_then(|d| {
-        let t = c.positive_duration("max_time", d)?;
-        if let Some(duration) = duration
-            && t < duration
-        {
-            c.err(
-                "max_time",
-                format!("must not be shorter than duration (got {t}, duration {duration})"),
-            );
-        }
-        Some(t)
-    });
-    let bucket = match raw.metrics.as_ref().and_then(|m| m.bucket.as_ref()) {
-        Some(b) => c.positive_duration("metrics.bucket", b),
-        None => duration.map(|d| SimDuration::from_nanos((d.as_nanos() / DEFAULT_BUCKETS).max(1))),
-    };
-    if let (Some(duration), Some(bucket)) = (duration, bucket)
-        && duration.as_nanos() / bucket.as_nanos() > 1_000_000
-    {
-        c.err(
-            "metrics.bucket",
-            format!(
-                "gives more than a million buckets over duration {duration} (got {bucket}); use a wider bucket"
-            ),
-        );
-    }
-    let clients = clients(&mut c, &raw.clients);
+    let (duration, max_time, bucket) = run_length(&mut c, raw);
+    let clients = clients(&mut c, &mut raw.clients);
+    let latency = raw
+        .network
+        .get_or_insert(RawNetwork { latency: None })
+        .latency
+        .get_or_insert_with(zero_dist);
     let network = Network {
-        latency: raw
-            .network
-            .as_ref()
-            .and_then(|n| n.latency.as_ref())
-            .map_or(Dist::ZERO, |d| c.dist("network.latency", d)),
+        latency: c.dist("network.latency", latency),
     };
     let services = services(&mut c, raw, duration);
-    let default_policy = RawPolicy::default();
-    let raw_policy = raw.policy.as_ref().unwrap_or(&default_policy);
+    let raw_policy = raw.policy.get_or_insert_with(RawPolicy::default);
     let policy = policy(&mut c, "policy", raw_policy, Caller::Clients);
     if let Some(entry) = services.first()
         && matches!(entry.server.kind, ServerKind::Occ)
@@ -351,63 +374,10 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
         };
         no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
     }
-    let limits = Limits {
-        max_events: raw
-            .limits
-            .as_ref()
-            .and_then(|l| l.max_events)
-            .unwrap_or(Limits::DEFAULT_MAX_EVENTS),
-        max_in_flight: raw
-            .limits
-            .as_ref()
-            .and_then(|l| l.max_in_flight)
-            .unwrap_or(Limits::DEFAULT_MAX_IN_FLIGHT),
-    };
-    if limits.max_events == 0 {
-        c.err("limits.max_events", "must be at least 1 (got 0)");
-    }
-    if limits.max_in_flight == 0 {
-        c.err("limits.max_in_flight", "must be at least 1 (got 0)");
-    }
-    if matches!(clients.workload, Workload::Closed(_))
-        && !c.failed("clients.count")
-        && !c.failed("limits.max_in_flight")
-        && u64::from(clients.count) > limits.max_in_flight
-    {
-        c.err(
-            "clients.count",
-            format!(
-                "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
-                clients.count, limits.max_in_flight
-            ),
-        );
-    }
-    if matches!(clients.workload, Workload::Closed(_))
-        && !c.failed("clients.count")
-        && clients.count > MAX_CLOSED_CLIENTS
-    {
-        c.err(
-            "clients.count",
-            format!(
-                "a closed workload schedules every client's first request at the start (about 115 bytes per client for each replication in progress), so it takes at most {MAX_CLOSED_CLIENTS} clients (got {}); an open workload has no such bound",
-                clients.count
-            ),
-        );
-    }
+    let limits = limits(&mut c, &mut raw.limits);
+    closed_within_limits(&mut c, &clients, &limits);
     drop_outages(&mut c, raw);
-    if let Workload::Closed(closed) = &clients.workload
-        && closed.requests_per_client.is_none()
-        && closed.think_time.is_zero()
-        && !c.failed("clients.workload.closed.think_time")
-        && policy
-            .breaker
-            .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
-    {
-        c.err(
-            "clients.workload.closed.think_time",
-            "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
-        );
-    }
+    closed_against_breaker(&mut c, &clients, &policy);
     if c.problems.is_empty() {
         Ok(Scenario {
             // Without a problem, every value was read.
@@ -425,14 +395,125 @@ pub(super) fn validate(raw: &RawScenario) -> Result<Scenario, Vec<Problem>> {
     }
 }
 
-fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
+/// `duration`, `max_time` and `metrics.bucket` (by default `duration` over
+/// [`DEFAULT_BUCKETS`]); `None` where one cannot be read.
+fn run_length(
+    c: &mut Checker,
+    raw: &mut RawScenario,
+) -> (
+    Option<SimDuration>,
+    Option<SimDuration>,
+    Option<SimDuration>,
+) {
+    let duration = c.positive_duration("duration", &raw.duration);
+    let max_time = raw.max_time.as_ref().and_then(|d| {
+        let t = c.positive_duration("max_time", d)?;
+        if let Some(duration) = duration
+            && t < duration
+        {
+            c.err(
+                "max_time",
+                format!("must not be shorter than duration (got {t}, duration {duration})"),
+            );
+        }
+        Some(t)
+    });
+    let metrics = raw.metrics.get_or_insert(RawMetrics { bucket: None });
+    let bucket = match &metrics.bucket {
+        Some(b) => c.positive_duration("metrics.bucket", b),
+        None => {
+            let bucket =
+                duration.map(|d| SimDuration::from_nanos((d.as_nanos() / DEFAULT_BUCKETS).max(1)));
+            metrics.bucket = bucket.map(written);
+            bucket
+        }
+    };
+    if let (Some(duration), Some(bucket)) = (duration, bucket)
+        && duration.as_nanos() / bucket.as_nanos() > 1_000_000
+    {
+        c.err(
+            "metrics.bucket",
+            format!(
+                "gives more than a million buckets over duration {duration} (got {bucket}); use a wider bucket"
+            ),
+        );
+    }
+    (duration, max_time, bucket)
+}
+
+/// `limits`, with their defaults.
+fn limits(c: &mut Checker, raw: &mut Option<RawLimits>) -> Limits {
+    let raw = raw.get_or_insert(RawLimits {
+        max_events: None,
+        max_in_flight: None,
+    });
+    let limits = Limits {
+        max_events: *raw.max_events.get_or_insert(Limits::DEFAULT_MAX_EVENTS),
+        max_in_flight: *raw
+            .max_in_flight
+            .get_or_insert(Limits::DEFAULT_MAX_IN_FLIGHT),
+    };
+    if limits.max_events == 0 {
+        c.err("limits.max_events", "must be at least 1 (got 0)");
+    }
+    if limits.max_in_flight == 0 {
+        c.err("limits.max_in_flight", "must be at least 1 (got 0)");
+    }
+    limits
+}
+
+/// A closed workload keeps a request of every client in flight from the start: its client
+/// count is bounded by `limits.max_in_flight` and by memory.
+fn closed_within_limits(c: &mut Checker, clients: &Clients, limits: &Limits) {
+    if !matches!(clients.workload, Workload::Closed(_)) || c.failed("clients.count") {
+        return;
+    }
+    if !c.failed("limits.max_in_flight") && u64::from(clients.count) > limits.max_in_flight {
+        c.err(
+            "clients.count",
+            format!(
+                "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
+                clients.count, limits.max_in_flight
+            ),
+        );
+    }
+    if !c.failed("clients.count") && clients.count > MAX_CLOSED_CLIENTS {
+        c.err(
+            "clients.count",
+            format!(
+                "a closed workload schedules every client's first request at the start (about 115 bytes per client for each replication in progress), so it takes at most {MAX_CLOSED_CLIENTS} clients (got {}); an open workload has no such bound",
+                clients.count
+            ),
+        );
+    }
+}
+
+/// Under a breaker in mode "all", an endless closed workload without think time would start
+/// requests at one instant without end.
+fn closed_against_breaker(c: &mut Checker, clients: &Clients, policy: &Policy) {
+    if let Workload::Closed(closed) = &clients.workload
+        && closed.requests_per_client.is_none()
+        && closed.think_time.is_zero()
+        && !c.failed("clients.workload.closed.think_time")
+        && policy
+            .breaker
+            .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
+    {
+        c.err(
+            "clients.workload.closed.think_time",
+            "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
+        );
+    }
+}
+
+fn clients(c: &mut Checker, raw: &mut RawClients) -> Clients {
     let count = c.count_u32("clients.count", raw.count, 1);
-    let workload = match &raw.workload {
+    let workload = match &mut raw.workload {
         RawWorkload::Open(open) => {
             let base = c.rate("clients.workload.open.rate_per_s", open.rate_per_s);
             let mut steps = Vec::new();
             let mut last_at: Option<SimDuration> = None;
-            for (i, step) in open.profile.iter().flatten().enumerate() {
+            for (i, step) in open.profile.iter_mut().flatten().enumerate() {
                 let p = format!("clients.workload.open.profile[{i}]");
                 let at = c.duration(&format!("{p}.at"), &step.at);
                 if let (Some(prev), Some(at)) = (last_at, at)
@@ -449,7 +530,7 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
                 steps.push(RateStep {
                     at: at.unwrap_or_default(),
                     rate_per_s,
-                    ramp: step.ramp.unwrap_or(false),
+                    ramp: *step.ramp.get_or_insert(false),
                 });
             }
             Workload::Open(RateProfile::new(base, steps))
@@ -464,14 +545,14 @@ fn clients(c: &mut Checker, raw: &RawClients) -> Clients {
             }
             Workload::Closed(ClosedWorkload {
                 requests_per_client: closed.requests_per_client,
-                think_time: closed
-                    .think_time
-                    .as_ref()
-                    .map_or(Dist::ZERO, |d| c.dist(&format!("{path}.think_time"), d)),
-                start: closed
-                    .start
-                    .as_ref()
-                    .map_or(Dist::ZERO, |d| c.dist(&format!("{path}.start"), d)),
+                think_time: c.dist(
+                    &format!("{path}.think_time"),
+                    closed.think_time.get_or_insert_with(zero_dist),
+                ),
+                start: c.dist(
+                    &format!("{path}.start"),
+                    closed.start.get_or_insert_with(zero_dist),
+                ),
             })
         }
     };
@@ -492,8 +573,8 @@ const LISTED: usize = 8;
 
 /// The services of a scenario, the entry first: the one `server` (or the default server) as a
 /// service named "server", or the services of `services`.
-fn services(c: &mut Checker, raw: &RawScenario, duration: Option<SimDuration>) -> Vec<Service> {
-    let Some(list) = &raw.services else {
+fn services(c: &mut Checker, raw: &mut RawScenario, duration: Option<SimDuration>) -> Vec<Service> {
+    let Some(list) = &mut raw.services else {
         if let Some(entry) = &raw.clients.entry {
             c.err(
                 "clients.entry",
@@ -503,8 +584,7 @@ fn services(c: &mut Checker, raw: &RawScenario, duration: Option<SimDuration>) -
                 ),
             );
         }
-        let default_server = RawServer::default();
-        let raw_server = raw.server.as_ref().unwrap_or(&default_server);
+        let raw_server = raw.server.get_or_insert_with(RawServer::default);
         return vec![Service {
             name: "server".to_owned(),
             server: server(c, "server", raw_server, duration),
@@ -518,9 +598,9 @@ fn services(c: &mut Checker, raw: &RawScenario, duration: Option<SimDuration>) -
             "cannot be used together with \"server\": a file describes one server or a graph of services; put the server's keys under a name in \"services\" and remove \"server\" (a variant patch removes it with \"server\": null)",
         );
         // Its own problems are still worth knowing.
-        server(c, "server", s, duration);
+        server(c, "server", &mut s.clone(), duration);
     }
-    graph(c, &list.0, raw.clients.entry.as_deref(), duration)
+    graph(c, &mut list.0, &mut raw.clients.entry, duration)
 }
 
 /// Whether `name` may name a service (see [`check_service_name`]).
@@ -610,8 +690,8 @@ pub(super) fn name_hint(name: &str, names: &[&str]) -> String {
 /// order, with every rule of a call graph checked.
 fn graph(
     c: &mut Checker,
-    list: &[(String, RawService)],
-    entry: Option<&str>,
+    list: &mut [(String, RawService)],
+    raw_entry: &mut Option<String>,
     duration: Option<SimDuration>,
 ) -> Vec<Service> {
     if list.is_empty() {
@@ -630,122 +710,30 @@ fn graph(
             ),
         );
     }
-    let names: Vec<&str> = list.iter().map(|(name, _)| name.as_str()).collect();
+    let owned: Vec<String> = list.iter().map(|(name, _)| name.clone()).collect();
+    let names: Vec<&str> = owned.iter().map(String::as_str).collect();
     for name in &names {
         check_service_name(c, name);
     }
     // Looked up, never iterated: the order of services is the file's.
     let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let entry = match entry {
-        Some(e) => {
-            let found = index.get(e).copied();
-            if found.is_none() {
-                c.err(
-                    "clients.entry",
-                    format!(
-                        "names no service (got {}){}",
-                        quote(e),
-                        name_hint(e, &names)
-                    ),
-                );
-            }
-            found
-        }
-        None if list.len() == 1 => Some(0),
-        None => {
-            c.err(
-                "clients.entry",
-                format!(
-                    "is required with more than one service: it names the service the clients call, one of {}",
-                    list_names(&names)
-                ),
-            );
-            None
-        }
-    };
+    let entry = entry_index(c, raw_entry.as_deref(), &index, &names);
+    if let Some(entry) = entry {
+        *raw_entry = Some(owned[entry].clone());
+    }
     // Built in file order, each call's `to` the index of its target in the file; the targets
     // of every call as written (`None` where `to` names no service), for the graph's rules.
     let mut services = Vec::with_capacity(list.len());
     let mut targets: Vec<Vec<Option<usize>>> = Vec::with_capacity(list.len());
+    let known = Known {
+        kinds: list.iter().map(|(_, s)| s.kind).collect(),
+        names: &names,
+        index: &index,
+    };
     for (name, raw) in list {
-        let at = service_path(name);
-        let server = server(c, &at, &raw.server(), duration);
-        let raw_calls = raw.calls.as_deref().unwrap_or_default();
-        if matches!(server.kind, ServerKind::Occ) {
-            if !raw_calls.is_empty() {
-                c.err(
-                    &format!("{at}.calls"),
-                    "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
-                );
-            }
-            if raw.call_mode.is_some() {
-                c.err(
-                    &format!("{at}.call_mode"),
-                    "applies to a service that makes calls; a service of kind \"occ\" makes none",
-                );
-            }
-        }
-        if raw_calls.len() > MAX_CALLS {
-            c.err(
-                &format!("{at}.calls"),
-                format!(
-                    "has {} calls, more than the {MAX_CALLS} a service may make",
-                    raw_calls.len()
-                ),
-            );
-        }
-        let mut calls = Vec::with_capacity(raw_calls.len());
-        let mut to_of = Vec::with_capacity(raw_calls.len());
-        let mut fractions = Vec::with_capacity(raw_calls.len());
-        for (k, call) in raw_calls.iter().enumerate() {
-            let p = format!("{at}.calls[{k}]");
-            let to = index.get(call.to.as_str()).copied();
-            if to.is_none() {
-                c.err(
-                    &format!("{p}.to"),
-                    format!(
-                        "names no service (got {}){}",
-                        quote(&call.to),
-                        name_hint(&call.to, &names)
-                    ),
-                );
-            }
-            let fraction = call.fraction.unwrap_or(1.0);
-            if !(fraction > 0.0 && fraction <= 1.0) {
-                c.err(
-                    &format!("{p}.fraction"),
-                    format!(
-                        "must be above 0 and at most 1 (got {}): it is the share of the caller's attempts that make this call",
-                        num(fraction)
-                    ),
-                );
-            }
-            let default_policy = RawPolicy::default();
-            let raw_policy = call.policy.as_ref().unwrap_or(&default_policy);
-            let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
-            if let Some(t) = to
-                && list[t].1.kind == Some(RawServerKind::Occ)
-            {
-                no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
-            }
-            if let Some(to) = to {
-                calls.push(Call {
-                    to,
-                    fraction,
-                    policy,
-                });
-            }
-            to_of.push(to);
-            fractions.push(fraction);
-        }
-        routes(c, &at, &fractions);
+        let (service, to_of) = service(c, &known, name, raw, duration);
         targets.push(to_of);
-        services.push(Service {
-            name: name.clone(),
-            server,
-            calls,
-            parallel: raw.call_mode == Some(RawCallMode::Parallel),
-        });
+        services.push(service);
     }
     cycles(c, &names, &targets);
     // A call whose `to` names no service may have been meant for the one it leaves uncalled:
@@ -755,12 +743,162 @@ fn graph(
     {
         never_called(c, &names, &targets, entry);
     }
-    // The entry first, then the others in file order; each call follows its target.
-    let entry = entry.unwrap_or(0);
+    entry_first(services, entry.unwrap_or(0))
+}
+
+/// The index in the file of the service `clients.entry` names; without one, the only service.
+fn entry_index(
+    c: &mut Checker,
+    entry: Option<&str>,
+    index: &HashMap<&str, usize>,
+    names: &[&str],
+) -> Option<usize> {
+    match entry {
+        Some(e) => {
+            let found = index.get(e).copied();
+            if found.is_none() {
+                c.err(
+                    "clients.entry",
+                    format!("names no service (got {}){}", quote(e), name_hint(e, names)),
+                );
+            }
+            found
+        }
+        None if names.len() == 1 => Some(0),
+        None => {
+            c.err(
+                "clients.entry",
+                format!(
+                    "is required with more than one service: it names the service the clients call, one of {}",
+                    list_names(names)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The services of a call graph as written, for looking up a call's target.
+struct Known<'a> {
+    /// Each service's kind as written.
+    kinds: Vec<Option<RawServerKind>>,
+    names: &'a [&'a str],
+    /// Each name's index in the file.
+    index: &'a HashMap<&'a str, usize>,
+}
+
+/// Service `name` with its calls (each `to` the index of its target in the file), and the
+/// target of every call as written (`None` where `to` names no service).
+fn service(
+    c: &mut Checker,
+    known: &Known,
+    name: &str,
+    raw: &mut RawService,
+    duration: Option<SimDuration>,
+) -> (Service, Vec<Option<usize>>) {
+    let at = service_path(name);
+    let mut raw_server = raw.server();
+    let server = server(c, &at, &mut raw_server, duration);
+    raw.set_server(raw_server);
+    if !matches!(server.kind, ServerKind::Occ) {
+        raw.call_mode.get_or_insert(RawCallMode::Sequential);
+        raw.calls.get_or_insert_with(Vec::new);
+    }
+    let parallel = raw.call_mode == Some(RawCallMode::Parallel);
+    let raw_calls = raw.calls.as_deref_mut().unwrap_or_default();
+    if matches!(server.kind, ServerKind::Occ) {
+        if !raw_calls.is_empty() {
+            c.err(
+                &format!("{at}.calls"),
+                "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
+            );
+        }
+        if raw.call_mode.is_some() {
+            c.err(
+                &format!("{at}.call_mode"),
+                "applies to a service that makes calls; a service of kind \"occ\" makes none",
+            );
+        }
+    }
+    if raw_calls.len() > MAX_CALLS {
+        c.err(
+            &format!("{at}.calls"),
+            format!(
+                "has {} calls, more than the {MAX_CALLS} a service may make",
+                raw_calls.len()
+            ),
+        );
+    }
+    let mut calls = Vec::with_capacity(raw_calls.len());
+    let mut to_of = Vec::with_capacity(raw_calls.len());
+    let mut fractions = Vec::with_capacity(raw_calls.len());
+    for (k, raw_call) in raw_calls.iter_mut().enumerate() {
+        let (to, fraction, policy) = call(c, known, &format!("{at}.calls[{k}]"), raw_call);
+        if let Some(to) = to {
+            calls.push(Call {
+                to,
+                fraction,
+                policy,
+            });
+        }
+        to_of.push(to);
+        fractions.push(fraction);
+    }
+    routes(c, &at, &fractions);
+    let service = Service {
+        name: name.to_string(),
+        server,
+        calls,
+        parallel,
+    };
+    (service, to_of)
+}
+
+/// One call at `p`: its target's index in the file (`None` where `to` names no service), its
+/// fraction and its policy.
+fn call(
+    c: &mut Checker,
+    known: &Known,
+    p: &str,
+    call: &mut RawCall,
+) -> (Option<usize>, f64, Policy) {
+    let to = known.index.get(call.to.as_str()).copied();
+    if to.is_none() {
+        c.err(
+            &format!("{p}.to"),
+            format!(
+                "names no service (got {}){}",
+                quote(&call.to),
+                name_hint(&call.to, known.names)
+            ),
+        );
+    }
+    let fraction = *call.fraction.get_or_insert(1.0);
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        c.err(
+            &format!("{p}.fraction"),
+            format!(
+                "must be above 0 and at most 1 (got {}): it is the share of the caller's attempts that make this call",
+                num(fraction)
+            ),
+        );
+    }
+    let raw_policy = call.policy.get_or_insert_with(RawPolicy::default);
+    let policy = policy(c, &format!("{p}.policy"), raw_policy, Caller::Service);
+    if let Some(t) = to
+        && known.kinds[t] == Some(RawServerKind::Occ)
+    {
+        no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
+    }
+    (to, fraction, policy)
+}
+
+/// The services with `entry` first and the others in file order; each call follows its target.
+fn entry_first(services: Vec<Service>, entry: usize) -> Vec<Service> {
     let order: Vec<usize> = std::iter::once(entry)
-        .chain((0..list.len()).filter(|&i| i != entry))
+        .chain((0..services.len()).filter(|&i| i != entry))
         .collect();
-    let mut position = vec![0; list.len()];
+    let mut position = vec![0; services.len()];
     for (p, &i) in order.iter().enumerate() {
         position[i] = p;
     }
@@ -978,11 +1116,12 @@ fn drop_outages(c: &mut Checker, raw: &RawScenario) {
 }
 
 /// The server `at` (`server`, or `services.<name>` for a service) describes.
-fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDuration>) -> Server {
+fn server(c: &mut Checker, at: &str, raw: &mut RawServer, duration: Option<SimDuration>) -> Server {
     let permanent_error_rate = c.probability(
         &format!("{at}.permanent_error_rate"),
         raw.permanent_error_rate,
     );
+    raw.permanent_error_rate = Some(permanent_error_rate);
     if raw.kind == Some(RawServerKind::Occ) {
         let queue_only = [
             ("concurrency", raw.concurrency.is_some()),
@@ -1008,14 +1147,14 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
             rate_limit: None,
         };
     }
-    let concurrency = match raw.concurrency {
-        None => Some(1),
-        Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.concurrency"), n, 1)),
+    raw.kind = Some(RawServerKind::Queue);
+    let concurrency = match *raw.concurrency.get_or_insert(Count::Finite(1)) {
+        Count::Unlimited(_) => None,
+        Count::Finite(n) => Some(c.count_u32(&format!("{at}.concurrency"), n, 1)),
     };
-    let queue_limit = match raw.queue_limit {
-        None | Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.queue_limit"), n, 0)),
+    let queue_limit = match *raw.queue_limit.get_or_insert(Count::UNLIMITED) {
+        Count::Unlimited(_) => None,
+        Count::Finite(n) => Some(c.count_u32(&format!("{at}.queue_limit"), n, 0)),
     };
     let service_time = match &raw.service_time {
         Some(d) => c.dist(&format!("{at}.service_time"), d),
@@ -1029,8 +1168,12 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
     };
     let slowdown_per_inflight = raw
         .slowdown_per_inflight
-        .as_ref()
-        .and_then(|d| c.duration(&format!("{at}.slowdown_per_inflight"), d))
+        .get_or_insert_with(|| written(SimDuration::ZERO));
+    let slowdown_per_inflight = c
+        .duration(
+            &format!("{at}.slowdown_per_inflight"),
+            slowdown_per_inflight,
+        )
         .unwrap_or_default();
     if slowdown_per_inflight > MAX_SLOWDOWN {
         c.err(
@@ -1044,11 +1187,13 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
             queue_limit,
-            discipline: discipline(c, &format!("{at}.discipline"), raw.discipline.as_ref()),
+            discipline: discipline(c, &format!("{at}.discipline"), &mut raw.discipline),
             service_time,
             slowdown_per_inflight,
-            error_rate: c.probability(&format!("{at}.error_rate"), raw.error_rate),
-            drop_expired: raw.drop_expired.unwrap_or(false),
+            error_rate: *raw
+                .error_rate
+                .insert(c.probability(&format!("{at}.error_rate"), raw.error_rate)),
+            drop_expired: *raw.drop_expired.get_or_insert(false),
         }),
         permanent_error_rate,
         faults: faults(c, at, raw.faults.as_deref().unwrap_or_default(), duration),
@@ -1058,7 +1203,29 @@ fn server(c: &mut Checker, at: &str, raw: &RawServer, duration: Option<SimDurati
 
 /// `discipline` at `path`: a word takes the defaults; `codel`'s and `adaptive_lifo`'s
 /// durations are longer than zero, and `codel`'s target shorter than its interval.
-fn discipline(c: &mut Checker, path: &str, raw: Option<&RawDiscipline>) -> Discipline {
+fn discipline(c: &mut Checker, path: &str, raw: &mut Option<RawDiscipline>) -> Discipline {
+    let discipline = read_discipline(c, path, raw.as_ref());
+    // The discipline that runs, with its settings filled in.
+    *raw = Some(match discipline {
+        Discipline::Fifo => RawDiscipline::Word(RawDisciplineWord::Fifo),
+        Discipline::Lifo => RawDiscipline::Word(RawDisciplineWord::Lifo),
+        Discipline::Codel { target, interval } => {
+            RawDiscipline::Settings(RawDisciplineSettings::Codel(RawCodel {
+                target: Some(written(target)),
+                interval: Some(written(interval)),
+            }))
+        }
+        Discipline::AdaptiveLifo { interval } => {
+            RawDiscipline::Settings(RawDisciplineSettings::AdaptiveLifo(RawAdaptiveLifo {
+                interval: Some(written(interval)),
+            }))
+        }
+    });
+    discipline
+}
+
+/// [`discipline`], read.
+fn read_discipline(c: &mut Checker, path: &str, raw: Option<&RawDiscipline>) -> Discipline {
     let mut read = |key: &str, d: Option<&DurationText>, default: SimDuration| match d {
         None => Some(default),
         Some(d) => c.positive_duration(&format!("{path}.{key}"), d),
@@ -1188,7 +1355,7 @@ enum Caller {
 }
 
 /// The policy `at` (`policy`, or a call's `services.<name>.calls[i].policy`) describes.
-fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy {
+fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Policy {
     let timeout = raw
         .timeout
         .as_ref()
@@ -1197,10 +1364,57 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
         .deadline
         .as_ref()
         .and_then(|d| c.positive_duration(&format!("{at}.deadline"), d));
-    let default_retry = RawRetry::default();
-    let retry = raw.retry.as_ref().unwrap_or(&default_retry);
-    let max_attempts = match retry.max_attempts {
-        None => Some(DEFAULT_MAX_ATTEMPTS),
+    let retry = raw.retry.get_or_insert_with(RawRetry::default);
+    let max_attempts = max_attempts(c, at, &mut retry.max_attempts);
+    let retry_on = retry_on(c, at, &mut retry.retry_on);
+    let backoff = backoff(c, at, &mut retry.backoff);
+    let retry_after = match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
+        RawRetryAfter::Ignore => RetryAfter::Ignore,
+        RawRetryAfter::Honor => RetryAfter::Honor,
+    };
+    let bulkhead = raw.bulkhead.as_mut().map(|b| bulkhead(c, at, b));
+    let fallback = raw.fallback.as_mut().map(|f| {
+        let latency = f.latency.get_or_insert_with(zero_dist);
+        c.dist(&format!("{at}.fallback.latency"), latency)
+    });
+    if caller == Caller::Clients {
+        clients_policy_keys(c, at, raw);
+    }
+    Policy {
+        timeout,
+        deadline,
+        budget: raw.budget.as_mut().map(|b| budget(c, at, b, caller)),
+        breaker: raw.breaker.as_mut().map(|b| breaker(c, at, b, caller)),
+        retry: RetryPolicy {
+            max_attempts,
+            retry_on,
+            backoff,
+            retry_after,
+        },
+        bulkhead,
+        fallback,
+        propagate_deadline: caller == Caller::Service
+            && *raw.propagate_deadline.get_or_insert(false),
+        hedge: raw.hedge.as_mut().map(|h| hedge(c, at, h)),
+        idempotent: raw.idempotent.unwrap_or(true),
+        idempotency_key: raw
+            .idempotency_key
+            .as_mut()
+            .and_then(|k| idempotency_key(c, at, k)),
+        adaptive_throttle: raw
+            .adaptive_throttle
+            .as_mut()
+            .and_then(|t| adaptive_throttle(c, at, t)),
+    }
+}
+
+/// `retry.max_attempts` of the policy `at`: `None` for unlimited.
+fn max_attempts(c: &mut Checker, at: &str, raw: &mut Option<Count>) -> Option<u32> {
+    match *raw {
+        None => {
+            *raw = Some(Count::Finite(u64::from(DEFAULT_MAX_ATTEMPTS)));
+            Some(DEFAULT_MAX_ATTEMPTS)
+        }
         Some(Count::Unlimited(_)) => None,
         Some(Count::Finite(0)) => {
             c.err(
@@ -1219,9 +1433,22 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
             None
         }
         Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
-    };
-    let retry_on = match &retry.retry_on {
-        None => OutcomeSet::default_retryable(),
+    }
+}
+
+/// `retry.retry_on` of the policy `at`.
+fn retry_on(c: &mut Checker, at: &str, raw: &mut Option<Vec<RawAttemptOutcome>>) -> OutcomeSet {
+    match raw {
+        None => {
+            let set = OutcomeSet::default_retryable();
+            let listed = ATTEMPT_OUTCOMES.iter().copied();
+            *raw = Some(
+                listed
+                    .filter(|o| set.contains(attempt_outcome(*o)))
+                    .collect(),
+            );
+            set
+        }
         Some(list) => {
             for (i, o) in list.iter().enumerate() {
                 if matches!(o, RawAttemptOutcome::Success | RawAttemptOutcome::Permanent) {
@@ -1236,14 +1463,18 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
             }
             list.iter().map(|o| attempt_outcome(*o)).collect()
         }
-    };
-    let backoff = match &retry.backoff {
-        None | Some(RawBackoff::None(_)) => Backoff::None,
-        Some(RawBackoff::Exponential(e)) => {
+    }
+}
+
+/// `retry.backoff` of the policy `at`.
+fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
+    match raw.get_or_insert(RawBackoff::None(NoneWord::NONE)) {
+        RawBackoff::None(_) => Backoff::None,
+        RawBackoff::Exponential(e) => {
             let p = format!("{at}.retry.backoff");
             let base = c.duration(&format!("{p}.base"), &e.base);
             let cap = c.duration(&format!("{p}.cap"), &e.cap);
-            let multiplier = e.multiplier.unwrap_or(2.0);
+            let multiplier = *e.multiplier.get_or_insert(2.0);
             if !multiplier.is_finite() || multiplier < 1.0 {
                 c.err(
                     &format!("{p}.multiplier"),
@@ -1280,59 +1511,42 @@ fn policy(c: &mut Checker, at: &str, raw: &RawPolicy, caller: Caller) -> Policy 
                 jitter,
             )
         }
-    };
-    let bulkhead = raw.bulkhead.as_ref().map(|b| bulkhead(c, at, b));
-    let fallback = raw.fallback.as_ref().map(|f| {
-        f.latency
-            .as_ref()
-            .map_or(Dist::ZERO, |d| c.dist(&format!("{at}.fallback.latency"), d))
-    });
-    if caller == Caller::Clients {
-        if raw.bulkhead.is_some() {
-            c.err(
+    }
+}
+
+/// The keys of a policy that apply only to calls between services, refused in the clients'.
+fn clients_policy_keys(c: &mut Checker, at: &str, raw: &RawPolicy) {
+    if raw.bulkhead.is_some() {
+        c.err(
                 &format!("{at}.bulkhead"),
                 "applies to calls between services; the clients call the entry service without one: set it in a call's policy, services.<name>.calls[i].policy.bulkhead",
             );
-        }
-        if raw.propagate_deadline.is_some() {
-            c.err(
+    }
+    if raw.propagate_deadline.is_some() {
+        c.err(
                 &format!("{at}.propagate_deadline"),
                 "applies to calls between services; the clients have no caller whose wait could bound their deadline: remove it (policy.deadline sets the clients' deadline), or set it in a call's policy",
             );
-        }
-    }
-    Policy {
-        timeout,
-        deadline,
-        budget: raw.budget.as_ref().map(|b| budget(c, at, b, caller)),
-        breaker: raw.breaker.as_ref().map(|b| breaker(c, at, b, caller)),
-        retry: RetryPolicy {
-            max_attempts,
-            retry_on,
-            backoff,
-            retry_after: match retry.retry_after {
-                Some(RawRetryAfter::Ignore) => RetryAfter::Ignore,
-                _ => RetryAfter::Honor,
-            },
-        },
-        bulkhead,
-        fallback,
-        propagate_deadline: caller == Caller::Service && raw.propagate_deadline == Some(true),
-        hedge: raw.hedge.as_ref().map(|h| hedge(c, at, h)),
-        idempotent: raw.idempotent.unwrap_or(true),
-        idempotency_key: raw
-            .idempotency_key
-            .as_ref()
-            .and_then(|k| idempotency_key(c, at, k)),
-        adaptive_throttle: raw
-            .adaptive_throttle
-            .as_ref()
-            .and_then(|t| adaptive_throttle(c, at, t)),
     }
 }
 
 /// `adaptive_throttle` of the policy `at`: `None` for `false`.
 fn adaptive_throttle(
+    c: &mut Checker,
+    at: &str,
+    raw: &mut RawAdaptiveThrottle,
+) -> Option<ThrottleConfig> {
+    let config = read_adaptive_throttle(c, at, raw)?;
+    // The throttle that runs, with its settings filled in.
+    *raw = RawAdaptiveThrottle::Settings(RawThrottleSettings {
+        k: Some(config.k()),
+        window: Some(written(config.window)),
+    });
+    Some(config)
+}
+
+/// [`adaptive_throttle`], read.
+fn read_adaptive_throttle(
     c: &mut Checker,
     at: &str,
     raw: &RawAdaptiveThrottle,
@@ -1382,7 +1596,7 @@ fn adaptive_throttle(
 }
 
 /// `hedge` of the policy `at`.
-fn hedge(c: &mut Checker, at: &str, raw: &RawHedge) -> HedgeConfig {
+fn hedge(c: &mut Checker, at: &str, raw: &mut RawHedge) -> HedgeConfig {
     let p = format!("{at}.hedge");
     let delay = match parse_percentile(&raw.delay) {
         Some(quantile) => {
@@ -1404,6 +1618,7 @@ fn hedge(c: &mut Checker, at: &str, raw: &RawHedge) -> HedgeConfig {
                     DEFAULT_HEDGE_WINDOW
                 }
             };
+            raw.window = Some(u64::from(window));
             HedgeDelay::Percentile { quantile, window }
         }
         None => {
@@ -1466,16 +1681,36 @@ fn hedge(c: &mut Checker, at: &str, raw: &RawHedge) -> HedgeConfig {
             ),
         );
     }
+    raw.max_hedges = Some(u64::from(max_hedges));
     HedgeConfig {
         delay,
         max_hedges,
-        cancel: raw.cancel.unwrap_or(false),
+        cancel: *raw.cancel.get_or_insert(false),
         budget: raw.budget,
     }
 }
 
 /// `idempotency_key` of the policy `at`: `None` for `false`.
-fn idempotency_key(c: &mut Checker, at: &str, raw: &RawIdempotencyKey) -> Option<IdempotencyKey> {
+fn idempotency_key(
+    c: &mut Checker,
+    at: &str,
+    raw: &mut RawIdempotencyKey,
+) -> Option<IdempotencyKey> {
+    let key = read_idempotency_key(c, at, raw)?;
+    // The key that runs, with its settings filled in.
+    *raw = RawIdempotencyKey::Settings(RawKeySettings {
+        ttl: Some(written(key.ttl)),
+        cost: Some(written(key.cost)),
+    });
+    Some(key)
+}
+
+/// [`idempotency_key`], read.
+fn read_idempotency_key(
+    c: &mut Checker,
+    at: &str,
+    raw: &RawIdempotencyKey,
+) -> Option<IdempotencyKey> {
     let p = format!("{at}.idempotency_key");
     match raw {
         RawIdempotencyKey::On(false) => None,
@@ -1528,7 +1763,7 @@ fn no_hedge_at_occ(c: &mut Checker, at: &str, raw: &RawPolicy, to: &str) {
     }
 }
 
-fn bulkhead(c: &mut Checker, at: &str, raw: &RawBulkhead) -> BulkheadConfig {
+fn bulkhead(c: &mut Checker, at: &str, raw: &mut RawBulkhead) -> BulkheadConfig {
     let p = format!("{at}.bulkhead");
     let max_concurrent = if raw.max_concurrent == 0 {
         c.err(
@@ -1541,10 +1776,12 @@ fn bulkhead(c: &mut Checker, at: &str, raw: &RawBulkhead) -> BulkheadConfig {
     };
     BulkheadConfig {
         max_concurrent,
-        max_wait: raw
-            .max_wait
-            .as_ref()
-            .and_then(|d| c.duration(&format!("{p}.max_wait"), d))
+        max_wait: c
+            .duration(
+                &format!("{p}.max_wait"),
+                raw.max_wait
+                    .get_or_insert_with(|| written(SimDuration::ZERO)),
+            )
             .unwrap_or_default(),
     }
 }
@@ -1552,7 +1789,17 @@ fn bulkhead(c: &mut Checker, at: &str, raw: &RawBulkhead) -> BulkheadConfig {
 /// The scope of a budget or breaker at `p`. On a call between services there is one per call
 /// edge, shared by every attempt on it: "per_client" is an error there, and the scope reads
 /// "shared".
-fn scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> Scope {
+fn scope(c: &mut Checker, p: &str, raw: &mut Option<RawScope>, caller: Caller) -> Scope {
+    let scope = read_scope(c, p, *raw, caller);
+    *raw = Some(match scope {
+        Scope::PerClient => RawScope::PerClient,
+        Scope::Shared => RawScope::Shared,
+    });
+    scope
+}
+
+/// [`scope`], read.
+fn read_scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> Scope {
     match (s, caller) {
         (Some(RawScope::PerClient), Caller::Service) => {
             c.err(
@@ -1566,7 +1813,7 @@ fn scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> Scope
     }
 }
 
-fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetConfig {
+fn budget(c: &mut Checker, at: &str, raw: &mut RawBudget, caller: Caller) -> BudgetConfig {
     let p = &format!("{at}.budget");
     let set = [
         raw.token_bucket.is_some(),
@@ -1590,15 +1837,15 @@ fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetC
             max_tokens: t.max_tokens,
             token_ratio: t.token_ratio,
         }
-    } else if let Some(r) = &raw.retry_quota {
+    } else if let Some(r) = &mut raw.retry_quota {
         let q = format!("{p}.retry_quota");
-        let initial = r.initial.unwrap_or(500.0);
+        let initial = *r.initial.get_or_insert(500.0);
         c.positive_number(&format!("{q}.initial"), initial);
-        let retry_cost = r.retry_cost.unwrap_or(5.0);
+        let retry_cost = *r.retry_cost.get_or_insert(5.0);
         c.non_negative(&format!("{q}.retry_cost"), retry_cost);
-        let timeout_cost = r.timeout_cost.unwrap_or(10.0);
+        let timeout_cost = *r.timeout_cost.get_or_insert(10.0);
         c.non_negative(&format!("{q}.timeout_cost"), timeout_cost);
-        let success_refund = r.success_refund.unwrap_or(1.0);
+        let success_refund = *r.success_refund.get_or_insert(1.0);
         c.non_negative(&format!("{q}.success_refund"), success_refund);
         BudgetKind::RetryQuota {
             initial,
@@ -1606,7 +1853,7 @@ fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetC
             timeout_cost,
             success_refund,
         }
-    } else if let Some(r) = &raw.ratio {
+    } else if let Some(r) = &mut raw.ratio {
         let q = format!("{p}.ratio");
         if !(0.0..=1.0).contains(&r.percent) {
             c.err(
@@ -1617,12 +1864,14 @@ fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetC
                 ),
             );
         }
-        let min_per_s = r.min_per_s.unwrap_or(0.0);
+        let min_per_s = *r.min_per_s.get_or_insert(0.0);
         c.non_negative(&format!("{q}.min_per_s"), min_per_s);
-        let window = r.window.as_ref().map_or(SimDuration::from_secs(10), |w| {
-            c.positive_duration(&format!("{q}.window"), w)
-                .unwrap_or_default()
-        });
+        let window = r
+            .window
+            .get_or_insert_with(|| written(SimDuration::from_secs(10)));
+        let window = c
+            .positive_duration(&format!("{q}.window"), window)
+            .unwrap_or_default();
         BudgetKind::Ratio {
             percent: r.percent,
             min_per_s,
@@ -1636,13 +1885,13 @@ fn budget(c: &mut Checker, at: &str, raw: &RawBudget, caller: Caller) -> BudgetC
     };
     BudgetConfig {
         kind,
-        scope: scope(c, p, raw.scope, caller),
+        scope: scope(c, p, &mut raw.scope, caller),
     }
 }
 
-fn breaker(c: &mut Checker, at: &str, raw: &RawBreaker, caller: Caller) -> BreakerConfig {
-    let p = &format!("{at}.breaker");
-    let window = match &raw.window {
+/// `window` of the breaker at `p` (default the last 100 calls).
+fn breaker_window(c: &mut Checker, p: &str, raw: Option<&RawBreakerWindow>) -> BreakerWindow {
+    match raw {
         None => BreakerWindow::Count(100),
         Some(w) => match (w.count, &w.time) {
             (Some(n), None) => {
@@ -1660,7 +1909,12 @@ fn breaker(c: &mut Checker, at: &str, raw: &RawBreaker, caller: Caller) -> Break
                 BreakerWindow::Count(100)
             }
         },
-    };
+    }
+}
+
+fn breaker(c: &mut Checker, at: &str, raw: &mut RawBreaker, caller: Caller) -> BreakerConfig {
+    let p = &format!("{at}.breaker");
+    let window = breaker_window(c, p, raw.window.as_ref());
     let threshold = |c: &mut Checker, key: &str, v: Option<f64>, default: f64| {
         let v = v.unwrap_or(default);
         if !(v > 0.0 && v <= 1.0) {
@@ -1705,28 +1959,46 @@ fn breaker(c: &mut Checker, at: &str, raw: &RawBreaker, caller: Caller) -> Break
         BreakerWindow::Count(n) => minimum_calls.min(n),
         BreakerWindow::Time(_) => minimum_calls,
     };
+    let open_duration = raw
+        .open_duration
+        .get_or_insert_with(|| written(SimDuration::from_secs(60)));
+    let open_duration = c
+        .positive_duration(&format!("{p}.open_duration"), open_duration)
+        .unwrap_or_default();
+    let half_open_calls = c.count_u32(
+        &format!("{p}.half_open_calls"),
+        *raw.half_open_calls.get_or_insert(10),
+        1,
+    );
+    // What runs, filled in.
+    raw.window = Some(match window {
+        BreakerWindow::Count(n) => RawBreakerWindow {
+            count: Some(u64::from(n)),
+            time: None,
+        },
+        BreakerWindow::Time(d) => RawBreakerWindow {
+            count: None,
+            time: Some(written(d)),
+        },
+    });
+    raw.failure_rate_threshold = Some(failure_rate_threshold);
+    raw.minimum_calls = Some(u64::from(minimum_calls));
+    if let Some((duration, rate)) = slow_call {
+        raw.slow_call_duration = Some(written(duration));
+        raw.slow_call_rate_threshold = Some(rate);
+    }
     BreakerConfig {
         window,
         failure_rate_threshold,
         minimum_calls,
-        open_duration: raw
-            .open_duration
-            .as_ref()
-            .map_or(SimDuration::from_secs(60), |d| {
-                c.positive_duration(&format!("{p}.open_duration"), d)
-                    .unwrap_or_default()
-            }),
-        half_open_calls: c.count_u32(
-            &format!("{p}.half_open_calls"),
-            raw.half_open_calls.unwrap_or(10),
-            1,
-        ),
+        open_duration,
+        half_open_calls,
         slow_call,
-        mode: match raw.mode {
-            Some(RawBreakerMode::Retries) => BreakerMode::Retries,
-            _ => BreakerMode::All,
+        mode: match *raw.mode.get_or_insert(RawBreakerMode::All) {
+            RawBreakerMode::Retries => BreakerMode::Retries,
+            RawBreakerMode::All => BreakerMode::All,
         },
-        scope: scope(c, p, raw.scope, caller),
+        scope: scope(c, p, &mut raw.scope, caller),
     }
 }
 
@@ -1751,6 +2023,18 @@ fn rate_limit(c: &mut Checker, at: &str, raw: &RawRateLimit) -> RateLimit {
             .and_then(|d| c.duration(&format!("{p}.retry_after"), d)),
     }
 }
+
+/// Every outcome `retry.retry_on` may name, in the order a filled-in default lists them.
+const ATTEMPT_OUTCOMES: [RawAttemptOutcome; 8] = [
+    RawAttemptOutcome::Success,
+    RawAttemptOutcome::Error,
+    RawAttemptOutcome::Rejected,
+    RawAttemptOutcome::Throttled,
+    RawAttemptOutcome::Timeout,
+    RawAttemptOutcome::Conflict,
+    RawAttemptOutcome::Permanent,
+    RawAttemptOutcome::BulkheadFull,
+];
 
 fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
     match o {
@@ -1915,8 +2199,8 @@ mod tests {
             format!("{s:?}")
         };
         assert_eq!(simulated(&plain), simulated(&graph));
-        // So their resolved forms are the same too: one server.
-        let resolved = |doc: &Value| resolved_json(&load(doc));
+        // Each resolved form keeps the shape the file wrote and loads again to itself, to
+        // the same scenario.
         doc["clients"]["entry"] = json!("api");
         let mut plain_doc = doc.clone();
         plain_doc["server"] = plain_doc["services"]["api"].take();
@@ -1925,7 +2209,17 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("entry");
-        assert_eq!(resolved(&doc), resolved(&plain_doc));
+        for (doc, shape) in [(&doc, "services"), (&plain_doc, "server")] {
+            let resolved = resolved_json(&load(doc));
+            let first = resolved["variants"][0]["scenario"].clone();
+            assert!(first.get(shape).is_some(), "{shape}");
+            let again = load(&first);
+            assert_eq!(resolved_json(&again), resolved);
+            assert_eq!(
+                simulated(&again.points[0].variants[0].scenario),
+                simulated(&plain)
+            );
+        }
     }
 
     /// The bundled scenarios are single servers, and load as one service named "server".
@@ -2132,8 +2426,18 @@ mod tests {
         let resolved = resolved_json(&load(&doc));
         let first = &resolved["variants"][0]["scenario"];
         assert_eq!(first["clients"]["entry"], "frontend");
+        // The services in the file's order, every default filled in.
         let order: Vec<&String> = first["services"].as_object().unwrap().keys().collect();
-        assert_eq!(order, ["frontend", "backend", "cache"]);
+        assert_eq!(order, ["backend", "frontend", "cache"]);
+        let cache = &first["services"]["cache"];
+        assert_eq!(cache["concurrency"], 1);
+        assert_eq!(cache["queue_limit"], "unlimited");
+        assert_eq!(cache["call_mode"], "sequential");
+        let calls = &first["services"]["frontend"]["calls"];
+        assert_eq!(calls[1]["fraction"], 1.0);
+        assert_eq!(calls[0]["policy"]["retry"]["max_attempts"], 3);
+        assert_eq!(calls[0]["policy"]["propagate_deadline"], false);
+        assert!(first["policy"].get("propagate_deadline").is_none());
         assert!(first.get("server").is_none());
         let mut again = first.clone();
         again["name"] = json!("three-tier");
@@ -2483,8 +2787,9 @@ mod tests {
             calls[1]["policy"]["adaptive_throttle"],
             json!({"k": 1.1, "window": "30s"})
         );
-        // Left out where there is none, so a policy without one echoes as it always did.
-        assert!(calls[0]["policy"].get("adaptive_throttle").is_none());
+        // Kept as written where it is off, and left out where the file has none.
+        assert_eq!(calls[0]["policy"]["adaptive_throttle"], json!(false));
+        assert!(first["services"]["backend"].get("adaptive_throttle").is_none());
         let mut again = first.clone();
         again["name"] = json!("three-tier");
         assert_eq!(resolved_json(&load(&again)), resolved);

@@ -29,9 +29,10 @@ mod service;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::{EventQueue, SimTime, Streams, Ticket};
+use crate::engine::{EventQueue, SimTime, Ticket};
 use crate::metrics::{CallCounters, Column, Gauges, Recorder, RunResult, TimeSeries, Truncation};
 use crate::model::Outcome;
+use crate::model::streams::Draws;
 use crate::scenario::{Scenario, Workload};
 
 use client::{CallState, SettledEnd};
@@ -198,7 +199,7 @@ fn key_store(policy: &crate::scenario::Policy) -> Option<crate::model::KeyStore>
 struct Sim<'a> {
     sc: &'a Scenario,
     queue: EventQueue<Event>,
-    rng: Streams,
+    rng: Draws,
     /// Logical calls, by slot: the clients' requests and the calls between services.
     calls: Vec<CallState>,
     free_calls: Vec<u32>,
@@ -318,7 +319,7 @@ impl<'a> Sim<'a> {
             sc,
             entry_routes,
             queue: EventQueue::new(),
-            rng: Streams::new(seed, replication),
+            rng: Draws::new(seed, replication),
             calls: Vec::new(),
             free_calls: Vec::new(),
             live_slots: 0,
