@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::engine::SimDuration;
 use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{
-    Column, Digest, Estimate, LatencyPool, Metrics, Replications, TimeSeries, Truncation,
+    Column, Digest, Estimate, LatencyPool, Metrics, Replications, TimeSeries, TruncatedReplication,
     aggregate_series, series::COLUMNS,
 };
 use crate::scenario::{Experiment, Scenario};
@@ -72,15 +72,11 @@ pub struct VariantResult {
     /// Width of a time-series bucket.
     pub bucket: SimDuration,
     /// Replications that stopped early, with the reason.
-    pub truncations: Vec<(u32, Truncation)>,
+    pub truncations: Vec<TruncatedReplication>,
     /// For a variant whose replications split between recovering and staying collapsed, a
     /// typical run of each kind (see [`examples`]); empty otherwise, and at most two, so
     /// memory does not grow with replications.
     pub examples: Vec<ExampleRun>,
-    /// For a call graph, the share of logical requests a fallback answered: the mean over
-    /// replications of `degraded / requests`, with its 95 % half-width (summary.json's
-    /// `degraded_rate`). `None` for a single server.
-    pub degraded_rate: Option<Estimate>,
     /// For a call graph, each service's mean load over time, in the order of the scenario's
     /// services (the entry first); empty for a single server.
     pub service_series: Vec<ServiceSeries>,
@@ -166,6 +162,16 @@ impl VariantResult {
     pub fn is_truncated(&self) -> bool {
         self.metrics.truncated > 0.0
     }
+
+    /// For a call graph, the share of logical requests a fallback answered: the mean over
+    /// replications of `degraded / requests`, with its 95 % half-width. `None` for a single
+    /// server.
+    pub fn degraded_rate(&self) -> Option<Estimate> {
+        Some(Estimate {
+            mean: self.metrics.degraded_rate?,
+            half_width: self.ci95.degraded_rate?,
+        })
+    }
 }
 
 /// A unit of work for a thread.
@@ -230,7 +236,7 @@ struct Open {
     fold: Replications,
     recoveries: Vec<Recovery>,
     outlines: Vec<Outline>,
-    truncations: Vec<(u32, Truncation)>,
+    truncations: Vec<TruncatedReplication>,
 }
 
 impl<'a> Folder<'a> {
@@ -294,7 +300,10 @@ impl<'a> Folder<'a> {
         open.outlines
             .extend(Outline::of(replication, &run.series, recovery.as_ref()));
         if let Some(t) = run.truncated {
-            open.truncations.push((replication, t));
+            open.truncations.push(TruncatedReplication {
+                replication,
+                reason: t.to_string(),
+            });
         }
         self.events += run.counters.events;
         self.requests += run.counters.requests;
@@ -344,7 +353,6 @@ impl<'a> Folder<'a> {
             bucket: folded.bucket,
             truncations,
             examples: Vec::new(),
-            degraded_rate: folded.degraded_rate,
             service_series: folded
                 .service_series
                 .into_iter()

@@ -270,6 +270,12 @@ pub struct Metrics {
     /// failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<f64>,
+    /// The share of logical requests a fallback answered (call graphs only, and only in a
+    /// variant's means and half-widths): the mean over replications of `degraded /
+    /// requests`, so that the means of the success, degraded and failure shares add up as
+    /// each replication's do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_rate: Option<f64>,
     /// Per service of a call graph, the entry first (absent for a single server).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<super::ServiceMetrics>,

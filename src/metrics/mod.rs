@@ -178,6 +178,17 @@ impl std::fmt::Display for Truncation {
     }
 }
 
+/// A replication that stopped early and why, in words ([`Truncation`]'s text): what
+/// summary.json keeps of it as `truncated_replications`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruncatedReplication {
+    /// The replication's index.
+    pub replication: u32,
+    /// Why it stopped.
+    pub reason: String,
+}
+
 /// Latency distribution bins per decade, from 1 us to 10^4 s ([`latency_bin_upper_ms`]).
 pub const LATENCY_BINS_PER_DECADE: usize = 20;
 /// Number of latency distribution bins (ten decades).
@@ -766,6 +777,8 @@ impl RunResult {
             recovery: None,
             degraded: (!self.services.is_empty())
                 .then(|| c.final_outcomes[Outcome::Degraded.index()] as f64),
+            // The share is a variant's: folded from each replication's `degraded`.
+            degraded_rate: None,
             services: self
                 .services
                 .iter()

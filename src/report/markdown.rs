@@ -725,7 +725,7 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
                 say(&Metric::FAILURE_RATE, m.failure_rate)
             ));
         }
-        if let Some(d) = v.degraded_rate.filter(|d| d.mean >= 0.01) {
+        if let Some(d) = v.degraded_rate().filter(|d| d.mean >= 0.01) {
             parts.push(format!(
                 "a fallback answered {:.1} % of its requests (degraded: neither a success nor a failure)",
                 100.0 * d.mean

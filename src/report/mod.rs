@@ -21,7 +21,10 @@ pub use charts::ImageFormat;
 pub use markdown::{findings, report_md, truncation_notes};
 pub use publish::{Destination, prepare};
 pub use reload::{RunFolder, reload, reload_files};
-pub use summary::summary_json;
+pub use summary::{
+    AxisSummary, CallName, GraphNames, PointSummary, ServiceName, Summary, SweepSummary,
+    VariantSummary,
+};
 pub use sweep::sweep_csv;
 pub use table::table;
 pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};

@@ -74,7 +74,7 @@ fn all_leaves(v: &VariantResult, half_widths: bool) -> Vec<(String, f64)> {
     for (k, x) in graph_leaves(m) {
         let degraded = k == "degraded";
         out.push((k, x));
-        if let (true, Some(e)) = (degraded, v.degraded_rate) {
+        if let (true, Some(e)) = (degraded, v.degraded_rate()) {
             let rate = if half_widths { e.half_width } else { e.mean };
             out.push(("degraded_rate".to_string(), rate));
         }
@@ -131,7 +131,7 @@ mod tests {
             for (row, v) in rows.iter().zip(variants) {
                 assert_eq!(
                     row[rate].parse::<f64>().unwrap(),
-                    v.degraded_rate.unwrap().mean
+                    v.degraded_rate().unwrap().mean
                 );
                 assert_eq!(
                     row[db].parse::<f64>().unwrap(),

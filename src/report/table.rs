@@ -261,13 +261,15 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     }
     for point in &result.points {
         for v in &point.variants {
-            if let Some((rep, why)) = v.truncations.first() {
+            if let Some(t) = v.truncations.first() {
                 let _ = writeln!(
                     out,
-                    "warning: {} ({} of {} replications truncated; replication {rep}: {why})",
+                    "warning: {} ({} of {} replications truncated; replication {}: {})",
                     v.name,
                     v.truncations.len(),
-                    reps
+                    reps,
+                    t.replication,
+                    t.reason
                 );
             }
         }
@@ -283,7 +285,7 @@ fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
 /// a variant without a call graph.
 pub(super) fn degraded_cell(v: &VariantResult, with_ci: bool) -> String {
     let d = Metric::SUCCESS_RATE.decimals;
-    match v.degraded_rate {
+    match v.degraded_rate() {
         None => "-".to_string(),
         Some(e) if with_ci => format!("{:.d$} ± {:.d$}", 100.0 * e.mean, 100.0 * e.half_width),
         Some(e) => format!("{:.d$}", 100.0 * e.mean),
