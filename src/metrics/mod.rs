@@ -8,6 +8,7 @@ mod aggregate;
 pub mod graph;
 mod metric;
 pub mod recovery;
+mod results;
 pub mod series;
 
 pub use aggregate::{
@@ -18,6 +19,7 @@ pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, PartMetric,
     RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
 };
+pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
 
 use hdrhistogram::Histogram;

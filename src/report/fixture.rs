@@ -5,7 +5,7 @@
 //! simulated call graph's results; the numbers are made up, but consistent.
 
 use crate::metrics::{CallMetrics, Column, ServiceMetrics};
-use crate::runner::{ExperimentResult, ServiceSeries, VariantResult};
+use crate::metrics::{ExperimentResult, ServiceSeries, VariantResult};
 use crate::scenario::{Call, Experiment, LoadOptions, Scenario, Service, load_str};
 
 /// The single-server scenario the graph is grown from: a stall from 10 s to 15 s, three

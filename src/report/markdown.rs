@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 
 use super::value_text;
 use crate::engine::{SimDuration, SimTime};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{Metric, Metrics};
 use crate::model::{
     Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage,
     Outcome, Scope,
 };
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::{
     Experiment, HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload,
     percentile_text,

@@ -32,7 +32,7 @@ pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
 use std::borrow::Cow;
 use std::path::Path;
 
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::{Experiment, resolved_json};
 
 /// Whether a variant running `scenario` can produce the optional headline count `key` at

@@ -30,7 +30,7 @@ use crate::metrics::{
     Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, graph_leaves, latency_bin_upper_ms,
     leaves, series::COLUMNS,
 };
-use crate::runner::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
+use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};
 
 const SUMMARY: &str = "summary.json";

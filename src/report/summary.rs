@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{Metrics, TruncatedReplication};
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Scenario, Variant};
 
 /// summary.json.

@@ -7,8 +7,8 @@
 
 use super::timeseries::format_number;
 use super::{csv_text, value_text};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{graph_leaves, leaves};
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).

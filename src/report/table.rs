@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
-use crate::runner::{ExperimentResult, VariantResult};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Variant};
 
 /// One column: its header and its metric (printed with the metric's scale and decimals).

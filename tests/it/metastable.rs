@@ -4,7 +4,7 @@
 //! its limits.
 
 use retrystorm::metrics::Metrics;
-use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::metrics::{ExperimentResult, VariantResult};
 use retrystorm::scenario::{Experiment, LoadOptions};
 use serde_json::{Value, json};
 

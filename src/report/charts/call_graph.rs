@@ -11,7 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{FONT, variant_color};
 use crate::metrics::{CallMetric, ServiceMetric};
-use crate::runner::{ExperimentResult, VariantResult};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Variant};
 
 /// The name the clients' box and the CSV give the clients, which no service can be taken for.

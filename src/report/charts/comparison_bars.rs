@@ -6,8 +6,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{FONT, axis_ticks, variant_color};
+use crate::metrics::ExperimentResult;
 use crate::metrics::Metric;
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The metrics compared. Latency is the latency of successful requests: a policy that fails

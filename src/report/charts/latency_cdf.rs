@@ -9,8 +9,8 @@ use plotters::prelude::*;
 use super::SIZE;
 use super::latency_histogram;
 use super::style::{FONT, variant_color};
+use crate::metrics::ExperimentResult;
 use crate::metrics::{LATENCY_BINS, latency_bin_upper_ms};
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// Draws the curves and returns their CSV.
@@ -173,7 +173,7 @@ where
 }
 
 /// "42 % failed" for a variant some of whose requests failed (they are not in the curves).
-pub fn failed_share(v: &crate::runner::VariantResult) -> Option<String> {
+pub fn failed_share(v: &crate::metrics::VariantResult) -> Option<String> {
     let f = v.metrics.failure_rate;
     (f > 0.0).then(|| {
         if f < 0.001 {

@@ -11,8 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{FONT, variant_color};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{LATENCY_BINS, LATENCY_BINS_PER_DECADE, latency_bin_upper_ms};
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// The lower edge of latency bin `i`, in milliseconds (0 for the first bin, which holds

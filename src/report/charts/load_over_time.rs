@@ -13,7 +13,7 @@ use super::over_time::{self, Frame, PanelSpec};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The figure's caption: `caption`, and where some variant's clients rejected requests

@@ -33,7 +33,7 @@ pub use style::{tick, variant_color};
 use style::FONT;
 
 use crate::metrics::{Column, Metric};
-use crate::runner::{ExperimentResult, VariantResult};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Image formats.
@@ -182,7 +182,7 @@ pub enum Chart {
 fn focus_point<'a>(
     experiment: &Experiment,
     result: &'a ExperimentResult,
-) -> (&'a crate::runner::PointResult, String) {
+) -> (&'a crate::metrics::PointResult, String) {
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     let point = &result.points[focus];
     let mut at = point

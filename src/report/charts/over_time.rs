@@ -18,8 +18,8 @@ use plotters::prelude::*;
 
 use super::style::{FONT, TimeUnit, axis_ticks, span};
 use crate::metrics::Column;
+use crate::metrics::VariantResult;
 use crate::metrics::series::COLUMNS;
-use crate::runner::VariantResult;
 
 /// Most display buckets across the time axis.
 pub const MAX_BARS: f64 = 400.0;

@@ -11,9 +11,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{FONT, variant_color};
+use crate::metrics::ExperimentResult;
 use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The caption's first sentence; [`caption`] adds what the colour means.

@@ -16,8 +16,8 @@ use super::over_time::{self, Frame, PanelSpec, Row};
 use super::style::{FONT, tick, variant_color};
 use super::triggers::{self, TRIGGER};
 use crate::metrics::Column;
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::model::{BudgetKind, Scope};
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Scenario};
 
 /// The retries bars: translucent black, a light grey that lets the lines show through.

@@ -15,7 +15,7 @@ use super::over_time::{self, Frame, PanelSpec, Row};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
-use crate::runner::{ExperimentResult, VariantResult};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Height of one variant's row of panels, in pixels.
@@ -46,7 +46,7 @@ where
     let windows = triggers::windows(&experiment.points[focus].variants);
     let shown = shown(&point.variants);
     // Every example of every shown variant, in order: (variant index, example).
-    let runs: Vec<(usize, &crate::runner::ExampleRun)> = shown
+    let runs: Vec<(usize, &crate::metrics::ExampleRun)> = shown
         .iter()
         .flat_map(|&j| point.variants[j].examples.iter().map(move |e| (j, e)))
         .collect();

@@ -13,7 +13,7 @@ use super::over_time::{self, Frame, PanelSpec, Row};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The outcome columns, bottom to top, with their colour (the same in every panel).

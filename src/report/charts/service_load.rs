@@ -10,7 +10,7 @@ use super::over_time::{self, Frame, PanelSpec, Row};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::{Experiment, Variant};
 
 /// The colour of a panel's title: panels are services, not variants.
@@ -170,7 +170,7 @@ where
 fn write_csv(
     frame: &Frame,
     services: &[(String, bool)],
-    variants: &[crate::runner::VariantResult],
+    variants: &[crate::metrics::VariantResult],
     lines: &[(usize, usize)],
     windows: &[Vec<(f64, f64)>],
 ) -> anyhow::Result<Vec<u8>> {

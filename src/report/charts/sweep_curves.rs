@@ -6,9 +6,9 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::style::{FONT, axis_ticks, tick, variant_color};
+use crate::metrics::ExperimentResult;
 use crate::metrics::Metric;
 use crate::report;
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// Draws the curves of `metric` (in its printed unit) and returns their CSV.

@@ -5,8 +5,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::sweep_curves;
+use crate::metrics::ExperimentResult;
 use crate::metrics::Metric;
-use crate::runner::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// The panels. Latency is the latency of successful requests.

@@ -10,7 +10,7 @@ use super::over_time::{self, Frame, PanelSpec};
 use super::style::variant_color;
 use super::triggers;
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// Draws the panels and returns their CSV: `variant, bucket_start_s, bucket_s,
