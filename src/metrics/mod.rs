@@ -16,7 +16,7 @@ pub use aggregate::{
 };
 pub use graph::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
-    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, PartMetric,
+    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
     RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
 };
 pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};

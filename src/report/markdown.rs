@@ -291,7 +291,7 @@ fn results_table(
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = write!(out, "| {}{mark} |", escape(&v.name));
         for k in &cols {
-            let cell = if super::produces(k.key, sc) {
+            let cell = if super::produces(k, sc) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
             } else {
                 "-".to_string()
@@ -337,7 +337,7 @@ fn graph_section(
             let entry = if i == 0 { " (entry)" } else { "" };
             let _ = write!(out, "| {}{entry} |", escape(&s.name));
             for k in &cols {
-                let cell = if super::service_produces(k.key, &r.scenario, i) {
+                let cell = if super::service_produces(k, &r.scenario, i) {
                     k.format_estimate(m, h, with_ci)
                 } else {
                     "-".to_string()

@@ -429,18 +429,12 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
     if let Some(r) = &m.recovery {
         shares.extend(
             [
-                ("recovery.recovered_fraction", r.recovered_fraction),
-                (
-                    "recovery.recovered_fraction_lower",
-                    r.recovered_fraction_lower,
-                ),
-                (
-                    "recovery.recovered_fraction_upper",
-                    r.recovered_fraction_upper,
-                ),
-                ("recovery.wasted_fraction", r.wasted_fraction),
+                Metric::RECOVERED,
+                Metric::RECOVERED_LOWER,
+                Metric::RECOVERED_UPPER,
+                Metric::RECOVERY_WASTED,
             ]
-            .map(|(k, x)| (k.to_string(), x)),
+            .map(|k| (k.key.to_string(), k.value(m))),
         );
         if !half_widths && r.recovered > r.replications {
             bail!(

@@ -111,7 +111,7 @@ pub(super) fn call_cell(
     (m, h): (&crate::metrics::CallMetrics, &crate::metrics::CallMetrics),
     with_ci: bool,
 ) -> String {
-    if call.is_none_or(|c| !super::call_produces(k.key, c)) {
+    if call.is_none_or(|c| !super::call_produces(k, c)) {
         return "-".to_string();
     }
     k.format_estimate(m, h, with_ci)
@@ -188,7 +188,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                 }
             }
             row.extend(policy_cols.iter().map(|c| {
-                if super::produces(c.metric.key, &ran.scenario) {
+                if super::produces(&c.metric, &ran.scenario) {
                     cell(v, c, with_ci)
                 } else {
                     "-".to_string()
@@ -453,7 +453,7 @@ fn graph_tables(
                 },
             ];
             row.extend(cols.iter().map(|k| {
-                if super::service_produces(k.key, &ran.scenario, i) {
+                if super::service_produces(k, &ran.scenario, i) {
                     k.format_estimate(m, h, with_ci)
                 } else {
                     "-".to_string()
