@@ -33,9 +33,9 @@ pub struct Counters {
     /// Logical requests started.
     pub requests: u64,
     /// Final outcomes of the logical requests that ended, indexed by [`Outcome::index`].
-    pub final_outcomes: [u64; 13],
+    pub final_outcomes: [u64; Outcome::ALL.len()],
     /// Attempt outcomes as the clients saw them, indexed by [`Outcome::index`].
-    pub attempt_outcomes: [u64; 13],
+    pub attempt_outcomes: [u64; Outcome::ALL.len()],
     /// First attempts sent.
     pub first_attempts: u64,
     /// Retries sent.
