@@ -21,13 +21,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Condvar, Mutex};
 
-use serde_json::Value;
-
-use crate::engine::SimDuration;
 use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{
-    Column, Digest, Estimate, LatencyPool, Metrics, Replications, TimeSeries, Truncation,
-    aggregate_series, series::COLUMNS,
+    Column, Digest, ExampleRun, ExperimentResult, LatencyPool, PointResult, Replications,
+    ServiceSeries, TimeSeries, TruncatedReplication, VariantResult, aggregate_series,
 };
 use crate::scenario::{Experiment, Scenario};
 use crate::sim;
@@ -35,80 +32,6 @@ use crate::sim;
 /// How far ahead of the oldest replication not yet folded the threads may run, per thread:
 /// the finished replications waiting to be folded are at most this many per thread.
 pub const WINDOW_PER_THREAD: usize = 4;
-
-/// Results of a whole experiment, in the experiment's order.
-#[derive(Debug, Clone)]
-pub struct ExperimentResult {
-    /// One per sweep value (one without a sweep).
-    pub points: Vec<PointResult>,
-    /// Events processed over all jobs.
-    pub events: u64,
-    /// Logical requests over all jobs.
-    pub requests: u64,
-}
-
-/// Every variant at one sweep value.
-#[derive(Debug, Clone)]
-pub struct PointResult {
-    /// The swept value, if any.
-    pub value: Option<Value>,
-    /// The variants, in file order.
-    pub variants: Vec<VariantResult>,
-}
-
-/// One variant aggregated over its replications.
-#[derive(Debug, Clone)]
-pub struct VariantResult {
-    /// The variant's name.
-    pub name: String,
-    /// Means over replications (latency pooled over them), summary.json's `metrics`.
-    pub metrics: Metrics,
-    /// 95 % half-widths, same shape.
-    pub ci95: Metrics,
-    /// Mean time series over replications.
-    pub series: Vec<[f64; COLUMNS]>,
-    /// Mean successful logical requests per latency bin over replications.
-    pub success_latency_bins: Vec<f64>,
-    /// Width of a time-series bucket.
-    pub bucket: SimDuration,
-    /// Replications that stopped early, with the reason.
-    pub truncations: Vec<(u32, Truncation)>,
-    /// For a variant whose replications split between recovering and staying collapsed, a
-    /// typical run of each kind (see [`examples`]); empty otherwise, and at most two, so
-    /// memory does not grow with replications.
-    pub examples: Vec<ExampleRun>,
-    /// For a call graph, the share of logical requests a fallback answered: the mean over
-    /// replications of `degraded / requests`, with its 95 % half-width (summary.json's
-    /// `degraded_rate`). `None` for a single server.
-    pub degraded_rate: Option<Estimate>,
-    /// For a call graph, each service's mean load over time, in the order of the scenario's
-    /// services (the entry first); empty for a single server.
-    pub service_series: Vec<ServiceSeries>,
-}
-
-/// One service's mean load over time: the columns of [`VariantResult::series`], of which
-/// `attempts`, `served`, `wasted`, `queue_len` and `in_service` are filled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServiceSeries {
-    /// Width of a time-series bucket.
-    pub bucket: SimDuration,
-    /// The mean rows, in the units of [`VariantResult::series`].
-    pub rows: Vec<[f64; COLUMNS]>,
-}
-
-/// One replication's own time series, kept to show what a single run looked like where the
-/// mean over replications describes none of them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExampleRun {
-    /// The replication's index (0-based, as in the seed derivation).
-    pub replication: u32,
-    /// What it stands for, e.g. "typical collapsed (replication 17)".
-    pub label: String,
-    /// Width of a time-series bucket.
-    pub bucket: SimDuration,
-    /// Its rows, in the units of [`VariantResult::series`].
-    pub series: Vec<[f64; COLUMNS]>,
-}
 
 /// What [`examples`] needs of one replication that had a recovery analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,14 +81,6 @@ pub fn examples(runs: &[Outline]) -> Vec<(u32, &'static str)> {
         .into_iter()
         .map(|(members, kind)| (members[(members.len() - 1) / 2].replication, kind))
         .collect()
-}
-
-impl VariantResult {
-    /// Whether any replication stopped early: its numbers cover only what finished, so it
-    /// takes part in no comparison.
-    pub fn is_truncated(&self) -> bool {
-        self.metrics.truncated > 0.0
-    }
 }
 
 /// A unit of work for a thread.
@@ -230,7 +145,7 @@ struct Open {
     fold: Replications,
     recoveries: Vec<Recovery>,
     outlines: Vec<Outline>,
-    truncations: Vec<(u32, Truncation)>,
+    truncations: Vec<TruncatedReplication>,
 }
 
 impl<'a> Folder<'a> {
@@ -294,7 +209,10 @@ impl<'a> Folder<'a> {
         open.outlines
             .extend(Outline::of(replication, &run.series, recovery.as_ref()));
         if let Some(t) = run.truncated {
-            open.truncations.push((replication, t));
+            open.truncations.push(TruncatedReplication {
+                replication,
+                reason: t.to_string(),
+            });
         }
         self.events += run.counters.events;
         self.requests += run.counters.requests;
@@ -344,7 +262,6 @@ impl<'a> Folder<'a> {
             bucket: folded.bucket,
             truncations,
             examples: Vec::new(),
-            degraded_rate: folded.degraded_rate,
             service_series: folded
                 .service_series
                 .into_iter()

@@ -27,11 +27,12 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::engine::SimDuration;
+use crate::metrics::ExperimentResult;
 use crate::metrics::{Counters, Digest, LatencyHistogram, LatencyParts, LatencyPool, Metrics};
 use crate::metrics::{MAX_ROWS, Row, TimeSeries, Truncation};
 use crate::report::publish::{MANIFEST, Manifest, is_plain_name};
 use crate::report::{ImageFormat, OutputFile};
-use crate::runner::{self, ExperimentResult, RangeResult, Refed};
+use crate::runner::{self, RangeResult, Refed};
 use crate::scenario::{Axis, Experiment, LoadOptions, Sweep, load_str};
 
 /// The version of the shard folder's format.

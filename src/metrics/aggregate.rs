@@ -134,9 +134,6 @@ pub struct Folded {
     /// Per service of a call graph, the entry first: its mean load over time, with its
     /// bucket width ([`aggregate_series`]). Empty for a single server.
     pub service_series: Vec<MeanSeries>,
-    /// The share of logical requests a fallback answered (`degraded / requests` of each
-    /// replication, averaged, with its 95 % interval): call graphs only.
-    pub degraded_rate: Option<Estimate>,
 }
 
 /// A mean time series: its bucket width and rows ([`aggregate_series`]).
@@ -239,8 +236,8 @@ impl GraphFold {
     }
 
     /// Writes the means and half-widths into the variant's documents; returns the services'
-    /// mean series and the degraded share.
-    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> (Vec<MeanSeries>, Estimate) {
+    /// mean series.
+    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> Vec<MeanSeries> {
         (metrics.services, ci95.services) = self
             .services
             .iter()
@@ -272,14 +269,9 @@ impl GraphFold {
             k.set(ci95, finite(e.half_width));
         }
         let rate = self.degraded_rate.estimate();
-        let series = self.series.into_iter().map(SeriesMean::finish).collect();
-        (
-            series,
-            Estimate {
-                mean: finite(rate.mean),
-                half_width: finite(rate.half_width),
-            },
-        )
+        metrics.degraded_rate = Some(finite(rate.mean));
+        ci95.degraded_rate = Some(finite(rate.half_width));
+        self.series.into_iter().map(SeriesMean::finish).collect()
     }
 }
 
@@ -381,12 +373,9 @@ impl Replications {
             .collect();
         debug_assert_eq!(success_latency_bins.len(), LATENCY_BINS);
         let (bucket, series) = self.series.finish();
-        let (service_series, degraded_rate) = match self.graph {
-            Some(graph) => {
-                let (series, rate) = graph.finish(&mut metrics, &mut ci95);
-                (series, Some(rate))
-            }
-            None => (Vec::new(), None),
+        let service_series = match self.graph {
+            Some(graph) => graph.finish(&mut metrics, &mut ci95),
+            None => Vec::new(),
         };
         Folded {
             metrics,
@@ -395,7 +384,6 @@ impl Replications {
             series,
             success_latency_bins,
             service_series,
-            degraded_rate,
         }
     }
 }
@@ -650,9 +638,9 @@ mod tests {
         assert_eq!((m.degraded, h.degraded), (Some(2.0), Some(0.0)));
         assert_eq!(m.failed.bulkhead_full, 2.0);
         // The share is the mean of 2/10 and 2/20, not the ratio of the means (4/30).
-        let rate = f.degraded_rate.expect("a graph has a degraded share");
-        assert!((rate.mean - 0.15).abs() < 1e-12, "{}", rate.mean);
-        assert!((rate.half_width - 12.706 * 0.05).abs() < 1e-3);
+        let (rate, half) = (m.degraded_rate.unwrap(), h.degraded_rate.unwrap());
+        assert!((rate - 0.15).abs() < 1e-12, "{rate}");
+        assert!((half - 12.706 * 0.05).abs() < 1e-3);
         // Each service's series averaged like the main one: the frontend's single attempt
         // in bucket 0, the backend's over 20 and 60 buckets.
         assert_eq!(f.service_series.len(), 2);
@@ -669,9 +657,9 @@ mod tests {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
         assert!(f.metrics.services.is_empty() && f.metrics.calls.is_empty());
         assert_eq!((f.metrics.degraded, f.ci95.degraded), (None, None));
-        assert!(f.degraded_rate.is_none() && f.service_series.is_empty());
+        assert!(f.metrics.degraded_rate.is_none() && f.service_series.is_empty());
         let doc = serde_json::to_value(&f.metrics).unwrap();
-        for key in ["degraded", "services", "calls"] {
+        for key in ["degraded", "degraded_rate", "services", "calls"] {
             assert!(doc.get(key).is_none(), "{key}");
         }
         assert!(doc["failed"].get("bulkhead_full").is_none());

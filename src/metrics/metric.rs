@@ -270,6 +270,12 @@ pub struct Metrics {
     /// failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<f64>,
+    /// The share of logical requests a fallback answered (call graphs only, and only in a
+    /// variant's means and half-widths): the mean over replications of `degraded /
+    /// requests`, so that the means of the success, degraded and failure shares add up as
+    /// each replication's do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_rate: Option<f64>,
     /// Per service of a call graph, the entry first (absent for a single server).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<super::ServiceMetrics>,
@@ -321,6 +327,34 @@ pub enum Better {
     Neither,
 }
 
+/// What a scenario must have for a count to be made at all: where it has not, a table prints
+/// `-` rather than a zero, so that a zero means the policy was there and did nothing. The
+/// report decides it against the scenario of each variant, service or call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing: every run makes the count.
+    Nothing,
+    /// A retry budget on the calls counted.
+    Budget,
+    /// A circuit breaker on the calls counted.
+    Breaker,
+    /// Hedging on the calls counted.
+    Hedge,
+    /// A caller that hedges and cancels the attempts that lost the race.
+    HedgeCancel,
+    /// An adaptive throttle on the calls counted.
+    Throttle,
+    /// An adaptive throttle on any call of the run: a local rejection anywhere fails the
+    /// request.
+    ThrottleAnywhere,
+    /// A caller whose call is not idempotent.
+    NonIdempotent,
+    /// A caller that sends idempotency keys.
+    IdempotencyKey,
+    /// A CoDel discipline at the service.
+    Codel,
+}
+
 /// One metric: where it lives in [`Metrics`], what it is called and how it is printed.
 #[derive(Clone, Copy)]
 pub struct Metric {
@@ -337,6 +371,8 @@ pub struct Metric {
     pub decimals: usize,
     /// Which direction is better.
     pub better: Better,
+    /// What a scenario needs for the count to be made at all.
+    pub needs: Needs,
     get: fn(&Metrics) -> Option<f64>,
     /// The stored leaf itself, whatever the guard says (for half-widths, whose document has
     /// no counts of its own to guard on).
@@ -430,6 +466,7 @@ macro_rules! metric {
             scale: $scale,
             decimals: $dec,
             better: Better::$better,
+            needs: Needs::Nothing,
             get: |m| $guard(m).then_some(m.$($f).+),
             raw: |m| m.$($f).+,
             set: |m, x| m.$($f).+ = x,
@@ -443,6 +480,7 @@ macro_rules! metric {
             scale: $scale,
             decimals: $dec,
             better: Better::$better,
+            needs: Needs::Nothing,
             get: |m| Some(m.$($f).+),
             raw: |m| m.$($f).+,
             set: |m, x| m.$($f).+ = x,
@@ -459,6 +497,7 @@ macro_rules! recovery_metric {
             scale: $scale,
             decimals: $dec,
             better: Better::$better,
+            needs: Needs::Nothing,
             get: |m| m.recovery.as_ref().map(|r| r.$f),
             raw: |m| m.recovery.as_ref().map_or(0.0, |r| r.$f),
             set: |_, _| {},
@@ -472,6 +511,7 @@ macro_rules! recovery_metric {
             scale: $scale,
             decimals: $dec,
             better: Better::$better,
+            needs: Needs::Nothing,
             get: |m| m.recovery.as_ref().and_then(|r| r.$f),
             raw: |m| m.recovery.as_ref().and_then(|r| r.$f).unwrap_or(0.0),
             set: |_, _| {},
@@ -588,15 +628,15 @@ impl Metric {
     /// When the server finished its last service.
     pub const BUSY_UNTIL: Metric = metric!("server.busy_until_ms", "server busy until", Seconds, 1e-3, 2, Lower, server.busy_until_ms);
     /// Budget denials.
-    pub const BUDGET_DENIALS: Metric = metric!("budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials);
+    pub const BUDGET_DENIALS: Metric = Metric { needs: Needs::Budget, ..metric!("budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials) };
     /// Breaker refusals.
-    pub const BREAKER_REFUSALS: Metric = metric!("breaker.refusals", "breaker refusals", Count, 1.0, 0, Neither, breaker.refusals);
+    pub const BREAKER_REFUSALS: Metric = Metric { needs: Needs::Breaker, ..metric!("breaker.refusals", "breaker refusals", Count, 1.0, 0, Neither, breaker.refusals) };
     /// Breaker openings.
-    pub const BREAKER_OPENINGS: Metric = metric!("breaker.openings", "breaker openings", Count, 1.0, 0, Neither, breaker.openings);
+    pub const BREAKER_OPENINGS: Metric = Metric { needs: Needs::Breaker, ..metric!("breaker.openings", "breaker openings", Count, 1.0, 0, Neither, breaker.openings) };
     /// Breaker transitions.
-    pub const BREAKER_TRANSITIONS: Metric = metric!("breaker.transitions", "breaker transitions", Count, 1.0, 0, Neither, breaker.transitions);
+    pub const BREAKER_TRANSITIONS: Metric = Metric { needs: Needs::Breaker, ..metric!("breaker.transitions", "breaker transitions", Count, 1.0, 0, Neither, breaker.transitions) };
     /// Share of time breakers were open.
-    pub const BREAKER_OPEN: Metric = metric!("breaker.open_fraction", "breaker open", Percent, 100.0, 1, Neither, breaker.open_fraction);
+    pub const BREAKER_OPEN: Metric = Metric { needs: Needs::Breaker, ..metric!("breaker.open_fraction", "breaker open", Percent, 100.0, 1, Neither, breaker.open_fraction) };
     /// Late replies.
     pub const LATE_REPLIES: Metric = metric!("late_replies", "late replies", Count, 1.0, 0, Lower, late_replies);
     /// Timeouts.
@@ -614,6 +654,22 @@ impl Metric {
     pub const RECOVERY_BELOW_90: Metric = recovery_metric!("recovery.below_90_s", "goodput under 90 %", Seconds, 1.0, 1, Lower, below_90_s);
     /// Peak amplification per logical request during the episode.
     pub const RECOVERY_PEAK: Metric = recovery_metric!("recovery.peak_amplification", "peak amplification", Times, 1.0, 2, Lower, peak_amplification);
+    /// Replications judged.
+    pub const RECOVERY_REPLICATIONS: Metric = recovery_metric!("recovery.replications", "replications judged", Count, 1.0, 0, Neither, replications);
+    /// Replications that recovered.
+    pub const RECOVERY_RECOVERED: Metric = recovery_metric!("recovery.recovered", "replications recovered", Count, 1.0, 0, Higher, recovered);
+    /// Lower end of the recovered share's Wilson interval.
+    pub const RECOVERED_LOWER: Metric = recovery_metric!("recovery.recovered_fraction_lower", "recovered, lower bound", Percent, 100.0, 0, Higher, recovered_fraction_lower);
+    /// Upper end of the recovered share's Wilson interval.
+    pub const RECOVERED_UPPER: Metric = recovery_metric!("recovery.recovered_fraction_upper", "recovered, upper bound", Percent, 100.0, 0, Higher, recovered_fraction_upper);
+    /// 90th percentile of the recovery times.
+    pub const RECOVERY_P90: Metric = recovery_metric!("recovery.p90_recovery_s", "p90 recovery", Seconds, 1.0, 1, Lower, ?p90_recovery_s);
+    /// Longest recovery time.
+    pub const RECOVERY_MAX: Metric = recovery_metric!("recovery.max_recovery_s", "longest recovery", Seconds, 1.0, 1, Lower, ?max_recovery_s);
+    /// Goodput before the first trigger.
+    pub const RECOVERY_BASELINE: Metric = recovery_metric!("recovery.baseline_per_s", "baseline goodput", PerSecond, 1.0, 1, Neither, baseline_per_s);
+    /// Wasted share of the work served during the episode.
+    pub const RECOVERY_WASTED: Metric = recovery_metric!("recovery.wasted_fraction", "wasted in the episode", Percent, 100.0, 1, Lower, wasted_fraction);
 
     /// Every metric a replication measures, in summary.json's order: each is averaged over
     /// replications with a 95 % interval.
@@ -674,6 +730,23 @@ impl Metric {
         Metric::TRUNCATED,
     ];
 
+    /// Every number of a `recovery` object, in summary.json's order.
+    pub const RECOVERY_ALL: [Metric; 13] = [
+        Metric::RECOVERY_REPLICATIONS,
+        Metric::RECOVERY_RECOVERED,
+        Metric::RECOVERED,
+        Metric::RECOVERED_LOWER,
+        Metric::RECOVERED_UPPER,
+        Metric::RECOVERY_MEDIAN,
+        Metric::RECOVERY_P90,
+        Metric::RECOVERY_MAX,
+        Metric::RECOVERY_BASELINE,
+        Metric::RECOVERY_DIP,
+        Metric::RECOVERY_BELOW_90,
+        Metric::RECOVERY_PEAK,
+        Metric::RECOVERY_WASTED,
+    ];
+
     /// The headline recovery metrics.
     pub const RECOVERY: [Metric; 5] = [
         Metric::RECOVERED,
@@ -682,13 +755,6 @@ impl Metric {
         Metric::RECOVERY_BELOW_90,
         Metric::RECOVERY_PEAK,
     ];
-
-    /// The metric counting requests that failed with outcome `o` (`None` for success).
-    pub fn failed(o: Outcome) -> Option<Metric> {
-        Metric::PER_REPLICATION
-            .into_iter()
-            .find(|k| k.key.strip_prefix("failed.") == Some(o.name()))
-    }
 }
 
 /// Every (dotted key, stored value) of a metrics document, in summary.json's order, for
@@ -704,26 +770,11 @@ pub fn leaves(m: &Metrics) -> Vec<(String, f64)> {
             .filter(|k| k.value(m) != 0.0)
             .map(|k| (k.key.to_string(), k.value(m))),
     );
-    if let Some(r) = &m.recovery {
-        let mut put = |k: &str, x: Option<f64>| {
-            if let Some(x) = x {
-                out.push((format!("recovery.{k}"), x));
-            }
-        };
-        put("replications", Some(r.replications));
-        put("recovered", Some(r.recovered));
-        put("recovered_fraction", Some(r.recovered_fraction));
-        put("recovered_fraction_lower", Some(r.recovered_fraction_lower));
-        put("recovered_fraction_upper", Some(r.recovered_fraction_upper));
-        put("median_recovery_s", r.median_recovery_s);
-        put("p90_recovery_s", r.p90_recovery_s);
-        put("max_recovery_s", r.max_recovery_s);
-        put("baseline_per_s", Some(r.baseline_per_s));
-        put("dip_fraction", Some(r.dip_fraction));
-        put("below_90_s", Some(r.below_90_s));
-        put("peak_amplification", Some(r.peak_amplification));
-        put("wasted_fraction", Some(r.wasted_fraction));
-    }
+    out.extend(
+        Metric::RECOVERY_ALL
+            .iter()
+            .filter_map(|k| Some((k.key.to_string(), k.get(m)?))),
+    );
     out
 }
 
@@ -741,6 +792,7 @@ impl Metric {
         scale: 1.0,
         decimals: 0,
         better: Better::Lower,
+        needs: Needs::Nothing,
         get: |m| m.degraded,
         raw: |m| m.degraded.unwrap_or(0.0),
         set: |m, x| m.degraded = Some(x),
@@ -756,21 +808,21 @@ impl Metric {
 #[rustfmt::skip]
 impl Metric {
     /// Hedges sent.
-    pub const HEDGES: Metric = metric!("hedges", "hedges", Count, 1.0, 0, Lower, hedges);
+    pub const HEDGES: Metric = Metric { needs: Needs::Hedge, ..metric!("hedges", "hedges", Count, 1.0, 0, Lower, hedges) };
     /// Requests whose answer came from a hedge.
-    pub const HEDGE_WINS: Metric = metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
+    pub const HEDGE_WINS: Metric = Metric { needs: Needs::Hedge, ..metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins) };
     /// Cancelled attempts dropped before service.
-    pub const CANCELLED: Metric = metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, server.cancelled);
+    pub const CANCELLED: Metric = Metric { needs: Needs::HedgeCancel, ..metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, server.cancelled) };
     /// Attempts shed by CoDel.
-    pub const SHED: Metric = metric!("server.shed", "shed", Count, 1.0, 0, Neither, server.shed);
+    pub const SHED: Metric = Metric { needs: Needs::Codel, ..metric!("server.shed", "shed", Count, 1.0, 0, Neither, server.shed) };
     /// Duplicate executions.
-    pub const DUPLICATES: Metric = metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, server.duplicates);
+    pub const DUPLICATES: Metric = Metric { needs: Needs::NonIdempotent, ..metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, server.duplicates) };
     /// Requests executed more than once.
-    pub const DUPLICATE_CALLS: Metric = metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, server.duplicate_calls);
+    pub const DUPLICATE_CALLS: Metric = Metric { needs: Needs::NonIdempotent, ..metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, server.duplicate_calls) };
     /// Repeats answered from the key memory.
-    pub const REPLAYED: Metric = metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, server.replayed);
+    pub const REPLAYED: Metric = Metric { needs: Needs::IdempotencyKey, ..metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, server.replayed) };
     /// Requests a client's adaptive throttle rejected locally.
-    pub const FAILED_THROTTLED_LOCALLY: Metric = metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally);
+    pub const FAILED_THROTTLED_LOCALLY: Metric = Metric { needs: Needs::ThrottleAnywhere, ..metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally) };
 
     /// Every optional count, in summary.json's order.
     pub const OPTIONAL: [Metric; 8] = [
@@ -807,6 +859,9 @@ pub struct PartMetric<T: 'static> {
     /// Left out of summary.json, sweep.csv and the tables where it is zero (a count of a
     /// policy the scenario may not use).
     pub optional: bool,
+    /// What a scenario needs for the count to be made at all; an optional count needs
+    /// something, the others nothing.
+    pub needs: Needs,
     get: fn(&T) -> f64,
     set: fn(&mut T, f64),
 }
@@ -864,9 +919,10 @@ impl<T> PartMetric<T> {
 }
 
 macro_rules! part_metric {
-    (optional $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
+    (needs $needs:ident; $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
         PartMetric {
             optional: true,
+            needs: Needs::$needs,
             ..part_metric!($key, $label, $unit, $scale, $dec, $better, $f)
         }
     };
@@ -879,6 +935,7 @@ macro_rules! part_metric {
             decimals: $dec,
             better: Better::$better,
             optional: false,
+            needs: Needs::Nothing,
             get: |m| m.$f,
             set: |m, x| m.$f = x,
         }
@@ -909,15 +966,15 @@ impl PartMetric<super::ServiceMetrics> {
     /// Most attempts waiting at once.
     pub const MAX_QUEUE: ServiceMetric = part_metric!("max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
     /// Abandoned hedge-race attempts dropped before service.
-    pub const CANCELLED: ServiceMetric = part_metric!(optional "cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled);
+    pub const CANCELLED: ServiceMetric = part_metric!(needs HedgeCancel; "cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled);
     /// Attempts shed by CoDel.
-    pub const SHED: ServiceMetric = part_metric!(optional "shed", "shed", Count, 1.0, 0, Neither, shed);
+    pub const SHED: ServiceMetric = part_metric!(needs Codel; "shed", "shed", Count, 1.0, 0, Neither, shed);
     /// Executions of a non-idempotent call after its first.
-    pub const DUPLICATES: ServiceMetric = part_metric!(optional "duplicates", "duplicate executions", Count, 1.0, 0, Lower, duplicates);
+    pub const DUPLICATES: ServiceMetric = part_metric!(needs NonIdempotent; "duplicates", "duplicate executions", Count, 1.0, 0, Lower, duplicates);
     /// Calls executed more than once.
-    pub const DUPLICATE_CALLS: ServiceMetric = part_metric!(optional "duplicate_calls", "calls executed twice or more", Count, 1.0, 0, Lower, duplicate_calls);
+    pub const DUPLICATE_CALLS: ServiceMetric = part_metric!(needs NonIdempotent; "duplicate_calls", "calls executed twice or more", Count, 1.0, 0, Lower, duplicate_calls);
     /// Repeats answered from the idempotency key memory.
-    pub const REPLAYED: ServiceMetric = part_metric!(optional "replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed);
+    pub const REPLAYED: ServiceMetric = part_metric!(needs IdempotencyKey; "replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
@@ -960,11 +1017,11 @@ impl PartMetric<super::CallMetrics> {
     /// Attempts a full bulkhead refused.
     pub const BULKHEAD_FULL: CallMetric = part_metric!("bulkhead_full", "bulkhead full", Count, 1.0, 0, Lower, bulkhead_full);
     /// Hedges sent on the edge.
-    pub const HEDGES: CallMetric = part_metric!(optional "hedges", "hedges", Count, 1.0, 0, Lower, hedges);
+    pub const HEDGES: CallMetric = part_metric!(needs Hedge; "hedges", "hedges", Count, 1.0, 0, Lower, hedges);
     /// Calls whose answer came from a hedge.
-    pub const HEDGE_WINS: CallMetric = part_metric!(optional "hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
+    pub const HEDGE_WINS: CallMetric = part_metric!(needs Hedge; "hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins);
     /// Calls the caller's adaptive throttle rejected locally.
-    pub const THROTTLED_LOCALLY: CallMetric = part_metric!(optional "throttled_locally", "throttled locally", Count, 1.0, 0, Lower, throttled_locally);
+    pub const THROTTLED_LOCALLY: CallMetric = part_metric!(needs Throttle; "throttled_locally", "throttled locally", Count, 1.0, 0, Lower, throttled_locally);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
@@ -1039,6 +1096,41 @@ mod tests {
         }
         let keys: std::collections::HashSet<&str> = all.iter().map(|k| k.key).collect();
         assert_eq!(keys.len(), all.len(), "keys are unique");
+    }
+
+    /// Every recovery key names the leaf its accessor reads, in summary.json's order.
+    #[test]
+    fn recovery_keys_are_the_json_paths() {
+        let r = RecoveryMetrics {
+            replications: 1.0,
+            recovered: 2.0,
+            recovered_fraction: 3.0,
+            recovered_fraction_lower: 4.0,
+            recovered_fraction_upper: 5.0,
+            median_recovery_s: Some(6.0),
+            p90_recovery_s: Some(7.0),
+            max_recovery_s: Some(8.0),
+            baseline_per_s: 9.0,
+            dip_fraction: 10.0,
+            below_90_s: 11.0,
+            peak_amplification: 12.0,
+            wasted_fraction: 13.0,
+        };
+        let doc = serde_json::to_value(r).unwrap();
+        let keys: Vec<String> = doc
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| format!("recovery.{k}"))
+            .collect();
+        assert_eq!(keys, Metric::RECOVERY_ALL.map(|k| k.key));
+        let m = Metrics {
+            recovery: Some(r),
+            ..Metrics::default()
+        };
+        for (i, k) in Metric::RECOVERY_ALL.iter().enumerate() {
+            assert_eq!(k.get(&m), Some(i as f64 + 1.0), "{}", k.key);
+        }
     }
 
     /// The per-service and per-call registries name the fields their accessors read, and

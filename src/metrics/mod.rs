@@ -8,6 +8,7 @@ mod aggregate;
 pub mod graph;
 mod metric;
 pub mod recovery;
+mod results;
 pub mod series;
 
 pub use aggregate::{
@@ -15,9 +16,10 @@ pub use aggregate::{
 };
 pub use graph::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
-    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, PartMetric,
+    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
     RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
 };
+pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
 
 use hdrhistogram::Histogram;
@@ -31,9 +33,9 @@ pub struct Counters {
     /// Logical requests started.
     pub requests: u64,
     /// Final outcomes of the logical requests that ended, indexed by [`Outcome::index`].
-    pub final_outcomes: [u64; 13],
+    pub final_outcomes: [u64; Outcome::ALL.len()],
     /// Attempt outcomes as the clients saw them, indexed by [`Outcome::index`].
-    pub attempt_outcomes: [u64; 13],
+    pub attempt_outcomes: [u64; Outcome::ALL.len()],
     /// First attempts sent.
     pub first_attempts: u64,
     /// Retries sent.
@@ -176,6 +178,17 @@ impl std::fmt::Display for Truncation {
             ),
         }
     }
+}
+
+/// A replication that stopped early and why, in words ([`Truncation`]'s text): what
+/// summary.json keeps of it as `truncated_replications`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruncatedReplication {
+    /// The replication's index.
+    pub replication: u32,
+    /// Why it stopped.
+    pub reason: String,
 }
 
 /// Latency distribution bins per decade, from 1 us to 10^4 s ([`latency_bin_upper_ms`]).
@@ -766,6 +779,8 @@ impl RunResult {
             recovery: None,
             degraded: (!self.services.is_empty())
                 .then(|| c.final_outcomes[Outcome::Degraded.index()] as f64),
+            // The share is a variant's: folded from each replication's `degraded`.
+            degraded_rate: None,
             services: self
                 .services
                 .iter()

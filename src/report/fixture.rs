@@ -4,8 +4,8 @@
 //! load over time, scaled from the entry's. What the renderers see is shaped exactly as a
 //! simulated call graph's results; the numbers are made up, but consistent.
 
-use crate::metrics::{CallMetrics, Column, Estimate, ServiceMetrics};
-use crate::runner::{ExperimentResult, ServiceSeries, VariantResult};
+use crate::metrics::{CallMetrics, Column, ServiceMetrics};
+use crate::metrics::{ExperimentResult, ServiceSeries, VariantResult};
 use crate::scenario::{Call, Experiment, LoadOptions, Scenario, Service, load_str};
 
 /// The single-server scenario the graph is grown from: a stall from 10 s to 15 s, three
@@ -157,10 +157,8 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
         })
         .collect();
     let rate = 0.01 * j as f64;
-    v.degraded_rate = Some(Estimate {
-        mean: rate,
-        half_width: 0.002 * j as f64,
-    });
+    v.metrics.degraded_rate = Some(rate);
+    v.ci95.degraded_rate = Some(0.002 * j as f64);
     v.metrics.degraded = Some(requests * rate);
     v.ci95.degraded = Some(ci(requests * rate));
     v.service_series = amp

@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 
 use super::value_text;
 use crate::engine::{SimDuration, SimTime};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{Metric, Metrics};
 use crate::model::{
     Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage,
     Outcome, Scope,
 };
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::{
     Experiment, HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload,
     percentile_text,
@@ -291,7 +291,7 @@ fn results_table(
         let mark = if v.is_truncated() { " (truncated)" } else { "" };
         let _ = write!(out, "| {}{mark} |", escape(&v.name));
         for k in &cols {
-            let cell = if super::produces(k.key, sc) {
+            let cell = if super::produces(k, sc) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
             } else {
                 "-".to_string()
@@ -337,7 +337,7 @@ fn graph_section(
             let entry = if i == 0 { " (entry)" } else { "" };
             let _ = write!(out, "| {}{entry} |", escape(&s.name));
             for k in &cols {
-                let cell = if super::service_produces(k.key, &r.scenario, i) {
+                let cell = if super::service_produces(k, &r.scenario, i) {
                     k.format_estimate(m, h, with_ci)
                 } else {
                     "-".to_string()
@@ -725,7 +725,7 @@ fn findings_at(variants: &[VariantResult], server: &str) -> Vec<String> {
                 say(&Metric::FAILURE_RATE, m.failure_rate)
             ));
         }
-        if let Some(d) = v.degraded_rate.filter(|d| d.mean >= 0.01) {
+        if let Some(d) = v.degraded_rate().filter(|d| d.mean >= 0.01) {
             parts.push(format!(
                 "a fallback answered {:.1} % of its requests (degraded: neither a success nor a failure)",
                 100.0 * d.mean

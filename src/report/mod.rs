@@ -21,7 +21,10 @@ pub use charts::ImageFormat;
 pub use markdown::{findings, report_md, truncation_notes};
 pub use publish::{Destination, prepare};
 pub use reload::{RunFolder, reload, reload_files};
-pub use summary::summary_json;
+pub use summary::{
+    AxisSummary, CallName, GraphNames, PointSummary, ServiceName, Summary, SweepSummary,
+    VariantSummary,
+};
 pub use sweep::sweep_csv;
 pub use table::table;
 pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
@@ -29,71 +32,61 @@ pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
 use std::borrow::Cow;
 use std::path::Path;
 
-use crate::runner::ExperimentResult;
-use crate::scenario::{Experiment, resolved_json};
+use crate::metrics::{CallMetric, ExperimentResult, Metric, Needs, ServiceMetric};
+use crate::model::Discipline;
+use crate::scenario::{Call, Experiment, Policy, Scenario, ServerKind, resolved_json};
 
-/// Whether a variant running `scenario` can produce the optional headline count `key` at
-/// all (a budget or breaker count needs the clients' policy to have one, a hedge count needs
-/// the clients to hedge, a local rejection an adaptive throttle
-/// somewhere, the entry's counts what [`service_produces`] says of it); every other count,
-/// yes. Where it cannot, a table prints `-` rather than a zero, so that a zero means the
-/// policy was there and did nothing.
-pub(crate) fn produces(key: &str, scenario: &crate::scenario::Scenario) -> bool {
-    match key {
-        "budget_denials" => scenario.policy.budget.is_some(),
-        "breaker.refusals"
-        | "breaker.openings"
-        | "breaker.transitions"
-        | "breaker.open_fraction" => scenario.policy.breaker.is_some(),
-        "hedges" | "hedge_wins" => scenario.policy.hedge.is_some(),
-        "failed.throttled_locally" => std::iter::once(&scenario.policy)
-            .chain(
-                scenario
-                    .services
-                    .iter()
-                    .flat_map(|s| &s.calls)
-                    .map(|c| &c.policy),
-            )
-            .any(|p| p.adaptive_throttle.is_some()),
-        _ => key
-            .strip_prefix("server.")
-            .is_none_or(|k| service_produces(k, scenario, 0)),
-    }
+/// Whether a variant running `scenario` can make the headline count `metric` at all: the
+/// run's counts are those of the clients' calls into the entry service. Where it cannot, a
+/// table prints `-` rather than a zero, so that a zero means the policy was there and did
+/// nothing.
+pub(crate) fn produces(metric: &Metric, scenario: &Scenario) -> bool {
+    needs_met(metric.needs, scenario, 0)
 }
 
-/// Whether service `s` of `scenario` can produce its optional count `key` at all: `shed`
-/// needs a CoDel discipline, `cancelled` a caller that hedges with `cancel`, the duplicate
-/// counts a caller whose call is not idempotent, `replayed` one that sends idempotency keys.
-pub(crate) fn service_produces(key: &str, scenario: &crate::scenario::Scenario, s: usize) -> bool {
-    // The policies of the calls into `s`: the clients' for the entry, then every call to it.
-    let mut callers = (s == 0).then_some(&scenario.policy).into_iter().chain(
-        scenario
-            .services
-            .iter()
-            .flat_map(|x| &x.calls)
-            .filter(|c| c.to == s)
-            .map(|c| &c.policy),
-    );
-    match key {
-        "shed" => matches!(
+/// Whether service `s` of `scenario` can make its count `metric` at all: its discipline and
+/// the policies of the calls into it decide.
+pub(crate) fn service_produces(metric: &ServiceMetric, scenario: &Scenario, s: usize) -> bool {
+    needs_met(metric.needs, scenario, s)
+}
+
+/// Whether `call` can make its count `metric` at all: its own policy decides.
+pub(crate) fn call_produces(metric: &CallMetric, call: &Call) -> bool {
+    policy_meets(metric.needs, &call.policy)
+}
+
+/// Whether `needs` is met at service `s` of `scenario`: by its discipline, or by a policy of
+/// a call into it (the clients' for the entry), or of any call for a need of the whole run.
+fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
+    let calls = || scenario.services.iter().flat_map(|x| &x.calls);
+    let clients = (s == 0).then_some(&scenario.policy);
+    match needs {
+        Needs::Codel => matches!(
             &scenario.services[s].server.kind,
-            crate::scenario::ServerKind::Queue(q)
-                if matches!(q.discipline, crate::model::Discipline::Codel { .. })
+            ServerKind::Queue(q) if matches!(q.discipline, Discipline::Codel { .. })
         ),
-        "cancelled" => callers.any(|p| p.hedge.as_ref().is_some_and(|h| h.cancel)),
-        "duplicates" | "duplicate_calls" => callers.any(|p| !p.idempotent),
-        "replayed" => callers.any(|p| p.idempotency_key.is_some()),
-        _ => true,
+        Needs::ThrottleAnywhere => std::iter::once(&scenario.policy)
+            .chain(calls().map(|c| &c.policy))
+            .any(|p| p.adaptive_throttle.is_some()),
+        _ => clients
+            .into_iter()
+            .chain(calls().filter(|c| c.to == s).map(|c| &c.policy))
+            .any(|p| policy_meets(needs, p)),
     }
 }
 
-/// Whether `call` can produce its optional count `key` at all: hedge counts need a hedging
-/// call, local rejections an adaptive throttle on it.
-pub(crate) fn call_produces(key: &str, call: &crate::scenario::Call) -> bool {
-    match key {
-        "hedges" | "hedge_wins" => call.policy.hedge.is_some(),
-        "throttled_locally" => call.policy.adaptive_throttle.is_some(),
-        _ => true,
+/// Whether policy `p` meets `needs` on its own (a discipline is no policy's).
+fn policy_meets(needs: Needs, p: &Policy) -> bool {
+    match needs {
+        Needs::Nothing => true,
+        Needs::Budget => p.budget.is_some(),
+        Needs::Breaker => p.breaker.is_some(),
+        Needs::Hedge => p.hedge.is_some(),
+        Needs::HedgeCancel => p.hedge.as_ref().is_some_and(|h| h.cancel),
+        Needs::Throttle | Needs::ThrottleAnywhere => p.adaptive_throttle.is_some(),
+        Needs::NonIdempotent => !p.idempotent,
+        Needs::IdempotencyKey => p.idempotency_key.is_some(),
+        Needs::Codel => false,
     }
 }
 
@@ -255,18 +248,18 @@ mod tests {
     }
 
     /// The counts that only a policy or discipline produces.
-    const POLICY_COUNTS: [&str; 11] = [
-        "budget_denials",
-        "breaker.refusals",
-        "breaker.open_fraction",
-        "hedges",
-        "hedge_wins",
-        "failed.throttled_locally",
-        "server.shed",
-        "server.cancelled",
-        "server.duplicates",
-        "server.duplicate_calls",
-        "server.replayed",
+    const POLICY_COUNTS: [Metric; 11] = [
+        Metric::BUDGET_DENIALS,
+        Metric::BREAKER_REFUSALS,
+        Metric::BREAKER_OPEN,
+        Metric::HEDGES,
+        Metric::HEDGE_WINS,
+        Metric::FAILED_THROTTLED_LOCALLY,
+        Metric::SHED,
+        Metric::CANCELLED,
+        Metric::DUPLICATES,
+        Metric::DUPLICATE_CALLS,
+        Metric::REPLAYED,
     ];
 
     /// A table prints `-`, not a zero, exactly where no policy could produce the count.
@@ -281,11 +274,11 @@ mod tests {
             ))
         };
         let plain = single(r#""retry": {"max_attempts": 2}"#, r#""fifo""#);
-        for key in POLICY_COUNTS {
-            assert!(!produces(key, &plain), "{key}");
+        for k in POLICY_COUNTS {
+            assert!(!produces(&k, &plain), "{k:?}");
         }
-        for key in ["attempts", "server.wasted", "failed.timeout"] {
-            assert!(produces(key, &plain), "{key}");
+        for k in [Metric::ATTEMPTS, Metric::WASTED, Metric::FAILED_TIMEOUT] {
+            assert!(produces(&k, &plain), "{k:?}");
         }
         let all = single(
             r#""budget": {"token_bucket": {"max_tokens": 10, "token_ratio": 0.1}},
@@ -293,8 +286,8 @@ mod tests {
                "adaptive_throttle": true, "idempotent": false, "idempotency_key": true"#,
             r#""codel""#,
         );
-        for key in POLICY_COUNTS {
-            assert!(produces(key, &all), "{key}");
+        for k in POLICY_COUNTS {
+            assert!(produces(&k, &all), "{k:?}");
         }
         // In a graph, a service's counts follow the calls into it.
         let graph = scenario(
@@ -305,16 +298,16 @@ mod tests {
                   {"to": "b", "policy": {"idempotent": false, "hedge": {"delay": "5ms"}}}]},
                 "b": {"service_time": {"constant": "1ms"}}}}"#,
         );
-        assert!(!service_produces("duplicates", &graph, 0));
-        assert!(service_produces("duplicates", &graph, 1));
+        assert!(!service_produces(&ServiceMetric::DUPLICATES, &graph, 0));
+        assert!(service_produces(&ServiceMetric::DUPLICATES, &graph, 1));
         assert!(
-            !service_produces("cancelled", &graph, 1),
+            !service_produces(&ServiceMetric::CANCELLED, &graph, 1),
             "hedges without cancel"
         );
-        assert!(!service_produces("replayed", &graph, 1));
+        assert!(!service_produces(&ServiceMetric::REPLAYED, &graph, 1));
         let call = &graph.services[0].calls[0];
-        assert!(call_produces("hedges", call));
-        assert!(!call_produces("throttled_locally", call));
+        assert!(call_produces(&CallMetric::HEDGES, call));
+        assert!(!call_produces(&CallMetric::THROTTLED_LOCALLY, call));
     }
 
     #[test]

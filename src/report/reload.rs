@@ -22,15 +22,15 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::publish::{self, MANIFEST, Manifest};
-use super::summary::{DEGRADED_RATE, graph_json};
+use super::summary::{GraphNames, Summary, VariantSummary};
 use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
 use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
 use crate::metrics::{
-    Column, Estimate, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, graph_leaves,
-    latency_bin_upper_ms, leaves, series::COLUMNS,
+    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, graph_leaves, latency_bin_upper_ms,
+    leaves, series::COLUMNS,
 };
-use crate::runner::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
+use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};
 
 const SUMMARY: &str = "summary.json";
@@ -175,6 +175,19 @@ impl RunFolder {
         serde_json::from_slice(self.require(name)?)
             .map_err(|e| anyhow!("{name} is not valid JSON: {e}"))
     }
+
+    /// summary.json, typed: an error names the key that does not fit.
+    fn summary(&self) -> anyhow::Result<Summary<'static>> {
+        let bytes = self.require(SUMMARY)?;
+        let mut reader = serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+            match serde_json::from_slice::<Value>(bytes) {
+                Err(e) => anyhow!("{SUMMARY} is not valid JSON: {e}"),
+                Ok(doc) if !doc.is_object() => anyhow!("{SUMMARY} is not a JSON object"),
+                Ok(_) => anyhow!("{SUMMARY}: `{}`: {}", e.path(), e.inner()),
+            }
+        })
+    }
 }
 
 /// Reads the run in `dir`: [`RunFolder::read`], then [`reload_files`].
@@ -188,12 +201,11 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Experiment, ExperimentResult)> {
 pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, ExperimentResult)> {
     check_manifest(folder)?;
     let resolved = folder.json(RESOLVED)?;
-    let summary = folder.json(SUMMARY)?;
+    let summary = folder.summary()?;
     check_one_run(&resolved, &summary)?;
-    let summary_points = summary_points(&summary)?;
-    let experiment = rebuild_experiment(&resolved, summary_points.len())
+    let experiment = rebuild_experiment(&resolved, summary.points().len())
         .map_err(|e| anyhow!("{RESOLVED}: {e:#}"))?;
-    let result = read_results(folder, &summary, &experiment)?;
+    let result = read_results(folder, summary, &experiment)?;
     Ok((experiment, result))
 }
 
@@ -201,103 +213,12 @@ pub fn reload_files(folder: &RunFolder) -> anyhow::Result<(Experiment, Experimen
 /// data file, checked against `experiment`.
 fn read_results(
     folder: &RunFolder,
-    summary: &Value,
+    summary: Summary,
     experiment: &Experiment,
 ) -> anyhow::Result<ExperimentResult> {
-    let summary_points = summary_points(summary)?;
-    if summary_points.len() != experiment.points.len() {
-        bail!(
-            "{SUMMARY} has {} sweep points but {RESOLVED} has {}; they are not of one run",
-            summary_points.len(),
-            experiment.points.len()
-        );
-    }
-    let sweep_path = summary.get("sweep").map(|s| s.get("path"));
-    if let Some(path) = sweep_path {
-        let expected = experiment.sweep.as_ref().map(|s| json!(s.path));
-        if path != expected.as_ref() {
-            bail!("{SUMMARY}: its sweep is of another setting than {RESOLVED}'s");
-        }
-    }
-    if sweep_path.is_some() != experiment.sweep.is_some() {
-        bail!(
-            "{SUMMARY} and {RESOLVED} disagree on whether the run has a sweep; they are not of one run"
-        );
-    }
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-
-    // Points and variants, as the resolved scenario has them.
-    let mut points = Vec::new();
-    for (i, ((value, second, variants), at)) in
-        summary_points.iter().zip(&experiment.points).enumerate()
-    {
-        let where_ = point_words(value.as_ref(), second.as_ref());
-        if *value != at.value || *second != at.second_value {
-            bail!(
-                "{SUMMARY}: sweep point {} is {} but {RESOLVED} has {}; they are not of one run",
-                i + 1,
-                point_words(value.as_ref(), second.as_ref()).trim_start(),
-                point_words(at.value.as_ref(), at.second_value.as_ref()).trim_start(),
-            );
-        }
-        let names: Vec<&str> = at.variants.iter().map(|v| v.name.as_str()).collect();
-        let listed: Vec<&str> = variants
-            .iter()
-            .map(|v| v.get("name").and_then(Value::as_str).unwrap_or("?"))
-            .collect();
-        if listed != names {
-            bail!(
-                "{SUMMARY}: the variants{where_} are {listed:?} but {RESOLVED} has {names:?}; they are not of one run"
-            );
-        }
-        let mut out = Vec::new();
-        for ((v, name), ran) in variants.iter().zip(names).zip(&at.variants) {
-            let what = || format!("{SUMMARY}: variant {name:?}{where_}");
-            // The degraded share sits in the document beside `degraded` but is folded apart
-            // from the typed metrics (see `VariantResult::degraded_rate`).
-            let typed = |key: &str| -> anyhow::Result<(Metrics, Option<f64>)> {
-                let mut doc = v.get(key).cloned().unwrap_or(Value::Null);
-                let rate = match doc.as_object_mut().and_then(|m| m.remove(DEGRADED_RATE)) {
-                    None => None,
-                    Some(x) => Some(x.as_f64().with_context(|| {
-                        format!("{}: `{key}.{DEGRADED_RATE}` is {x}, not a number", what())
-                    })?),
-                };
-                let m: Metrics =
-                    serde_json::from_value(doc).map_err(|e| anyhow!("{}: `{key}`: {e}", what()))?;
-                check_metrics(&m, key == "ci95").map_err(|e| anyhow!("{}: `{key}.{e}", what()))?;
-                Ok((m, rate))
-            };
-            let (metrics, rate) = typed("metrics")?;
-            let (ci95, rate_half) = typed("ci95")?;
-            let degraded_rate = check_graph(v, &ran.scenario, (&metrics, rate), (&ci95, rate_half))
-                .map_err(|e| anyhow!("{}: {e}", what()))?;
-            out.push(VariantResult {
-                name: name.to_string(),
-                metrics,
-                ci95,
-                series: Vec::new(),
-                success_latency_bins: vec![0.0; LATENCY_BINS],
-                bucket: SimDuration::from_nanos(1),
-                truncations: Vec::new(),
-                examples: Vec::new(),
-                degraded_rate,
-                service_series: Vec::new(),
-            });
-        }
-        points.push(PointResult {
-            value: value.clone(),
-            variants: out,
-        });
-    }
-    let events = match summary.get("events") {
-        None => 0,
-        Some(e) => e
-            .as_u64()
-            .with_context(|| format!("{SUMMARY}: `events` is {e}, not a count"))?,
-    };
+    let events = summary.events;
     let mut result = ExperimentResult {
-        points,
+        points: read_points(summary, experiment)?,
         events,
         requests: 0,
     };
@@ -319,6 +240,7 @@ fn read_results(
         ),
         (None, false) => {}
     }
+    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     read_latency(folder.require(LATENCY)?, &mut result.points[focus])
         .map_err(|e| anyhow!("{LATENCY}: {e:#}"))?;
     if let Some(bytes) = folder.get(EXAMPLES) {
@@ -335,6 +257,62 @@ fn read_results(
         (None, _) => {}
     }
     Ok(result)
+}
+
+/// summary.json's points and variants, checked against the resolved scenario's: the same
+/// sweep, the same points and variants, numbers in their ranges. The time series, latency
+/// bins and typical runs are left for the CSV files to fill.
+fn read_points(summary: Summary, experiment: &Experiment) -> anyhow::Result<Vec<PointResult>> {
+    let points = summary.into_points();
+    if points.len() != experiment.points.len() {
+        bail!(
+            "{SUMMARY} has {} sweep points but {RESOLVED} has {}; they are not of one run",
+            points.len(),
+            experiment.points.len()
+        );
+    }
+    let mut out = Vec::new();
+    for (i, ((value, second, variants), at)) in
+        points.into_iter().zip(&experiment.points).enumerate()
+    {
+        let where_ = point_words(value.as_ref(), second.as_ref());
+        if value != at.value || second != at.second_value {
+            bail!(
+                "{SUMMARY}: sweep point {} is {} but {RESOLVED} has {}; they are not of one run",
+                i + 1,
+                where_.trim_start(),
+                point_words(at.value.as_ref(), at.second_value.as_ref()).trim_start(),
+            );
+        }
+        let names: Vec<&str> = at.variants.iter().map(|v| v.name.as_str()).collect();
+        let listed: Vec<&str> = variants.iter().map(|v| v.name.as_ref()).collect();
+        if listed != names {
+            bail!(
+                "{SUMMARY}: the variants{where_} are {listed:?} but {RESOLVED} has {names:?}; they are not of one run"
+            );
+        }
+        let mut read = Vec::new();
+        for (v, ran) in variants.into_iter().zip(&at.variants) {
+            check_variant(&v, &ran.scenario)
+                .map_err(|e| anyhow!("{SUMMARY}: variant {:?}{where_}: {e}", ran.name))?;
+            read.push(VariantResult {
+                name: ran.name.clone(),
+                metrics: v.metrics.into_owned(),
+                ci95: v.ci95.into_owned(),
+                series: Vec::new(),
+                success_latency_bins: vec![0.0; LATENCY_BINS],
+                bucket: SimDuration::from_nanos(1),
+                truncations: v.truncated_replications.into_owned(),
+                examples: Vec::new(),
+                service_series: Vec::new(),
+            });
+        }
+        out.push(PointResult {
+            value,
+            variants: read,
+        });
+    }
+    Ok(out)
 }
 
 /// " at x = 1, y = 2" for a sweep point, empty without a sweep.
@@ -388,68 +366,42 @@ fn check_manifest(folder: &RunFolder) -> anyhow::Result<()> {
 }
 
 /// summary.json and scenario.resolved.json name the same scenario, seed, replications and
-/// version: without a manifest, the check that they are of one run.
-fn check_one_run(resolved: &Value, summary: &Value) -> anyhow::Result<()> {
-    if !summary.is_object() {
-        bail!("{SUMMARY} is not a JSON object");
-    }
+/// version (without a manifest, the check that they are of one run), and the same sweep.
+fn check_one_run(resolved: &Value, summary: &Summary) -> anyhow::Result<()> {
     if !resolved.is_object() {
         bail!("{RESOLVED} is not a JSON object");
     }
-    for key in ["name", "seed", "replications", "version"] {
-        let (a, b) = (summary.get(key), resolved.get(key));
-        if a.is_none() && key != "version" {
-            bail!("{SUMMARY} has no `{key}`");
-        }
-        if a != b {
+    let ours = [
+        ("name", Some(json!(summary.name))),
+        ("seed", Some(json!(summary.seed))),
+        ("replications", Some(json!(summary.replications))),
+        ("version", summary.version.as_ref().map(|v| json!(v))),
+    ];
+    for (key, a) in ours {
+        let b = resolved.get(key);
+        if a.as_ref() != b {
             bail!(
                 "{SUMMARY} and {RESOLVED} disagree on `{key}` ({} and {}); they are not of one run",
-                a.map_or("nothing".to_string(), Value::to_string),
+                a.map_or("nothing".to_string(), |a| a.to_string()),
                 b.map_or("nothing".to_string(), Value::to_string),
             );
         }
     }
-    Ok(())
-}
-
-/// A point of summary.json: sweep value, second value and variants.
-type SummaryPoint<'a> = (Option<Value>, Option<Value>, &'a [Value]);
-
-fn list<'a>(v: Option<&'a Value>, what: &str) -> anyhow::Result<&'a [Value]> {
-    v.and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .with_context(|| format!("{SUMMARY}: {what} is not a list"))
-}
-
-fn summary_points(summary: &Value) -> anyhow::Result<Vec<SummaryPoint<'_>>> {
-    match summary.get("sweep") {
-        None => {
-            let variants = list(summary.get("variants"), "`variants`")?;
-            if variants.is_empty() {
-                bail!("{SUMMARY}: `variants` is empty");
-            }
-            Ok(vec![(None, None, variants)])
+    let path = |doc: &Value| doc.get("sweep")?.get("path")?.as_str().map(str::to_string);
+    match (&summary.sweep, path(resolved)) {
+        (None, None) => {}
+        (Some(sweep), Some(theirs)) if sweep.path == theirs => {}
+        (Some(_), Some(_)) => {
+            bail!("{SUMMARY}: its sweep is of another setting than {RESOLVED}'s")
         }
-        Some(sweep) => {
-            let points = list(sweep.get("points"), "`sweep.points`")?;
-            if points.is_empty() {
-                bail!("{SUMMARY}: `sweep.points` is empty");
-            }
-            points
-                .iter()
-                .map(|p| {
-                    let value = p
-                        .get("value")
-                        .cloned()
-                        .with_context(|| format!("{SUMMARY}: a sweep point has no `value`"))?;
-                    Ok((
-                        Some(value),
-                        p.get("second_value").cloned(),
-                        list(p.get("variants"), "a sweep point's `variants`")?,
-                    ))
-                })
-                .collect()
-        }
+        _ => bail!(
+            "{SUMMARY} and {RESOLVED} disagree on whether the run has a sweep; they are not of one run"
+        ),
+    }
+    match &summary.sweep {
+        None if summary.variants.is_empty() => bail!("{SUMMARY}: `variants` is empty"),
+        Some(sweep) if sweep.points.is_empty() => bail!("{SUMMARY}: `sweep.points` is empty"),
+        _ => Ok(()),
     }
 }
 
@@ -477,18 +429,12 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
     if let Some(r) = &m.recovery {
         shares.extend(
             [
-                ("recovery.recovered_fraction", r.recovered_fraction),
-                (
-                    "recovery.recovered_fraction_lower",
-                    r.recovered_fraction_lower,
-                ),
-                (
-                    "recovery.recovered_fraction_upper",
-                    r.recovered_fraction_upper,
-                ),
-                ("recovery.wasted_fraction", r.wasted_fraction),
+                Metric::RECOVERED,
+                Metric::RECOVERED_LOWER,
+                Metric::RECOVERED_UPPER,
+                Metric::RECOVERY_WASTED,
             ]
-            .map(|(k, x)| (k.to_string(), x)),
+            .map(|k| (k.key.to_string(), k.value(m))),
         );
         if !half_widths && r.recovered > r.replications {
             bail!(
@@ -506,61 +452,58 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
-/// A variant's call-graph parts agree with the scenario it ran: a call graph names its
-/// services and calls (`graph`) as its resolved scenario does, has a number for each of them
-/// and its degraded count and share (a share's mean in [0, 1]); a single server has none of
-/// these. Returns the degraded share.
-fn check_graph(
-    v: &Value,
-    scenario: &Scenario,
-    (metrics, rate): (&Metrics, Option<f64>),
-    (ci95, rate_half): (&Metrics, Option<f64>),
-) -> anyhow::Result<Option<Estimate>> {
-    if !scenario.is_graph() {
-        let any = v.get("graph").is_some()
-            || [metrics, ci95]
-                .iter()
-                .any(|m| !m.services.is_empty() || !m.calls.is_empty() || m.degraded.is_some())
-            || rate.is_some()
-            || rate_half.is_some();
+/// A variant's numbers are in their ranges, and its call-graph parts agree with the scenario
+/// it ran: a call graph names its services and calls (`graph`) as its resolved scenario does,
+/// has a number for each of them and its degraded count and share (a share's mean in
+/// [0, 1]); a single server has none of these.
+fn check_variant(v: &VariantSummary, scenario: &Scenario) -> anyhow::Result<()> {
+    let (metrics, ci95) = (v.metrics.as_ref(), v.ci95.as_ref());
+    check_metrics(metrics, false).map_err(|e| anyhow!("`metrics.{e}"))?;
+    check_metrics(ci95, true).map_err(|e| anyhow!("`ci95.{e}"))?;
+    let Some(names) = GraphNames::of(scenario) else {
+        let any = v.graph.is_some()
+            || [metrics, ci95].iter().any(|m| {
+                !m.services.is_empty()
+                    || !m.calls.is_empty()
+                    || m.degraded.is_some()
+                    || m.degraded_rate.is_some()
+            });
         if any {
             bail!(
                 "it has call-graph numbers (`graph`, `services`, `calls` or `degraded`), but {RESOLVED} has a single server; they are not of one run"
             );
         }
-        return Ok(None);
-    }
-    if v.get("graph") != Some(&graph_json(scenario)) {
+        return Ok(());
+    };
+    if v.graph.as_ref() != Some(&names) {
         bail!(
             "`graph` does not name the services and calls of {RESOLVED}; they are not of one run"
         );
     }
-    let calls: usize = scenario.services.iter().map(|s| s.calls.len()).sum();
     for (doc, m) in [("metrics", metrics), ("ci95", ci95)] {
-        if m.services.len() != scenario.services.len() || m.calls.len() != calls {
+        if m.services.len() != names.services.len() || m.calls.len() != names.calls.len() {
             bail!(
-                "`{doc}` has {} services and {} calls, but the call graph has {} and {calls}",
+                "`{doc}` has {} services and {} calls, but the call graph has {} and {}",
                 m.services.len(),
                 m.calls.len(),
-                scenario.services.len()
+                names.services.len(),
+                names.calls.len()
             );
         }
         if m.degraded.is_none() {
             bail!("`{doc}.degraded` is missing; a call graph has it");
         }
     }
-    let (Some(mean), Some(half_width)) = (rate, rate_half) else {
-        bail!(
-            "`metrics.{DEGRADED_RATE}` or `ci95.{DEGRADED_RATE}` is missing; a call graph has both"
-        );
+    let (Some(mean), Some(half_width)) = (metrics.degraded_rate, ci95.degraded_rate) else {
+        bail!("`metrics.degraded_rate` or `ci95.degraded_rate` is missing; a call graph has both");
     };
     if !mean.is_finite() || !(0.0..=1.0 + SHARE_SLACK).contains(&mean) {
-        bail!("`metrics.{DEGRADED_RATE}` is {mean:?}, but a share lies in [0, 1]");
+        bail!("`metrics.degraded_rate` is {mean:?}, but a share lies in [0, 1]");
     }
     if !half_width.is_finite() || half_width < 0.0 {
-        bail!("`ci95.{DEGRADED_RATE}` is {half_width:?}, not a finite number >= 0");
+        bail!("`ci95.degraded_rate` is {half_width:?}, not a finite number >= 0");
     }
-    Ok(Some(Estimate { mean, half_width }))
+    Ok(())
 }
 
 /// Fills every call-graph variant's per-service series from service-timeseries.csv: a row's
@@ -1114,7 +1057,7 @@ mod tests {
     /// Reads the results of `folder` against the experiment that wrote them: what `report
     /// DIR` does once it has rebuilt the experiment from scenario.resolved.json.
     fn read(folder: &RunFolder, experiment: &Experiment) -> anyhow::Result<ExperimentResult> {
-        read_results(folder, &folder.json(SUMMARY)?, experiment)
+        read_results(folder, folder.summary()?, experiment)
     }
 
     #[test]
@@ -1132,7 +1075,7 @@ mod tests {
                 for (v, w) in a.variants.iter().zip(&b.variants) {
                     assert_eq!(v.metrics, w.metrics);
                     assert_eq!(v.ci95, w.ci95);
-                    assert_eq!(v.degraded_rate, w.degraded_rate);
+                    assert_eq!(v.truncations, w.truncations);
                     assert_eq!(v.service_series, w.service_series);
                 }
             }
@@ -1143,6 +1086,21 @@ mod tests {
                 assert!(a.bytes == b.bytes, "{} differs once read back", a.name);
             }
         }
+    }
+
+    #[test]
+    fn truncated_replications_read_back() {
+        let (experiment, mut result) = graph_run(&LoadOptions::default());
+        let cut = crate::metrics::TruncatedReplication {
+            replication: 1,
+            reason: "stopped at max_time 1s".into(),
+        };
+        result.points[0].variants[1].truncations.push(cut.clone());
+        let files = super::super::render(&experiment, &result, Default::default(), 1).unwrap();
+        let folder = RunFolder::from_files(files.into_iter().map(|f| (f.name, f.bytes)));
+        let back = read(&folder, &experiment).unwrap();
+        assert_eq!(back.points[0].variants[1].truncations, [cut]);
+        assert!(back.points[0].variants[0].truncations.is_empty());
     }
 
     /// Replaces the first `from` by `to` in `name`'s text.

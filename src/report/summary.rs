@@ -1,290 +1,272 @@
-//! `summary.json`: the shape scripts rely on (docs/format.md and README.md), means with 95 % half-widths.
+//! `summary.json` as one type, [`Summary`]: written by `run`, read back by `report DIR`, and
+//! the shape scripts rely on (docs/format.md and README.md), means with 95 % half-widths.
 //!
 //! A call graph's variant also names its services and calls (`graph`), in the order of its
-//! `metrics.services` and `metrics.calls`, and gives the share of requests a fallback
-//! answered (`metrics.degraded_rate`) beside their count; a single server's variant has
-//! neither, so its summary is what it always was.
+//! `metrics.services` and `metrics.calls`; a single server's variant has no `graph`. The
+//! document borrows the results it describes, so writing a sweep of many points copies no
+//! metrics; read back, it owns them.
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Value, json};
+use std::borrow::Cow;
 
-use crate::runner::{ExperimentResult, VariantResult};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::metrics::{ExperimentResult, VariantResult};
+use crate::metrics::{Metrics, TruncatedReplication};
 use crate::scenario::{Experiment, Scenario, Variant};
 
-/// The summary document.
-pub fn summary_json(experiment: &Experiment, result: &ExperimentResult) -> Value {
-    let variants = |vs: &[VariantResult], ran: &[Variant]| -> Vec<Value> {
-        vs.iter()
-            .zip(ran)
-            .map(|(v, r)| variant_json(v, &r.scenario))
-            .collect()
-    };
-    let mut doc = json!({
-        "name": experiment.name,
-        "seed": experiment.seed,
-        "replications": experiment.replications,
-        "version": env!("CARGO_PKG_VERSION"),
-    });
-    if let Some(d) = &experiment.description {
-        doc["description"] = json!(d);
-    }
-    match &experiment.sweep {
-        None => {
-            doc["variants"] = json!(variants(
-                &result.points[0].variants,
-                &experiment.points[0].variants
-            ));
-        }
-        Some(sweep) => {
-            doc["variants"] = json!([]);
-            // The experiment's points are the results' points, in the same order; they
-            // also know the second axis' value.
-            let points: Vec<Value> = result
-                .points
-                .iter()
-                .zip(&experiment.points)
-                .map(|(p, at)| match &at.second_value {
-                    None => {
-                        json!({"value": p.value, "variants": variants(&p.variants, &at.variants)})
-                    }
-                    Some(y) => json!({
-                        "value": p.value,
-                        "second_value": y,
-                        "variants": variants(&p.variants, &at.variants),
-                    }),
-                })
-                .collect();
-            doc["sweep"] = match &sweep.second {
-                None => json!({"path": sweep.path, "points": points}),
-                Some(second) => json!({
-                    "path": sweep.path,
-                    "second": {"path": second.path, "values": second.values},
-                    "points": points,
-                }),
-            };
-        }
-    }
-    doc["events"] = json!(result.events);
-    doc
+/// summary.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary<'a> {
+    /// The scenario's name.
+    pub name: Cow<'a, str>,
+    /// The master seed.
+    pub seed: u64,
+    /// Replications of every variant at every sweep value.
+    pub replications: u32,
+    /// The retrystorm version that wrote the file (absent from folders written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Cow<'a, str>>,
+    /// What the scenario models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Cow<'a, str>>,
+    /// The variants without a sweep; empty with one (each point has its own).
+    pub variants: Vec<VariantSummary<'a>>,
+    /// The sweep's points, if the run has a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSummary<'a>>,
+    /// Events processed over all replications.
+    #[serde(default)]
+    pub events: u64,
 }
 
-fn variant_json(v: &VariantResult, scenario: &Scenario) -> Value {
-    let mut out = json!({"name": v.name});
-    if scenario.is_graph() {
-        out["graph"] = graph_json(scenario);
-    }
-    let rate = v.degraded_rate;
-    out["metrics"] = with_degraded_rate(json!(v.metrics), rate.map(|e| e.mean));
-    out["ci95"] = with_degraded_rate(json!(v.ci95), rate.map(|e| e.half_width));
-    if !v.truncations.is_empty() {
-        let notes: Vec<Value> = v
-            .truncations
-            .iter()
-            .map(|(rep, why)| json!({"replication": rep, "reason": why.to_string()}))
-            .collect();
-        out["truncated_replications"] = json!(notes);
-    }
-    out
+/// A point of summary.json: its sweep value, second value and variants.
+pub type SummaryPoint<'a> = (Option<Value>, Option<Value>, Vec<VariantSummary<'a>>);
+
+/// summary.json's `sweep`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSummary<'a> {
+    /// The first axis' dotted keys.
+    pub path: Cow<'a, str>,
+    /// The second axis of a two-axis sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second: Option<AxisSummary<'a>>,
+    /// Every point, first axis outer.
+    pub points: Vec<PointSummary<'a>>,
+}
+
+/// The second axis of a two-axis sweep: its dotted keys and values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AxisSummary<'a> {
+    /// Dotted keys.
+    pub path: Cow<'a, str>,
+    /// The values, in order.
+    pub values: Cow<'a, [Value]>,
+}
+
+/// One sweep point: its values and its variants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointSummary<'a> {
+    /// The first axis' value.
+    pub value: Cow<'a, Value>,
+    /// The second axis' value, with two axes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_value: Option<Cow<'a, Value>>,
+    /// The variants, in file order.
+    pub variants: Vec<VariantSummary<'a>>,
+}
+
+/// One variant's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSummary<'a> {
+    /// The variant's name.
+    pub name: Cow<'a, str>,
+    /// A call graph's services and calls by name (absent for a single server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphNames<'a>>,
+    /// Means over replications.
+    pub metrics: Cow<'a, Metrics>,
+    /// 95 % half-widths, same shape.
+    pub ci95: Cow<'a, Metrics>,
+    /// Replications that stopped early, with the reason (absent when none did).
+    #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
+    pub truncated_replications: Cow<'a, [TruncatedReplication]>,
 }
 
 /// A call graph's services and calls by name, in the order of `metrics.services` and
-/// `metrics.calls`: `{"services": [{"name", "entry"}], "calls": [{"from", "to", "fraction"}]}`.
-pub(super) fn graph_json(scenario: &Scenario) -> Value {
-    let services: Vec<Value> = scenario
-        .services
-        .iter()
-        .enumerate()
-        .map(|(i, s)| json!({"name": s.name, "entry": i == 0}))
-        .collect();
-    let name = |i: usize| scenario.services.get(i).map_or("", |s| s.name.as_str());
-    let calls: Vec<Value> = scenario
-        .services
-        .iter()
-        .flat_map(|s| {
-            s.calls
-                .iter()
-                .map(|c| json!({"from": s.name, "to": name(c.to), "fraction": c.fraction}))
-        })
-        .collect();
-    json!({"services": services, "calls": calls})
+/// `metrics.calls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphNames<'a> {
+    /// The services, the entry first.
+    pub services: Vec<ServiceName<'a>>,
+    /// The calls, by caller then call order.
+    pub calls: Vec<CallName<'a>>,
 }
 
-/// A metrics (or ci95) document with `degraded_rate` right after `degraded`, when the variant
-/// has one. The share is folded apart from [`crate::metrics::Metrics`] (see
-/// [`VariantResult::degraded_rate`]) and read back apart by `report DIR`.
-fn with_degraded_rate(doc: Value, rate: Option<f64>) -> Value {
-    let (Value::Object(map), Some(rate)) = (&doc, rate) else {
-        return doc;
-    };
-    let mut out = serde_json::Map::new();
-    for (k, v) in map {
-        out.insert(k.clone(), v.clone());
-        if k == "degraded" {
-            out.insert(DEGRADED_RATE.to_string(), json!(rate));
+/// A service of a call graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceName<'a> {
+    /// Its name.
+    pub name: Cow<'a, str>,
+    /// Whether the clients call it.
+    pub entry: bool,
+}
+
+/// A call of a call graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallName<'a> {
+    /// The calling service.
+    pub from: Cow<'a, str>,
+    /// The called service.
+    pub to: Cow<'a, str>,
+    /// Share of the caller's attempts that make the call.
+    pub fraction: f64,
+}
+
+impl<'a> Summary<'a> {
+    /// The summary of a finished run, borrowing its results.
+    pub fn of(experiment: &'a Experiment, result: &'a ExperimentResult) -> Self {
+        let (variants, sweep) = match &experiment.sweep {
+            None => (
+                variants(&result.points[0].variants, &experiment.points[0].variants),
+                None,
+            ),
+            Some(sweep) => {
+                // The experiment's points are the results' points, in the same order; they
+                // also know the second axis' value.
+                let points = result
+                    .points
+                    .iter()
+                    .zip(&experiment.points)
+                    .map(|(p, at)| PointSummary {
+                        value: Cow::Borrowed(p.value.as_ref().unwrap_or(&Value::Null)),
+                        second_value: at.second_value.as_ref().map(Cow::Borrowed),
+                        variants: variants(&p.variants, &at.variants),
+                    })
+                    .collect();
+                let sweep = SweepSummary {
+                    path: Cow::Borrowed(&sweep.path),
+                    second: sweep.second.as_ref().map(|second| AxisSummary {
+                        path: Cow::Borrowed(&second.path),
+                        values: Cow::Borrowed(&second.values),
+                    }),
+                    points,
+                };
+                (Vec::new(), Some(sweep))
+            }
+        };
+        Summary {
+            name: Cow::Borrowed(&experiment.name),
+            seed: experiment.seed,
+            replications: experiment.replications,
+            version: Some(Cow::Borrowed(env!("CARGO_PKG_VERSION"))),
+            description: experiment.description.as_deref().map(Cow::Borrowed),
+            variants,
+            sweep,
+            events: result.events,
         }
     }
-    if !out.contains_key(DEGRADED_RATE) {
-        out.insert(DEGRADED_RATE.to_string(), json!(rate));
+
+    /// Every point's variants, in order: the sweep's points, or the one point without one.
+    pub fn points(&self) -> Vec<&[VariantSummary<'a>]> {
+        match &self.sweep {
+            None => vec![&self.variants],
+            Some(sweep) => sweep.points.iter().map(|p| &p.variants[..]).collect(),
+        }
     }
-    Value::Object(out)
+
+    /// Every point as (value, second value, variants), in order: the sweep's points, or the
+    /// one point (without values) without one.
+    pub fn into_points(self) -> Vec<SummaryPoint<'a>> {
+        match self.sweep {
+            None => vec![(None, None, self.variants)],
+            Some(sweep) => sweep
+                .points
+                .into_iter()
+                .map(|p| {
+                    let second = p.second_value.map(Cow::into_owned);
+                    (Some(p.value.into_owned()), second, p.variants)
+                })
+                .collect(),
+        }
+    }
 }
 
-/// The key of the degraded share in a variant's `metrics` and `ci95`.
-pub(super) const DEGRADED_RATE: &str = "degraded_rate";
+/// The summaries of `results`, which ran `ran`.
+fn variants<'a>(results: &'a [VariantResult], ran: &'a [Variant]) -> Vec<VariantSummary<'a>> {
+    results
+        .iter()
+        .zip(ran)
+        .map(|(v, r)| VariantSummary {
+            name: Cow::Borrowed(&v.name),
+            graph: GraphNames::of(&r.scenario),
+            metrics: Cow::Borrowed(&v.metrics),
+            ci95: Cow::Borrowed(&v.ci95),
+            truncated_replications: Cow::Borrowed(&v.truncations),
+        })
+        .collect()
+}
 
-/// summary.json's bytes: [`summary_json`] pretty-printed with a final newline, byte for byte,
-/// but written as it is serialized. Only one sweep point's part of the document is built as a
-/// `Value` at a time, so a sweep of many points never holds the whole document as a tree,
-/// which takes several times the memory of its text.
+impl<'a> GraphNames<'a> {
+    /// The names of `scenario`'s services and calls, or `None` for a single server.
+    pub fn of(scenario: &'a Scenario) -> Option<Self> {
+        if !scenario.is_graph() {
+            return None;
+        }
+        let services = scenario
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ServiceName {
+                name: Cow::Borrowed(&s.name),
+                entry: i == 0,
+            })
+            .collect();
+        let name = |i: usize| scenario.services.get(i).map_or("", |s| s.name.as_str());
+        let calls = scenario
+            .services
+            .iter()
+            .flat_map(|s| {
+                s.calls.iter().map(|c| CallName {
+                    from: Cow::Borrowed(&s.name),
+                    to: Cow::Borrowed(name(c.to)),
+                    fraction: c.fraction,
+                })
+            })
+            .collect();
+        Some(GraphNames { services, calls })
+    }
+}
+
+/// summary.json's bytes: [`Summary::of`] pretty-printed with a final newline.
 pub fn summary_bytes(
     experiment: &Experiment,
     result: &ExperimentResult,
 ) -> serde_json::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    serde_json::to_writer_pretty(&mut bytes, &Document { experiment, result })?;
+    let mut bytes = serde_json::to_vec_pretty(&Summary::of(experiment, result))?;
     bytes.push(b'\n');
     Ok(bytes)
-}
-
-/// The document of [`summary_json`], with its keys in the same order.
-struct Document<'a> {
-    experiment: &'a Experiment,
-    result: &'a ExperimentResult,
-}
-
-impl Serialize for Document<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (experiment, result) = (self.experiment, self.result);
-        let mut doc = serializer.serialize_map(None)?;
-        doc.serialize_entry("name", &experiment.name)?;
-        doc.serialize_entry("seed", &experiment.seed)?;
-        doc.serialize_entry("replications", &experiment.replications)?;
-        doc.serialize_entry("version", env!("CARGO_PKG_VERSION"))?;
-        if let Some(d) = &experiment.description {
-            doc.serialize_entry("description", d)?;
-        }
-        match &experiment.sweep {
-            None => doc.serialize_entry(
-                "variants",
-                &Variants(&result.points[0].variants, &experiment.points[0].variants),
-            )?,
-            Some(sweep) => {
-                doc.serialize_entry("variants", &json!([]))?;
-                doc.serialize_entry(
-                    "sweep",
-                    &SweepDocument {
-                        experiment,
-                        result,
-                        path: &sweep.path,
-                        second: sweep
-                            .second
-                            .as_ref()
-                            .map(|second| json!({"path": second.path, "values": second.values})),
-                    },
-                )?;
-            }
-        }
-        doc.serialize_entry("events", &result.events)?;
-        doc.end()
-    }
-}
-
-/// A list of variants (with the scenarios they ran), each built as a `Value` when its turn
-/// comes.
-struct Variants<'a>(&'a [VariantResult], &'a [Variant]);
-
-impl Serialize for Variants<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for (v, ran) in self.0.iter().zip(self.1) {
-            seq.serialize_element(&variant_json(v, &ran.scenario))?;
-        }
-        seq.end()
-    }
-}
-
-/// summary.json's `sweep` object.
-struct SweepDocument<'a> {
-    experiment: &'a Experiment,
-    result: &'a ExperimentResult,
-    path: &'a str,
-    second: Option<Value>,
-}
-
-impl Serialize for SweepDocument<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut sweep = serializer.serialize_map(None)?;
-        sweep.serialize_entry("path", self.path)?;
-        if let Some(second) = &self.second {
-            sweep.serialize_entry("second", second)?;
-        }
-        sweep.serialize_entry("points", &Points(self.experiment, self.result))?;
-        sweep.end()
-    }
-}
-
-/// The sweep's points, each built as a `Value` when its turn comes.
-struct Points<'a>(&'a Experiment, &'a ExperimentResult);
-
-impl Serialize for Points<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Points(experiment, result) = *self;
-        let mut seq = serializer.serialize_seq(Some(result.points.len()))?;
-        for (p, at) in result.points.iter().zip(&experiment.points) {
-            let variants: Vec<Value> = p
-                .variants
-                .iter()
-                .zip(&at.variants)
-                .map(|(v, ran)| variant_json(v, &ran.scenario))
-                .collect();
-            seq.serialize_element(&match &at.second_value {
-                None => json!({"value": p.value, "variants": variants}),
-                Some(y) => json!({"value": p.value, "second_value": y, "variants": variants}),
-            })?;
-        }
-        seq.end()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{LoadOptions, Sweep, load_str};
-
-    /// Streaming the document writes the bytes of the document built whole, with and without
-    /// a sweep of one or two axes.
-    #[test]
-    fn summary_bytes_are_the_pretty_printed_document() {
-        let text = r#"{"name": "s", "description": "a \"quoted\" one", "duration": "1s",
-          "replications": 2,
-          "clients": {"count": 3, "workload": {"open": {"rate_per_s": 20}}},
-          "server": {"concurrency": 1, "error_rate": 0.3, "service_time": {"constant": "10ms"}},
-          "policy": {"timeout": "50ms", "retry": {"max_attempts": 2}},
-          "variants": [{"name": "a", "patch": {}},
-                       {"name": "b", "patch": {"policy": {"retry": {"max_attempts": 3}}}}]}"#;
-        let one = Sweep::new("clients.count", vec![1.into(), 2.into()]);
-        let mut two = one.clone();
-        two.second = Some(crate::scenario::Axis::new(
-            "server.concurrency",
-            vec![1.into(), 4.into()],
-        ));
-        for sweep in [None, Some(one), Some(two)] {
-            let options = LoadOptions {
-                sweep,
-                ..LoadOptions::default()
-            };
-            let experiment = load_str(text, "s", &options).unwrap();
-            let result = crate::runner::run(&experiment, 1, &|| {});
-            let mut whole = serde_json::to_vec_pretty(&summary_json(&experiment, &result)).unwrap();
-            whole.push(b'\n');
-            assert!(summary_bytes(&experiment, &result).unwrap() == whole);
-        }
-    }
+    use crate::scenario::LoadOptions;
+    use serde_json::json;
 
     #[test]
     fn a_call_graph_names_its_services_and_calls_and_gives_the_degraded_share() {
         let (experiment, result) = super::super::fixture::graph_run(&LoadOptions::default());
-        let doc = summary_json(&experiment, &result);
+        let bytes = summary_bytes(&experiment, &result).unwrap();
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
         let v = &doc["variants"][1];
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["name", "graph", "metrics", "ci95"]);
@@ -309,8 +291,8 @@ mod tests {
             assert_eq!(m["calls"].as_array().unwrap().len(), 3);
         }
         assert_eq!(v["metrics"]["degraded_rate"], json!(0.01));
-        let mut whole = serde_json::to_vec_pretty(&doc).unwrap();
-        whole.push(b'\n');
-        assert!(summary_bytes(&experiment, &result).unwrap() == whole);
+        // Read back, the document is the one written.
+        let back: Summary = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, Summary::of(&experiment, &result));
     }
 }

@@ -7,8 +7,8 @@
 
 use super::timeseries::format_number;
 use super::{csv_text, value_text};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{graph_leaves, leaves};
-use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).
@@ -74,7 +74,7 @@ fn all_leaves(v: &VariantResult, half_widths: bool) -> Vec<(String, f64)> {
     for (k, x) in graph_leaves(m) {
         let degraded = k == "degraded";
         out.push((k, x));
-        if let (true, Some(e)) = (degraded, v.degraded_rate) {
+        if let (true, Some(e)) = (degraded, v.degraded_rate()) {
             let rate = if half_widths { e.half_width } else { e.mean };
             out.push(("degraded_rate".to_string(), rate));
         }
@@ -131,7 +131,7 @@ mod tests {
             for (row, v) in rows.iter().zip(variants) {
                 assert_eq!(
                     row[rate].parse::<f64>().unwrap(),
-                    v.degraded_rate.unwrap().mean
+                    v.degraded_rate().unwrap().mean
                 );
                 assert_eq!(
                     row[db].parse::<f64>().unwrap(),

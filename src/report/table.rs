@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
-use crate::runner::{ExperimentResult, VariantResult};
+use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Variant};
 
 /// One column: its header and its metric (printed with the metric's scale and decimals).
@@ -111,7 +111,7 @@ pub(super) fn call_cell(
     (m, h): (&crate::metrics::CallMetrics, &crate::metrics::CallMetrics),
     with_ci: bool,
 ) -> String {
-    if call.is_none_or(|c| !super::call_produces(k.key, c)) {
+    if call.is_none_or(|c| !super::call_produces(k, c)) {
         return "-".to_string();
     }
     k.format_estimate(m, h, with_ci)
@@ -188,7 +188,7 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
                 }
             }
             row.extend(policy_cols.iter().map(|c| {
-                if super::produces(c.metric.key, &ran.scenario) {
+                if super::produces(&c.metric, &ran.scenario) {
                     cell(v, c, with_ci)
                 } else {
                     "-".to_string()
@@ -261,13 +261,15 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     }
     for point in &result.points {
         for v in &point.variants {
-            if let Some((rep, why)) = v.truncations.first() {
+            if let Some(t) = v.truncations.first() {
                 let _ = writeln!(
                     out,
-                    "warning: {} ({} of {} replications truncated; replication {rep}: {why})",
+                    "warning: {} ({} of {} replications truncated; replication {}: {})",
                     v.name,
                     v.truncations.len(),
-                    reps
+                    reps,
+                    t.replication,
+                    t.reason
                 );
             }
         }
@@ -283,7 +285,7 @@ fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
 /// a variant without a call graph.
 pub(super) fn degraded_cell(v: &VariantResult, with_ci: bool) -> String {
     let d = Metric::SUCCESS_RATE.decimals;
-    match v.degraded_rate {
+    match v.degraded_rate() {
         None => "-".to_string(),
         Some(e) if with_ci => format!("{:.d$} ± {:.d$}", 100.0 * e.mean, 100.0 * e.half_width),
         Some(e) => format!("{:.d$}", 100.0 * e.mean),
@@ -451,7 +453,7 @@ fn graph_tables(
                 },
             ];
             row.extend(cols.iter().map(|k| {
-                if super::service_produces(k.key, &ran.scenario, i) {
+                if super::service_produces(k, &ran.scenario, i) {
                     k.format_estimate(m, h, with_ci)
                 } else {
                     "-".to_string()

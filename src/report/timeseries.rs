@@ -9,7 +9,7 @@
 
 use super::{csv_text, value_text};
 use crate::metrics::Column;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::Experiment;
 
 /// Renders the time series of every variant.

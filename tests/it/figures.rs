@@ -177,7 +177,7 @@ fn a_split_variant_gets_a_typical_recovered_and_a_typical_collapsed_run() {
         if split {
             assert!(v.examples[0].label.starts_with("typical recovered"));
             assert!(v.examples[1].label.starts_with("typical collapsed"));
-            let goodput = |e: &retrystorm::runner::ExampleRun| -> f64 {
+            let goodput = |e: &retrystorm::metrics::ExampleRun| -> f64 {
                 e.series
                     .iter()
                     .map(|r| r[retrystorm::metrics::Column::Succeeded as usize])

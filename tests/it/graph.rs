@@ -45,7 +45,7 @@ fn retries_at_every_layer_storm_where_retries_at_the_top_only_do_not() {
     let (_, r) = run_bundled("tiers-retry-amplification", &LoadOptions::default());
     let every = variant(&r, "retries at every layer");
     let top = variant(&r, "retries at the top only");
-    let db = |v: &retrystorm::runner::VariantResult| v.metrics.services[2];
+    let db = |v: &retrystorm::metrics::VariantResult| v.metrics.services[2];
     assert!(db(every).amplification > 10.0 * db(top).amplification / 2.0);
     assert!(db(top).amplification <= 4.0);
     assert!(db(every).rejected > 0.0 && db(top).rejected == 0.0);

@@ -4,7 +4,7 @@
 //! idempotent execute it twice, and idempotency keys stop that; hedging a slow dependency in
 //! a chain adds load to it.
 
-use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::metrics::{ExperimentResult, VariantResult};
 use retrystorm::scenario::LoadOptions;
 use serde_json::json;
 

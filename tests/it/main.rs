@@ -32,7 +32,7 @@ mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
 
-use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::metrics::{ExperimentResult, VariantResult};
 use retrystorm::scenario::{Experiment, LoadOptions, load_file, load_str};
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! published comparisons (docs/reference-results.md: budgets at 100 % failures, Brooker's breaker and budget comparison), the client-count effect on
 //! per-client budgets, and Retry-After.
 
-use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::metrics::{ExperimentResult, VariantResult};
 use retrystorm::scenario::LoadOptions;
 use serde_json::json;
 

@@ -53,7 +53,7 @@ fn queueing_theory_lands_inside_its_own_confidence_intervals() {
 }
 
 /// Distinct time buckets (10 us wide) in which retries were sent, and the most in one bucket.
-fn retry_instants(v: &retrystorm::runner::VariantResult) -> (usize, f64) {
+fn retry_instants(v: &retrystorm::metrics::VariantResult) -> (usize, f64) {
     let retries: Vec<f64> = v
         .series
         .iter()
@@ -179,7 +179,7 @@ const AWS_TABLE: [(&str, f64, f64); 5] = [
     ("decorrelated jitter", 1005.0, 4.6),
 ];
 
-fn aws_at(clients: u64) -> retrystorm::runner::ExperimentResult {
+fn aws_at(clients: u64) -> retrystorm::metrics::ExperimentResult {
     let options = LoadOptions {
         sweep: Some(retrystorm::scenario::Sweep::new(
             "clients.count",

@@ -3,7 +3,7 @@
 //! rest on a truncated run.
 
 use retrystorm::metrics::Metrics;
-use retrystorm::report::{findings, summary_json, truncation_notes};
+use retrystorm::report::{Summary, findings, truncation_notes};
 use retrystorm::scenario::{LoadOptions, load_str};
 
 use crate::{run_bundled, scenario_path, variant};
@@ -16,19 +16,17 @@ fn summary_json_round_trips_through_the_typed_metrics() {
     };
     // A scenario with a trigger, so the recovery object is part of the round trip.
     let (experiment, result) = run_bundled("collapse-after-spike", &options);
-    let doc = summary_json(&experiment, &result);
-    let variants = doc["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 4);
-    for v in variants {
-        for key in ["metrics", "ci95"] {
-            let typed: Metrics = serde_json::from_value(v[key].clone())
-                .unwrap_or_else(|e| panic!("{}: {key} does not parse: {e}", v["name"]));
-            assert!(typed.recovery.is_some());
-            assert_eq!(serde_json::to_value(&typed).unwrap(), v[key], "{key}");
-        }
+    let summary = Summary::of(&experiment, &result);
+    let text = serde_json::to_string_pretty(&summary).unwrap();
+    let back: Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, summary);
+    assert_eq!(back.variants.len(), 4);
+    for v in &back.variants {
+        assert!(v.metrics.recovery.is_some() && v.ci95.recovery.is_some());
     }
     // A misspelt or missing key is an error, never a silent 0.
-    let mut bad = variants[0]["metrics"].clone();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut bad = doc["variants"][0]["metrics"].clone();
     bad["sucess_rate"] = bad["success_rate"].take();
     bad.as_object_mut().unwrap().remove("success_rate");
     assert!(serde_json::from_value::<Metrics>(bad).is_err());

@@ -11,7 +11,7 @@
 //! outcomes: every answer and every departure is an event). The runs must agree within their
 //! sampling error.
 
-use retrystorm::runner::{ExperimentResult, VariantResult};
+use retrystorm::metrics::{ExperimentResult, VariantResult};
 use serde_json::Value;
 
 use crate::{metric, run_text, scenario_path};

@@ -5,7 +5,7 @@
 //! ends the request, is never retried and never reaches the server.
 
 use retrystorm::metrics::Column;
-use retrystorm::runner::VariantResult;
+use retrystorm::metrics::VariantResult;
 
 use retrystorm::scenario::LoadOptions;
 

@@ -13,7 +13,7 @@ use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::{CallMetric, ServiceMetric};
-use crate::runner::VariantResult;
+use crate::metrics::VariantResult;
 use crate::scenario::Variant;
 
 /// The name the clients' box and the CSV give the clients, which no service can be taken for.

@@ -8,7 +8,7 @@ use plotters::element::{Drawable, PointCollection};
 use plotters::prelude::*;
 
 use super::style::{self, FONT, variant_color};
-use crate::runner::VariantResult;
+use crate::metrics::VariantResult;
 
 /// A figure's drawing area.
 pub type Area<DB> = DrawingArea<DB, Shift>;

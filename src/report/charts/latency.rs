@@ -6,7 +6,7 @@
 //! notes instead (see [`left_share`]).
 
 use crate::metrics::{LATENCY_BINS, LATENCY_BINS_PER_DECADE, latency_bin_upper_ms};
-use crate::runner::VariantResult;
+use crate::metrics::VariantResult;
 
 /// The lower edge of latency bin `i`, in milliseconds (0 for the first bin, which holds
 /// everything under 1 us).

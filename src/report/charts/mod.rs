@@ -33,7 +33,7 @@ pub use phase_diagram::{PhaseMetric, phase_metric};
 pub use style::{tick, variant_color};
 
 use crate::metrics::Metric;
-use crate::runner::{ExperimentResult, PointResult, VariantResult};
+use crate::metrics::{ExperimentResult, PointResult, VariantResult};
 use crate::scenario::{Experiment, Variant};
 use canvas::{Area, Drawn};
 

@@ -22,8 +22,8 @@ use super::style::{FONT, TimeUnit, axis_ticks, span};
 use super::triggers;
 use super::{Run, Table};
 use crate::metrics::Column;
+use crate::metrics::VariantResult;
 use crate::metrics::series::COLUMNS;
-use crate::runner::VariantResult;
 
 /// Most display buckets across the time axis.
 pub const MAX_BARS: f64 = 400.0;

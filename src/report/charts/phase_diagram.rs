@@ -15,7 +15,7 @@ use super::style::{FONT, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
-use crate::runner::ExperimentResult;
+use crate::metrics::ExperimentResult;
 use crate::scenario::{Axis, Sweep};
 
 /// The caption's first sentence; the rest says what the colour means.

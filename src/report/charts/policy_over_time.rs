@@ -19,7 +19,7 @@ use super::triggers::{self, TRIGGER};
 use super::{Chart, Run};
 use crate::metrics::Column;
 use crate::model::{BudgetKind, Scope};
-use crate::runner::VariantResult;
+use crate::metrics::VariantResult;
 use crate::scenario::Scenario;
 
 /// The retries bars: translucent black, a light grey that lets the lines show through.

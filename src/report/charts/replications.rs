@@ -16,7 +16,7 @@ use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
 use super::style::variant_color;
 use super::{Chart, Run};
 use crate::metrics::Column;
-use crate::runner::{ExampleRun, VariantResult};
+use crate::metrics::{ExampleRun, VariantResult};
 
 /// Height of one variant's row of panels, in pixels.
 const ROW_HEIGHT: u32 = 230;

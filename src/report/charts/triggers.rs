@@ -6,7 +6,7 @@ use plotters::element::DynElement;
 use plotters::prelude::*;
 
 use super::style::FONT;
-use crate::runner::VariantResult;
+use crate::metrics::VariantResult;
 use crate::scenario::Variant;
 
 /// The colour of the trigger bands and their label.
