@@ -11,6 +11,7 @@
 pub mod error;
 mod load;
 mod locate;
+pub mod policy;
 pub mod schema;
 mod shape;
 mod units;
@@ -20,6 +21,10 @@ mod validate;
 pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
+pub use policy::bulkhead::BulkheadConfig;
+pub use policy::hedge::HedgeConfig;
+pub use policy::idempotency_key::IdempotencyKey;
+pub use policy::throttle::ThrottleConfig;
 pub use units::{parse_duration, percentile_text};
 pub use validate::label_from_path;
 
@@ -423,49 +428,6 @@ pub struct Call {
     pub policy: Policy,
 }
 
-/// `policy.bulkhead`: a semaphore bulkhead on one call edge (Resilience4j's
-/// `SemaphoreBulkhead`): at most `max_concurrent` attempts in flight on the edge; an attempt
-/// beyond waits up to `max_wait` for a permit, in arrival order, then fails `bulkhead_full`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BulkheadConfig {
-    /// Permits (>= 1).
-    pub max_concurrent: u32,
-    /// Longest wait for a permit; zero fails at once.
-    pub max_wait: SimDuration,
-}
-
-/// `policy.hedge`: hedged requests ("The Tail at Scale"). After `delay` without an answer
-/// to an attempt, another attempt of the same call is sent, up to `max_hedges` per attempt;
-/// the first answer that ends the call wins and the others are abandoned.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HedgeConfig {
-    /// How long an attempt goes unanswered before the next hedge is sent.
-    pub delay: HedgeDelay,
-    /// Hedges per attempt at most (>= 1): the first attempt and each retry may be hedged
-    /// this many times.
-    pub max_hedges: u32,
-    /// Abandoned attempts that have not started service are dropped by their service
-    /// (counted `cancelled`) instead of being served for nobody.
-    pub cancel: bool,
-    /// At most this share of the calls is hedged, on average: each call puts `budget` into a
-    /// bucket that holds at most [`HEDGE_BUDGET_BURST`] hedges, and each hedge takes 1 out.
-    /// `None`: unbudgeted.
-    pub budget: Option<f64>,
-}
-
-/// `policy.idempotency_key`: the caller sends a key with every attempt of a call, and the
-/// service remembers the calls it executed for `ttl`. A repeat of a call it remembers is
-/// answered from memory after `cost`, with the remembered outcome, without executing again
-/// and without a worker; a repeat that arrives while an earlier attempt of its call is still
-/// being executed waits for that attempt's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdempotencyKey {
-    /// How long an executed call is remembered (default 24 h).
-    pub ttl: SimDuration,
-    /// Time to answer a repeat from memory (default 0).
-    pub cost: SimDuration,
-}
-
 /// The server kinds.
 #[derive(Debug, Clone)]
 pub enum ServerKind {
@@ -506,27 +468,6 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
-}
-
-/// `policy.adaptive_throttle`: client-side adaptive throttling (Google's SRE book, "Handling
-/// Overload"). Each client (on the clients' edge; the calling service on a call between
-/// services) counts, over the last `window`, the attempts it tried and the ones the service
-/// accepted (answered with anything but `rejected`, `throttled` or no answer in time), and
-/// rejects an attempt locally with probability max(0, (requests - K * accepts) /
-/// (requests + 1)); the request then ends `throttled_locally`, never retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThrottleConfig {
-    /// K in millionths (1 to 100, so 1,000,000 to 100,000,000).
-    pub k_micros: u64,
-    /// The sliding window (1 s to 24 h).
-    pub window: SimDuration,
-}
-
-impl ThrottleConfig {
-    /// K as a number.
-    pub fn k(&self) -> f64 {
-        self.k_micros as f64 / crate::model::throttle::K_SCALE as f64
-    }
 }
 
 /// `policy.retry`.

@@ -14,6 +14,13 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::policy::breaker::{RawBreaker, RawBreakerMode, RawBreakerWindow};
+pub use super::policy::budget::{RawBudget, RawRatio, RawRetryQuota, RawTokenBucket};
+pub use super::policy::bulkhead::RawBulkhead;
+pub use super::policy::hedge::RawHedge;
+pub use super::policy::idempotency_key::{RawIdempotencyKey, RawKeySettings};
+pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
+
 /// A whole scenario file.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -526,86 +533,6 @@ pub struct RawPolicy {
     pub adaptive_throttle: Option<RawAdaptiveThrottle>,
 }
 
-/// `policy.adaptive_throttle`: true (the defaults), false (none) or the settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawAdaptiveThrottle {
-    /// true: adaptive throttling with the default settings; false: none.
-    On(bool),
-    /// Adaptive throttling with these settings.
-    Settings(RawThrottleSettings),
-}
-
-/// `policy.adaptive_throttle` as an object.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawThrottleSettings {
-    /// The multiplier K: the client sends about K times what the backend accepts, from 1 to
-    /// 100 (default 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k: Option<f64>,
-    /// The sliding window requests and accepts are counted over, from "1s" to "24h"
-    /// (default "2m").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<DurationText>,
-}
-
-/// `policy.hedge`: hedged requests.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawHedge {
-    /// How long an attempt goes unanswered before a hedge: a duration such as "10ms", or a
-    /// percentile of the call's recent latencies such as "p95" or "p99.9".
-    pub delay: String,
-    /// Hedges per attempt at most, from 1 to 10 (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_hedges: Option<u64>,
-    /// The service drops abandoned attempts that have not started service (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cancel: Option<bool>,
-    /// At most this share of the calls is hedged, above 0 and at most 1 (default: no limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<f64>,
-    /// With a percentile delay: the answered attempts it is taken over, from 20 to 1,000,000
-    /// (default 1000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<u64>,
-}
-
-/// `policy.idempotency_key`: true (the defaults), false (no keys) or the settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawIdempotencyKey {
-    /// true: keys with the default settings; false: no keys.
-    On(bool),
-    /// Keys with these settings.
-    Settings(RawKeySettings),
-}
-
-/// `policy.idempotency_key` as an object.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawKeySettings {
-    /// How long the service remembers a call it executed (default "24h").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl: Option<DurationText>,
-    /// Time to answer a repeat from memory (default "0ms").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<DurationText>,
-}
-
-/// `bulkhead`: Resilience4j's semaphore bulkhead on one call edge.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawBulkhead {
-    /// Attempts in flight on the call at once (at least 1).
-    pub max_concurrent: u64,
-    /// Longest wait for a permit, in arrival order, before the attempt fails
-    /// `bulkhead_full` (default "0ms": at once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_wait: Option<DurationText>,
-}
-
 /// `fallback`: what answers a call that failed for good.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -751,24 +678,6 @@ impl JsonSchema for RawBackoff {
     }
 }
 
-/// `policy.budget`: a scope and exactly one kind of budget.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawBudget {
-    /// "per_client" (default) or "shared".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<RawScope>,
-    /// gRPC retry throttling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_bucket: Option<RawTokenBucket>,
-    /// AWS SDK standard-mode retry quota.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_quota: Option<RawRetryQuota>,
-    /// Retries as a fraction of recent requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ratio: Option<RawRatio>,
-}
-
 /// Who shares a budget or breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -777,104 +686,6 @@ pub enum RawScope {
     PerClient,
     /// All clients share one.
     Shared,
-}
-
-/// `token_bucket` budget.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawTokenBucket {
-    /// Bucket size; retries are allowed only while tokens > max_tokens / 2.
-    pub max_tokens: f64,
-    /// Tokens a success adds.
-    pub token_ratio: f64,
-}
-
-/// `retry_quota` budget.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRetryQuota {
-    /// Starting (and largest) quota (default 500).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub initial: Option<f64>,
-    /// Cost of a retry (default 5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_cost: Option<f64>,
-    /// Cost of a retry after a timeout (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_cost: Option<f64>,
-    /// Refund of a success without retries (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub success_refund: Option<f64>,
-}
-
-/// `ratio` budget.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRatio {
-    /// Retries allowed per logical request started in the window.
-    pub percent: f64,
-    /// Retries per second always allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_per_s: Option<f64>,
-    /// Length of the sliding window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<DurationText>,
-}
-
-/// `policy.breaker`, with Resilience4j's semantics.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawBreaker {
-    /// `{"count": n}` or `{"time": D}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<RawBreakerWindow>,
-    /// Failure rate in [0, 1] that opens the breaker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_rate_threshold: Option<f64>,
-    /// Calls the window must hold before the rate is judged (default 100; with a count
-    /// window of n, at most n: a larger value runs, and is resolved, as n).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minimum_calls: Option<u64>,
-    /// How long the breaker stays open.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_duration: Option<DurationText>,
-    /// Trial attempts in the half-open state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub half_open_calls: Option<u64>,
-    /// A call slower than this counts as slow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_call_duration: Option<DurationText>,
-    /// Slow-call rate in [0, 1] that opens the breaker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_call_rate_threshold: Option<f64>,
-    /// "all" (default) or "retries" (first attempts always pass).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<RawBreakerMode>,
-    /// "per_client" (default) or "shared".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<RawScope>,
-}
-
-/// A breaker's sliding window.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawBreakerWindow {
-    /// The last n calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub count: Option<u64>,
-    /// The calls of the last D.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time: Option<DurationText>,
-}
-
-/// `policy.breaker.mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawBreakerMode {
-    /// Every attempt is gated.
-    All,
-    /// Only retries are gated.
-    Retries,
 }
 
 /// One variant: a name and a JSON merge patch (RFC 7396) applied to the base scenario.

@@ -8,20 +8,18 @@
 use std::collections::HashMap;
 
 use crate::engine::{SimDuration, SimTime};
-use crate::model::throttle::K_SCALE;
 use crate::model::{
-    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
-    Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet, QueueConfig, RateLimit,
-    RateProfile, RateStep, Scope,
+    Backoff, Discipline, Dist, Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet,
+    QueueConfig, RateLimit, RateProfile, RateStep, Scope,
 };
 
 use super::error::{Problem, num, quote, short};
+use super::policy::{breaker, budget, bulkhead, hedge, idempotency_key, throttle};
 use super::schema::*;
-use super::units::{parse_duration, parse_percentile};
+use super::units::parse_duration;
 use super::{
-    BulkheadConfig, Call, Clients, ClosedWorkload, HEDGE_MIN_SAMPLES, HedgeConfig, HedgeDelay,
-    IdempotencyKey, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario, Server, ServerKind,
-    Service, ThrottleConfig, Workload,
+    Call, Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario,
+    Server, ServerKind, Service, Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -52,27 +50,6 @@ pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
 /// 10^9 s, about 32 years. A draw beyond it comes less than once in 10^15.
 pub const MAX_LOGNORMAL_REACH_SECS: f64 = 1e9;
 
-/// The most hedges per attempt: each is one more attempt at the service, so 10 already lets
-/// one round put 11 times its load on the service; hedging pays with one or two, and a
-/// larger count only hides a delay set too short.
-pub const MAX_HEDGES: u64 = 10;
-/// Default answered attempts a percentile hedge delay is taken over.
-pub const DEFAULT_HEDGE_WINDOW: u32 = 1000;
-/// The most answered attempts a percentile hedge delay is taken over: the window is kept per
-/// call edge, in memory, for the whole run.
-pub const MAX_HEDGE_WINDOW: u64 = 1_000_000;
-/// How long a service remembers an executed call by default (`idempotency_key.ttl`).
-pub const DEFAULT_KEY_TTL: SimDuration = SimDuration::from_secs(24 * 3600);
-/// Default K of an adaptive throttle (the SRE book's).
-pub const DEFAULT_THROTTLE_K: u64 = 2;
-/// The largest K of an adaptive throttle: beyond, it would hardly ever reject.
-pub const MAX_THROTTLE_K: f64 = 100.0;
-/// Default window of an adaptive throttle (the SRE book's two minutes).
-pub const DEFAULT_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(120);
-/// The shortest window of an adaptive throttle: 60 buckets of at least 1/60 s.
-pub const MIN_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(1);
-/// The longest window of an adaptive throttle.
-pub const MAX_THROTTLE_WINDOW: SimDuration = SimDuration::from_secs(24 * 3600);
 /// The longest wait in a standing queue under `codel` by default (`target`).
 pub const DEFAULT_CODEL_TARGET: SimDuration = SimDuration::from_millis(5);
 /// How long the waiting room must stay non-empty for the queue to stand, by default
@@ -106,7 +83,7 @@ pub fn label_from_path(path: &str) -> String {
 }
 
 /// A duration as the scenario format writes it, for a default filled into the raw document.
-fn written(d: SimDuration) -> DurationText {
+pub(super) fn written(d: SimDuration) -> DurationText {
     DurationText(serde_json::Value::String(d.to_string()))
 }
 
@@ -137,12 +114,16 @@ impl Checker {
     }
 
     /// The duration, or `None` (with a problem) when it cannot be read.
-    fn duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+    pub(super) fn duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
         parse_duration(&d.0).map_err(|e| self.err(path, e)).ok()
     }
 
     /// The duration, or `None` (with a problem) when it cannot be read or is zero.
-    fn positive_duration(&mut self, path: &str, d: &DurationText) -> Option<SimDuration> {
+    pub(super) fn positive_duration(
+        &mut self,
+        path: &str,
+        d: &DurationText,
+    ) -> Option<SimDuration> {
         let value = self.duration(path, d)?;
         if value == SimDuration::ZERO {
             self.err(
@@ -183,7 +164,7 @@ impl Checker {
         r
     }
 
-    fn positive_number(&mut self, path: &str, x: f64) {
+    pub(super) fn positive_number(&mut self, path: &str, x: f64) {
         if !(x > 0.0 && x <= MAX_AMOUNT) {
             self.err(
                 path,
@@ -192,7 +173,7 @@ impl Checker {
         }
     }
 
-    fn non_negative(&mut self, path: &str, x: f64) {
+    pub(super) fn non_negative(&mut self, path: &str, x: f64) {
         if !(0.0..=MAX_AMOUNT).contains(&x) {
             self.err(
                 path,
@@ -201,7 +182,7 @@ impl Checker {
         }
     }
 
-    fn count_u32(&mut self, path: &str, n: u64, min: u64) -> u32 {
+    pub(super) fn count_u32(&mut self, path: &str, n: u64, min: u64) -> u32 {
         if n < min {
             self.err(path, format!("must be at least {min} (got {n})"));
             return min as u32;
@@ -1347,7 +1328,7 @@ fn faults(c: &mut Checker, at: &str, raw: &[RawFault], duration: Option<SimDurat
 
 /// Whose policy `policy` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Caller {
+pub(super) enum Caller {
     /// The clients' `policy`, towards the entry service.
     Clients,
     /// A service's policy on one of its calls (`services.<name>.calls[i].policy`).
@@ -1372,7 +1353,7 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         RawRetryAfter::Ignore => RetryAfter::Ignore,
         RawRetryAfter::Honor => RetryAfter::Honor,
     };
-    let bulkhead = raw.bulkhead.as_mut().map(|b| bulkhead(c, at, b));
+    let bulkhead = raw.bulkhead.as_mut().map(|b| bulkhead::check(c, at, b));
     let fallback = raw.fallback.as_mut().map(|f| {
         let latency = f.latency.get_or_insert_with(zero_dist);
         c.dist(&format!("{at}.fallback.latency"), latency)
@@ -1383,8 +1364,11 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
     Policy {
         timeout,
         deadline,
-        budget: raw.budget.as_mut().map(|b| budget(c, at, b, caller)),
-        breaker: raw.breaker.as_mut().map(|b| breaker(c, at, b, caller)),
+        budget: raw.budget.as_mut().map(|b| budget::check(c, at, b, caller)),
+        breaker: raw
+            .breaker
+            .as_mut()
+            .map(|b| breaker::check(c, at, b, caller)),
         retry: RetryPolicy {
             max_attempts,
             retry_on,
@@ -1395,16 +1379,16 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         fallback,
         propagate_deadline: caller == Caller::Service
             && *raw.propagate_deadline.get_or_insert(false),
-        hedge: raw.hedge.as_mut().map(|h| hedge(c, at, h)),
+        hedge: raw.hedge.as_mut().map(|h| hedge::check(c, at, h)),
         idempotent: raw.idempotent.unwrap_or(true),
         idempotency_key: raw
             .idempotency_key
             .as_mut()
-            .and_then(|k| idempotency_key(c, at, k)),
+            .and_then(|k| idempotency_key::check(c, at, k)),
         adaptive_throttle: raw
             .adaptive_throttle
             .as_mut()
-            .and_then(|t| adaptive_throttle(c, at, t)),
+            .and_then(|t| throttle::check(c, at, t)),
     }
 }
 
@@ -1530,211 +1514,6 @@ fn clients_policy_keys(c: &mut Checker, at: &str, raw: &RawPolicy) {
     }
 }
 
-/// `adaptive_throttle` of the policy `at`: `None` for `false`.
-fn adaptive_throttle(
-    c: &mut Checker,
-    at: &str,
-    raw: &mut RawAdaptiveThrottle,
-) -> Option<ThrottleConfig> {
-    let config = read_adaptive_throttle(c, at, raw)?;
-    // The throttle that runs, with its settings filled in.
-    *raw = RawAdaptiveThrottle::Settings(RawThrottleSettings {
-        k: Some(config.k()),
-        window: Some(written(config.window)),
-    });
-    Some(config)
-}
-
-/// [`adaptive_throttle`], read.
-fn read_adaptive_throttle(
-    c: &mut Checker,
-    at: &str,
-    raw: &RawAdaptiveThrottle,
-) -> Option<ThrottleConfig> {
-    let p = format!("{at}.adaptive_throttle");
-    let default = ThrottleConfig {
-        k_micros: DEFAULT_THROTTLE_K * K_SCALE,
-        window: DEFAULT_THROTTLE_WINDOW,
-    };
-    let s = match raw {
-        RawAdaptiveThrottle::On(false) => return None,
-        RawAdaptiveThrottle::On(true) => return Some(default),
-        RawAdaptiveThrottle::Settings(s) => s,
-    };
-    let k_micros = match s.k {
-        None => default.k_micros,
-        Some(k) if (1.0..=MAX_THROTTLE_K).contains(&k) => (k * K_SCALE as f64).round() as u64,
-        Some(k) => {
-            c.err(
-                &format!("{p}.k"),
-                format!(
-                    "must be at least 1 and at most 100 (got {}): the client sends about k times what the service accepts, so below 1 it would refuse requests a healthy service takes; 2 is the SRE book's choice, 1.1 throttles harder",
-                    num(k)
-                ),
-            );
-            default.k_micros
-        }
-    };
-    let window = match &s.window {
-        None => default.window,
-        Some(d) => match c.duration(&format!("{p}.window"), d) {
-            Some(w) if (MIN_THROTTLE_WINDOW..=MAX_THROTTLE_WINDOW).contains(&w) => w,
-            Some(_) => {
-                c.err(
-                    &format!("{p}.window"),
-                    format!(
-                        "must be at least 1s and at most 24h (got {}): requests and accepts are counted over it in 60 buckets; the SRE book uses \"2m\"",
-                        short(&d.0)
-                    ),
-                );
-                default.window
-            }
-            None => default.window,
-        },
-    };
-    Some(ThrottleConfig { k_micros, window })
-}
-
-/// `hedge` of the policy `at`.
-fn hedge(c: &mut Checker, at: &str, raw: &mut RawHedge) -> HedgeConfig {
-    let p = format!("{at}.hedge");
-    let delay = match parse_percentile(&raw.delay) {
-        Some(quantile) => {
-            let quantile = quantile
-                .map_err(|e| c.err(&format!("{p}.delay"), e))
-                .unwrap_or(0.5);
-            let window = match raw.window {
-                None => DEFAULT_HEDGE_WINDOW,
-                Some(w) if (u64::from(HEDGE_MIN_SAMPLES)..=MAX_HEDGE_WINDOW).contains(&w) => {
-                    w as u32
-                }
-                Some(w) => {
-                    c.err(
-                        &format!("{p}.window"),
-                        format!(
-                            "must be at least {HEDGE_MIN_SAMPLES} and at most 1000000 (got {w}): it is how many recent answers the percentile is taken over, and no hedge goes out before {HEDGE_MIN_SAMPLES} answers"
-                        ),
-                    );
-                    DEFAULT_HEDGE_WINDOW
-                }
-            };
-            raw.window = Some(u64::from(window));
-            HedgeDelay::Percentile { quantile, window }
-        }
-        None => {
-            let text = serde_json::Value::String(raw.delay.clone());
-            let delay = match parse_duration(&text) {
-                Ok(d) if d > SimDuration::ZERO => Some(d),
-                Ok(_) => {
-                    c.err(
-                        &format!("{p}.delay"),
-                        format!(
-                            "must be longer than zero (got {}): a hedge sent at once only doubles the load; write a delay such as \"10ms\" or a percentile such as \"p95\"",
-                            short(&text)
-                        ),
-                    );
-                    None
-                }
-                Err(e) => {
-                    c.err(
-                        &format!("{p}.delay"),
-                        format!(
-                            "{e} (a hedge delay is a duration such as \"10ms\" or a percentile such as \"p95\")"
-                        ),
-                    );
-                    None
-                }
-            };
-            if let Some(w) = raw.window {
-                c.err(
-                    &format!("{p}.window"),
-                    format!(
-                        "applies to a percentile delay such as \"p95\" only (got {w} with delay {}): a fixed delay needs no window of latencies; remove window, or make the delay a percentile",
-                        short(&text)
-                    ),
-                );
-            }
-            HedgeDelay::Fixed(delay.unwrap_or(SimDuration::from_nanos(1)))
-        }
-    };
-    let max_hedges = match raw.max_hedges {
-        None => 1,
-        Some(n @ 1..=MAX_HEDGES) => n as u32,
-        Some(n) => {
-            c.err(
-                &format!("{p}.max_hedges"),
-                format!(
-                    "must be at least 1 and at most {MAX_HEDGES} (got {n}): each hedge is one more attempt at the service, and {MAX_HEDGES} already make one attempt eleven; remove hedge for none"
-                ),
-            );
-            1
-        }
-    };
-    if let Some(b) = raw.budget
-        && !(b > 0.0 && b <= 1.0)
-    {
-        c.err(
-                &format!("{p}.budget"),
-                format!(
-                    "must be a share above 0 and at most 1 (got {}): the share of calls that may be hedged, 0.05 for 5 %; remove budget for no limit",
-                num(b)
-            ),
-        );
-    }
-    raw.max_hedges = Some(u64::from(max_hedges));
-    HedgeConfig {
-        delay,
-        max_hedges,
-        cancel: *raw.cancel.get_or_insert(false),
-        budget: raw.budget,
-    }
-}
-
-/// `idempotency_key` of the policy `at`: `None` for `false`.
-fn idempotency_key(
-    c: &mut Checker,
-    at: &str,
-    raw: &mut RawIdempotencyKey,
-) -> Option<IdempotencyKey> {
-    let key = read_idempotency_key(c, at, raw)?;
-    // The key that runs, with its settings filled in.
-    *raw = RawIdempotencyKey::Settings(RawKeySettings {
-        ttl: Some(written(key.ttl)),
-        cost: Some(written(key.cost)),
-    });
-    Some(key)
-}
-
-/// [`idempotency_key`], read.
-fn read_idempotency_key(
-    c: &mut Checker,
-    at: &str,
-    raw: &RawIdempotencyKey,
-) -> Option<IdempotencyKey> {
-    let p = format!("{at}.idempotency_key");
-    match raw {
-        RawIdempotencyKey::On(false) => None,
-        RawIdempotencyKey::On(true) => Some(IdempotencyKey {
-            ttl: DEFAULT_KEY_TTL,
-            cost: SimDuration::ZERO,
-        }),
-        RawIdempotencyKey::Settings(k) => Some(IdempotencyKey {
-            ttl: k
-                .ttl
-                .as_ref()
-                .map_or(Some(DEFAULT_KEY_TTL), |d| {
-                    c.positive_duration(&format!("{p}.ttl"), d)
-                })
-                .unwrap_or(DEFAULT_KEY_TTL),
-            cost: k
-                .cost
-                .as_ref()
-                .and_then(|d| c.duration(&format!("{p}.cost"), d))
-                .unwrap_or_default(),
-        }),
-    }
-}
-
 /// Hedges and idempotency keys on a call to an occ service (or the clients' towards an occ
 /// server), which the simulation does not support: an error at each setting. `to` names
 /// the service called, for the message.
@@ -1763,33 +1542,10 @@ fn no_hedge_at_occ(c: &mut Checker, at: &str, raw: &RawPolicy, to: &str) {
     }
 }
 
-fn bulkhead(c: &mut Checker, at: &str, raw: &mut RawBulkhead) -> BulkheadConfig {
-    let p = format!("{at}.bulkhead");
-    let max_concurrent = if raw.max_concurrent == 0 {
-        c.err(
-            &format!("{p}.max_concurrent"),
-            "must be at least 1 (got 0): it is how many attempts may be in flight on the call at once",
-        );
-        1
-    } else {
-        c.count_u32(&format!("{p}.max_concurrent"), raw.max_concurrent, 1)
-    };
-    BulkheadConfig {
-        max_concurrent,
-        max_wait: c
-            .duration(
-                &format!("{p}.max_wait"),
-                raw.max_wait
-                    .get_or_insert_with(|| written(SimDuration::ZERO)),
-            )
-            .unwrap_or_default(),
-    }
-}
-
 /// The scope of a budget or breaker at `p`. On a call between services there is one per call
 /// edge, shared by every attempt on it: "per_client" is an error there, and the scope reads
 /// "shared".
-fn scope(c: &mut Checker, p: &str, raw: &mut Option<RawScope>, caller: Caller) -> Scope {
+pub(super) fn scope(c: &mut Checker, p: &str, raw: &mut Option<RawScope>, caller: Caller) -> Scope {
     let scope = read_scope(c, p, *raw, caller);
     *raw = Some(match scope {
         Scope::PerClient => RawScope::PerClient,
@@ -1810,195 +1566,6 @@ fn read_scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> 
         }
         (_, Caller::Service) | (Some(RawScope::Shared), Caller::Clients) => Scope::Shared,
         _ => Scope::PerClient,
-    }
-}
-
-fn budget(c: &mut Checker, at: &str, raw: &mut RawBudget, caller: Caller) -> BudgetConfig {
-    let p = &format!("{at}.budget");
-    let set = [
-        raw.token_bucket.is_some(),
-        raw.retry_quota.is_some(),
-        raw.ratio.is_some(),
-    ];
-    let count = set.iter().filter(|s| **s).count();
-    if count != 1 {
-        c.err(
-            p,
-            format!(
-                "needs exactly one of \"token_bucket\", \"retry_quota\" or \"ratio\" (got {count})"
-            ),
-        );
-    }
-    let kind = if let Some(t) = &raw.token_bucket {
-        let q = format!("{p}.token_bucket");
-        c.positive_number(&format!("{q}.max_tokens"), t.max_tokens);
-        c.non_negative(&format!("{q}.token_ratio"), t.token_ratio);
-        BudgetKind::TokenBucket {
-            max_tokens: t.max_tokens,
-            token_ratio: t.token_ratio,
-        }
-    } else if let Some(r) = &mut raw.retry_quota {
-        let q = format!("{p}.retry_quota");
-        let initial = *r.initial.get_or_insert(500.0);
-        c.positive_number(&format!("{q}.initial"), initial);
-        let retry_cost = *r.retry_cost.get_or_insert(5.0);
-        c.non_negative(&format!("{q}.retry_cost"), retry_cost);
-        let timeout_cost = *r.timeout_cost.get_or_insert(10.0);
-        c.non_negative(&format!("{q}.timeout_cost"), timeout_cost);
-        let success_refund = *r.success_refund.get_or_insert(1.0);
-        c.non_negative(&format!("{q}.success_refund"), success_refund);
-        BudgetKind::RetryQuota {
-            initial,
-            retry_cost,
-            timeout_cost,
-            success_refund,
-        }
-    } else if let Some(r) = &mut raw.ratio {
-        let q = format!("{p}.ratio");
-        if !(0.0..=1.0).contains(&r.percent) {
-            c.err(
-                &format!("{q}.percent"),
-                format!(
-                    "must be a fraction between 0 and 1 (got {}); write 10 % as 0.1",
-                    num(r.percent)
-                ),
-            );
-        }
-        let min_per_s = *r.min_per_s.get_or_insert(0.0);
-        c.non_negative(&format!("{q}.min_per_s"), min_per_s);
-        let window = r
-            .window
-            .get_or_insert_with(|| written(SimDuration::from_secs(10)));
-        let window = c
-            .positive_duration(&format!("{q}.window"), window)
-            .unwrap_or_default();
-        BudgetKind::Ratio {
-            percent: r.percent,
-            min_per_s,
-            window,
-        }
-    } else {
-        BudgetKind::TokenBucket {
-            max_tokens: 1.0,
-            token_ratio: 0.0,
-        }
-    };
-    BudgetConfig {
-        kind,
-        scope: scope(c, p, &mut raw.scope, caller),
-    }
-}
-
-/// `window` of the breaker at `p` (default the last 100 calls).
-fn breaker_window(c: &mut Checker, p: &str, raw: Option<&RawBreakerWindow>) -> BreakerWindow {
-    match raw {
-        None => BreakerWindow::Count(100),
-        Some(w) => match (w.count, &w.time) {
-            (Some(n), None) => {
-                BreakerWindow::Count(c.count_u32(&format!("{p}.window.count"), n, 1))
-            }
-            (None, Some(d)) => BreakerWindow::Time(
-                c.positive_duration(&format!("{p}.window.time"), d)
-                    .unwrap_or_default(),
-            ),
-            _ => {
-                c.err(
-                    &format!("{p}.window"),
-                    "needs exactly one of {\"count\": n} (the last n calls) or {\"time\": D} (the calls of the last D)",
-                );
-                BreakerWindow::Count(100)
-            }
-        },
-    }
-}
-
-fn breaker(c: &mut Checker, at: &str, raw: &mut RawBreaker, caller: Caller) -> BreakerConfig {
-    let p = &format!("{at}.breaker");
-    let window = breaker_window(c, p, raw.window.as_ref());
-    let threshold = |c: &mut Checker, key: &str, v: Option<f64>, default: f64| {
-        let v = v.unwrap_or(default);
-        if !(v > 0.0 && v <= 1.0) {
-            c.err(
-                &format!("{p}.{key}"),
-                format!(
-                    "must be a rate above 0 and at most 1 (got {}); write 50 % as 0.5",
-                    num(v)
-                ),
-            );
-        }
-        v
-    };
-    let failure_rate_threshold =
-        threshold(c, "failure_rate_threshold", raw.failure_rate_threshold, 0.5);
-    let slow_call = if raw.slow_call_duration.is_some() || raw.slow_call_rate_threshold.is_some() {
-        let duration = raw
-            .slow_call_duration
-            .as_ref()
-            .map_or(SimDuration::from_secs(60), |d| {
-                c.positive_duration(&format!("{p}.slow_call_duration"), d)
-                    .unwrap_or_default()
-            });
-        let rate = threshold(
-            c,
-            "slow_call_rate_threshold",
-            raw.slow_call_rate_threshold,
-            1.0,
-        );
-        Some((duration, rate))
-    } else {
-        None
-    };
-    let minimum_calls = c.count_u32(
-        &format!("{p}.minimum_calls"),
-        raw.minimum_calls.unwrap_or(100),
-        1,
-    );
-    // A count window of n never holds more than n results, so (as Resilience4j does) at
-    // most n are awaited: the value that runs, and that resolved.json and report.md show.
-    let minimum_calls = match window {
-        BreakerWindow::Count(n) => minimum_calls.min(n),
-        BreakerWindow::Time(_) => minimum_calls,
-    };
-    let open_duration = raw
-        .open_duration
-        .get_or_insert_with(|| written(SimDuration::from_secs(60)));
-    let open_duration = c
-        .positive_duration(&format!("{p}.open_duration"), open_duration)
-        .unwrap_or_default();
-    let half_open_calls = c.count_u32(
-        &format!("{p}.half_open_calls"),
-        *raw.half_open_calls.get_or_insert(10),
-        1,
-    );
-    // What runs, filled in.
-    raw.window = Some(match window {
-        BreakerWindow::Count(n) => RawBreakerWindow {
-            count: Some(u64::from(n)),
-            time: None,
-        },
-        BreakerWindow::Time(d) => RawBreakerWindow {
-            count: None,
-            time: Some(written(d)),
-        },
-    });
-    raw.failure_rate_threshold = Some(failure_rate_threshold);
-    raw.minimum_calls = Some(u64::from(minimum_calls));
-    if let Some((duration, rate)) = slow_call {
-        raw.slow_call_duration = Some(written(duration));
-        raw.slow_call_rate_threshold = Some(rate);
-    }
-    BreakerConfig {
-        window,
-        failure_rate_threshold,
-        minimum_calls,
-        open_duration,
-        half_open_calls,
-        slow_call,
-        mode: match *raw.mode.get_or_insert(RawBreakerMode::All) {
-            RawBreakerMode::Retries => BreakerMode::Retries,
-            RawBreakerMode::All => BreakerMode::All,
-        },
-        scope: scope(c, p, &mut raw.scope, caller),
     }
 }
 
@@ -2053,9 +1620,9 @@ fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{DEFAULT_HEDGE_WINDOW, MAX_HEDGE_WINDOW};
     use crate::engine::SimDuration;
     use crate::model::{Outcome, OutcomeSet, Scope};
+    use crate::scenario::policy::hedge::{DEFAULT_HEDGE_WINDOW, MAX_HEDGE_WINDOW};
     use crate::scenario::{
         Experiment, HedgeConfig, HedgeDelay, IdempotencyKey, LoadOptions, Problem, Scenario,
         ScenarioError, ServerKind, load_file, load_str, resolved_json,
@@ -2789,7 +2356,11 @@ mod tests {
         );
         // Kept as written where it is off, and left out where the file has none.
         assert_eq!(calls[0]["policy"]["adaptive_throttle"], json!(false));
-        assert!(first["services"]["backend"].get("adaptive_throttle").is_none());
+        assert!(
+            first["services"]["backend"]
+                .get("adaptive_throttle")
+                .is_none()
+        );
         let mut again = first.clone();
         again["name"] = json!("three-tier");
         assert_eq!(resolved_json(&load(&again)), resolved);

@@ -1,0 +1,63 @@
+//! `policy.bulkhead`: a semaphore bulkhead on a call between services, in one place: the raw
+//! setting a scenario file writes, the checked [`BulkheadConfig`] the simulation takes, and the
+//! rules and defaults between them (validation writes the defaults back into the raw setting).
+//! The bulkhead itself is `crate::model::bulkhead`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::SimDuration;
+
+use crate::scenario::schema::DurationText;
+use crate::scenario::validate::{Checker, written};
+
+/// `bulkhead`: Resilience4j's semaphore bulkhead on one call edge.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBulkhead {
+    /// Attempts in flight on the call at once (at least 1).
+    pub max_concurrent: u64,
+    /// Longest wait for a permit, in arrival order, before the attempt fails
+    /// `bulkhead_full` (default "0ms": at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait: Option<DurationText>,
+}
+
+/// `policy.bulkhead`: a semaphore bulkhead on one call edge (Resilience4j's
+/// `SemaphoreBulkhead`): at most `max_concurrent` attempts in flight on the edge; an attempt
+/// beyond waits up to `max_wait` for a permit, in arrival order, then fails `bulkhead_full`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkheadConfig {
+    /// Permits (>= 1).
+    pub max_concurrent: u32,
+    /// Longest wait for a permit; zero fails at once.
+    pub max_wait: SimDuration,
+}
+
+/// `bulkhead` of the policy `at`.
+pub(in crate::scenario) fn check(
+    c: &mut Checker,
+    at: &str,
+    raw: &mut RawBulkhead,
+) -> BulkheadConfig {
+    let p = format!("{at}.bulkhead");
+    let max_concurrent = if raw.max_concurrent == 0 {
+        c.err(
+            &format!("{p}.max_concurrent"),
+            "must be at least 1 (got 0): it is how many attempts may be in flight on the call at once",
+        );
+        1
+    } else {
+        c.count_u32(&format!("{p}.max_concurrent"), raw.max_concurrent, 1)
+    };
+    BulkheadConfig {
+        max_concurrent,
+        max_wait: c
+            .duration(
+                &format!("{p}.max_wait"),
+                raw.max_wait
+                    .get_or_insert_with(|| written(SimDuration::ZERO)),
+            )
+            .unwrap_or_default(),
+    }
+}
