@@ -1,0 +1,247 @@
+//! The "Results" tables of report.md: a row per variant with the headline numbers, a call
+//! graph's tables per service and per call, and theory beside simulation where a closed form
+//! describes a variant exactly.
+
+use std::fmt::Write as _;
+
+use super::compare::{RELATIVE, est};
+use super::escape;
+use crate::metrics::Metric;
+use crate::runner::VariantResult;
+use crate::scenario::Scenario;
+
+/// The columns of the results table: latency is the latency of successful requests, with the
+/// failure share beside it.
+const RESULT_COLUMNS: [Metric; 9] = [
+    Metric::REQUESTS,
+    Metric::SUCCESS_RATE,
+    Metric::FAILURE_RATE,
+    Metric::ATTEMPTS,
+    Metric::AMPLIFICATION,
+    Metric::SUCCESS_P50,
+    Metric::SUCCESS_P99,
+    Metric::COMPLETION,
+    Metric::WASTED,
+];
+
+/// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
+/// fail-fast outcomes, hedging and idempotency keys did.
+const OPTIONAL_COLUMNS: [Metric; 12] = [
+    Metric::FAILURE_P50,
+    Metric::BUDGET_DENIALS,
+    Metric::BREAKER_REFUSALS,
+    Metric::BREAKER_OPEN,
+    Metric::HEDGES,
+    Metric::HEDGE_WINS,
+    Metric::CANCELLED,
+    Metric::SHED,
+    Metric::DUPLICATES,
+    Metric::DUPLICATE_CALLS,
+    Metric::REPLAYED,
+    Metric::FAILED_THROTTLED_LOCALLY,
+];
+
+pub(super) fn results_table(
+    out: &mut String,
+    variants: &[VariantResult],
+    scenarios: &[&Scenario],
+    with_ci: bool,
+    graph: bool,
+) {
+    // The server's own end, when it went on serving well after the last request ended (work
+    // its clients had abandoned): completion time alone would hide that drain.
+    let drains = variants.iter().any(|v| {
+        v.metrics.server.busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
+    });
+    let cols: Vec<Metric> = RESULT_COLUMNS
+        .into_iter()
+        .chain(drains.then_some(Metric::BUSY_UNTIL))
+        .chain(
+            OPTIONAL_COLUMNS
+                .into_iter()
+                .filter(|k| variants.iter().any(|v| k.value(&v.metrics) != 0.0)),
+        )
+        .collect();
+    // A call graph counts a fallback's answer with the successes in latency, and shows the
+    // share of such answers right after the success share.
+    let title = |k: &Metric| crate::report::charts::metric_title(k, graph);
+    let _ = write!(out, "| variant |");
+    for k in &cols {
+        let _ = write!(out, " {} |", title(k));
+        if graph && *k == Metric::SUCCESS_RATE {
+            let _ = write!(out, " degraded (%) |");
+        }
+    }
+    let _ = write!(out, "\n|---|");
+    for k in &cols {
+        let _ = write!(out, "---:|");
+        if graph && *k == Metric::SUCCESS_RATE {
+            let _ = write!(out, "---:|");
+        }
+    }
+    let _ = writeln!(out);
+    for (v, sc) in variants.iter().zip(scenarios) {
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = write!(out, "| {}{mark} |", escape(&v.name));
+        for k in &cols {
+            let cell = if crate::report::produces(k.key, sc) {
+                k.format_estimate(&v.metrics, &v.ci95, with_ci)
+            } else {
+                "-".to_string()
+            };
+            let _ = write!(out, " {cell} |");
+            if graph && *k == Metric::SUCCESS_RATE {
+                let _ = write!(
+                    out,
+                    " {} |",
+                    crate::report::table::degraded_cell(v, with_ci)
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// A call graph's "Per service" and "Per call" tables, one of each per variant that is a
+/// call graph, at the point the results are at.
+pub(super) fn graph_section(
+    out: &mut String,
+    ran: &[crate::scenario::Variant],
+    variants: &[VariantResult],
+    with_ci: bool,
+) {
+    let pairs: Vec<(&VariantResult, &crate::scenario::Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(_, r)| r.scenario.is_graph())
+        .collect();
+    let cols = crate::report::table::service_columns(&pairs);
+    let _ = writeln!(out, "\n### Per service\n");
+    let _ = writeln!(
+        out,
+        "What reached each service, retries from its callers included. Attempts per request divides them by the logical requests the clients started, so a service behind a caller that retries sees more than 1 even when the clients never retry. Utilization counts a worker busy while it waits for its service's own calls; goodput is the successful answers to callers still waiting, per second."
+    );
+    for (v, r) in &pairs {
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
+        let _ = write!(out, "| service |");
+        for k in &cols {
+            let _ = write!(out, " {} |", k.title());
+        }
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(cols.len()));
+        let names = r.scenario.services.iter().enumerate();
+        for ((m, h), (i, s)) in v.metrics.services.iter().zip(&v.ci95.services).zip(names) {
+            let entry = if i == 0 { " (entry)" } else { "" };
+            let _ = write!(out, "| {}{entry} |", escape(&s.name));
+            for k in &cols {
+                let cell = if crate::report::service_produces(k.key, &r.scenario, i) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            let _ = writeln!(out);
+        }
+    }
+    if pairs.iter().all(|(v, _)| v.metrics.calls.is_empty()) {
+        return;
+    }
+    let cols = crate::report::table::call_columns(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
+    let _ = writeln!(out, "\n### Per call\n");
+    let _ = writeln!(
+        out,
+        "Attempts per request counts the attempts sent on a call per logical request the clients started. Failed counts the calls that failed for good; degraded those of them a fallback answered; bulkhead full the attempts a full bulkhead refused."
+    );
+    let routes = crate::report::table::has_routes(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
+    if routes {
+        let _ = writeln!(
+            out,
+            "Route success is, for a call of the entry service that only part of the requests make, the share of the requests on that route that succeeded in full, whether or not they reached the call (`-` for other calls)."
+        );
+    }
+    for (v, r) in &pairs {
+        let mark = if v.is_truncated() { " (truncated)" } else { "" };
+        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
+        let _ = write!(out, "| call |");
+        for k in &cols {
+            let _ = write!(out, " {} |", k.title());
+        }
+        if routes {
+            let _ = write!(out, " route success (%) |");
+        }
+        let n = cols.len() + usize::from(routes);
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(n));
+        let names = crate::report::table::call_names(r);
+        let calls = crate::report::table::calls_of(r);
+        for (i, ((m, h), (from, to))) in v
+            .metrics
+            .calls
+            .iter()
+            .zip(&v.ci95.calls)
+            .zip(&names)
+            .enumerate()
+        {
+            let _ = write!(out, "| {} → {} |", escape(from), escape(to));
+            for k in &cols {
+                let cell =
+                    crate::report::table::call_cell(k, calls.get(i).copied(), (m, h), with_ci);
+                let _ = write!(out, " {cell} |");
+            }
+            if routes {
+                let _ = write!(
+                    out,
+                    " {} |",
+                    crate::report::table::route_success(m, h, with_ci)
+                );
+            }
+            let _ = writeln!(out);
+        }
+    }
+}
+
+/// Theory beside simulation, for the variants a closed form describes exactly.
+pub(super) fn theory_section(
+    out: &mut String,
+    scenarios: &[&Scenario],
+    variants: &[VariantResult],
+) {
+    let rows: Vec<(&VariantResult, crate::report::theory::Prediction)> = variants
+        .iter()
+        .zip(scenarios)
+        .flat_map(|(v, s)| {
+            crate::report::theory::predictions(s)
+                .into_iter()
+                .map(move |p| (v, p))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Theory beside simulation\n");
+    let _ = writeln!(
+        out,
+        "Where a closed form describes a variant exactly, its prediction sits beside the simulated mean and 95 % interval.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| variant | quantity | formula | theory | simulated | inside the interval |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|:---:|");
+    for (v, p) in rows {
+        let k = p.metric;
+        let e = est(v, &k);
+        let inside = (e.mean - p.value).abs() <= e.half;
+        let d = k.decimals + 1;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.d$} | {} | {} |",
+            escape(&v.name),
+            k.title(),
+            p.formula,
+            p.value * k.scale,
+            k.format_estimate(&v.metrics, &v.ci95, true),
+            if inside { "yes" } else { "no" }
+        );
+    }
+}
