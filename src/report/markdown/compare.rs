@@ -99,16 +99,14 @@ pub(super) fn extremes<'a>(
     k: &Metric,
     better_high: bool,
 ) -> Option<(Vec<&'a VariantResult>, &'a VariantResult)> {
-    let key = |v: &&VariantResult| k.value(&v.metrics);
-    let best = if better_high {
-        vs.iter().max_by(|a, b| key(a).total_cmp(&key(b)))?
-    } else {
-        vs.iter().min_by(|a, b| key(a).total_cmp(&key(b)))?
+    let by = |a: &&&VariantResult, b: &&&VariantResult| {
+        k.value(&a.metrics).total_cmp(&k.value(&b.metrics))
     };
-    let worst = if better_high {
-        vs.iter().min_by(|a, b| key(a).total_cmp(&key(b)))?
+    let (low, high) = (vs.iter().min_by(by)?, vs.iter().max_by(by)?);
+    let (best, worst) = if better_high {
+        (high, low)
     } else {
-        vs.iter().max_by(|a, b| key(a).total_cmp(&key(b)))?
+        (low, high)
     };
     if !differ(k, est(best, k), est(worst, k)) {
         return None;

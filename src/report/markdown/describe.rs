@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use super::{capitalized, escape};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::{
-    Backoff, BreakerMode, BreakerWindow, BudgetKind, Discipline, Dist, FaultEffect, Outage, Scope,
+    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
+    Fault, FaultEffect, Jitter, Outage, QueueConfig, RateLimit, Scope,
 };
 use crate::scenario::{
     HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
@@ -15,9 +16,45 @@ use crate::scenario::{
 
 /// The scenario in words, one sentence per part.
 pub(super) fn describe(s: &Scenario) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut lines = vec![clients_line(s)];
+    if !s.network.latency.is_zero() {
+        lines.push(format!(
+            "Network: every one-way message takes {}.",
+            words(&s.network.latency)
+        ));
+    }
+    if s.is_graph() {
+        lines.extend(graph_lines(s));
+    } else {
+        lines.extend(server_lines(
+            s.server(),
+            Some(s.policy.retry.retry_after),
+            None,
+        ));
+    }
+    let mut policy = policy_lines(&s.policy);
+    if s.is_graph() {
+        // In a call graph the policy above is the clients' towards the entry; the calls
+        // between services have theirs in the graph's lines.
+        let entry = format!("**{}**", escape(&s.services[0].name));
+        for line in &mut policy {
+            let mut chars = line.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            *line = format!(
+                "Clients to {entry}: {}{}",
+                first.unwrap_or_default(),
+                chars.as_str()
+            );
+        }
+    }
+    lines.extend(policy);
+    lines
+}
+
+/// The clients and their workload in one sentence.
+fn clients_line(s: &Scenario) -> String {
     let n = s.clients.count;
-    lines.push(match &s.clients.workload {
+    match &s.clients.workload {
         Workload::Open(p) => {
             let steps = if p.steps.is_empty() {
                 String::new()
@@ -57,26 +94,17 @@ pub(super) fn describe(s: &Scenario) -> Vec<String> {
             } else {
                 format!(", thinking {} between requests", words(&c.think_time))
             };
-            format!("Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}.")
+            format!(
+                "Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}."
+            )
         }
-    });
-    if !s.network.latency.is_zero() {
-        lines.push(format!(
-            "Network: every one-way message takes {}.",
-            words(&s.network.latency)
-        ));
     }
-    if s.is_graph() {
-        lines.extend(graph_lines(s));
-    } else {
-        lines.extend(server_lines(
-            s.server(),
-            Some(s.policy.retry.retry_after),
-            None,
-        ));
-    }
-    let p = &s.policy;
-    let policy_from = lines.len();
+}
+
+/// The clients' policy, one sentence per part: timeout, deadline, attempts, budget, breaker,
+/// backoff, then hedging, idempotency and throttling.
+fn policy_lines(p: &Policy) -> Vec<String> {
+    let mut lines = Vec::new();
     if let Some(t) = p.timeout {
         lines.push(format!("Attempts time out after {t}."));
     }
@@ -88,109 +116,117 @@ pub(super) fn describe(s: &Scenario) -> Vec<String> {
         Some(m) => format!("Up to {m} attempts per request."),
         None => "Unlimited attempts per request.".to_string(),
     });
-    let scope = |s: Scope| match s {
-        Scope::PerClient => "each client its own",
-        Scope::Shared => "one shared by all clients",
-    };
-    if let Some(b) = &p.budget {
-        let what = match b.kind {
-            BudgetKind::TokenBucket {
-                max_tokens,
-                token_ratio,
-            } => format!(
-                "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
-            ),
-            BudgetKind::RetryQuota {
-                initial,
-                retry_cost,
-                timeout_cost,
-                success_refund,
-            } => format!(
-                "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
-            ),
-            BudgetKind::Ratio {
-                percent,
-                min_per_s,
-                window,
-            } => {
-                let floor = if min_per_s > 0.0 {
-                    format!(" plus {min_per_s} per second")
-                } else {
-                    String::new()
-                };
-                format!(
-                    "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
-                    100.0 * percent
-                )
-            }
-        };
-        lines.push(format!(
-            "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
-            scope(b.scope)
-        ));
-    }
-    if let Some(b) = &p.breaker {
-        let window = match b.window {
-            BreakerWindow::Count(n) => format!("the last {n} attempts"),
-            BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
-        };
-        let slow = match b.slow_call {
-            Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
-            None => String::new(),
-        };
-        let gate = match b.mode {
-            BreakerMode::All => "An open breaker refuses every attempt",
-            BreakerMode::Retries => {
-                "First attempts always pass; an open (or half-open) breaker refuses retries"
-            }
-        };
-        lines.push(format!(
-            "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
-            scope(b.scope),
-            100.0 * b.failure_rate_threshold,
-            b.minimum_calls,
-            b.open_duration,
-            b.half_open_calls
-        ));
-    }
+    lines.extend(p.budget.as_ref().map(budget_line));
+    lines.extend(p.breaker.as_ref().map(breaker_line));
     if p.retry.max_attempts != Some(1) {
-        lines.push(match &p.retry.backoff {
-            Backoff::None => "Retries go out at once (no backoff).".to_string(),
-            Backoff::Exponential {
-                base,
-                multiplier,
-                cap,
-                jitter,
-                ..
-            } => format!(
-                "Backoff from {base}, x{multiplier} per retry, capped at {cap}, {}.",
-                match jitter {
-                    crate::model::Jitter::None => "without jitter".to_string(),
-                    j => format!("with {} jitter", j.name()),
-                }
-            ),
-        });
+        lines.push(
+            backoff_words(&p.retry.backoff)
+                .map_or("Retries go out at once (no backoff).".to_string(), |w| {
+                    format!("{}.", capitalized(&w))
+                }),
+        );
     }
     lines.extend(
         repeat_words(p)
             .iter()
             .map(|part| format!("{}.", capitalized(part))),
     );
-    if s.is_graph() {
-        // In a call graph the policy above is the clients' towards the entry; the calls
-        // between services have theirs in the graph's lines.
-        let entry = format!("**{}**", escape(&s.services[0].name));
-        for line in &mut lines[policy_from..] {
-            let mut chars = line.chars();
-            let first = chars.next().map(|c| c.to_lowercase().to_string());
-            *line = format!(
-                "Clients to {entry}: {}{}",
-                first.unwrap_or_default(),
-                chars.as_str()
-            );
-        }
-    }
     lines
+}
+
+/// Whose a budget or breaker is.
+fn scope(s: Scope) -> &'static str {
+    match s {
+        Scope::PerClient => "each client its own",
+        Scope::Shared => "one shared by all clients",
+    }
+}
+
+/// A retry budget in one sentence.
+fn budget_line(b: &BudgetConfig) -> String {
+    let what = match b.kind {
+        BudgetKind::TokenBucket {
+            max_tokens,
+            token_ratio,
+        } => format!(
+            "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
+        ),
+        BudgetKind::RetryQuota {
+            initial,
+            retry_cost,
+            timeout_cost,
+            success_refund,
+        } => format!(
+            "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
+        ),
+        BudgetKind::Ratio {
+            percent,
+            min_per_s,
+            window,
+        } => {
+            let floor = if min_per_s > 0.0 {
+                format!(" plus {min_per_s} per second")
+            } else {
+                String::new()
+            };
+            format!(
+                "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
+                100.0 * percent
+            )
+        }
+    };
+    format!(
+        "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
+        scope(b.scope)
+    )
+}
+
+/// A circuit breaker in one sentence.
+fn breaker_line(b: &BreakerConfig) -> String {
+    let window = match b.window {
+        BreakerWindow::Count(n) => format!("the last {n} attempts"),
+        BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
+    };
+    let slow = match b.slow_call {
+        Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
+        None => String::new(),
+    };
+    let gate = match b.mode {
+        BreakerMode::All => "An open breaker refuses every attempt",
+        BreakerMode::Retries => {
+            "First attempts always pass; an open (or half-open) breaker refuses retries"
+        }
+    };
+    format!(
+        "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
+        scope(b.scope),
+        100.0 * b.failure_rate_threshold,
+        b.minimum_calls,
+        b.open_duration,
+        b.half_open_calls
+    )
+}
+
+/// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
+/// jitter"; `None` for retries that go out at once.
+fn backoff_words(b: &Backoff) -> Option<String> {
+    let Backoff::Exponential {
+        base,
+        multiplier,
+        cap,
+        jitter,
+        ..
+    } = b
+    else {
+        return None;
+    };
+    let jitter = match jitter {
+        Jitter::None => "without jitter".to_string(),
+        j => format!("with {} jitter", j.name()),
+    };
+    Some(format!(
+        "backoff from {base}, x{multiplier} per retry, capped at {cap}, {jitter}"
+    ))
 }
 
 /// A call graph in words: who calls whom and how often, each service's server, and each
@@ -288,22 +324,8 @@ fn call_policy_words(p: &crate::scenario::Policy) -> String {
         None => "unlimited attempts".to_string(),
     });
     if p.retry.max_attempts != Some(1) {
-        parts.push(match &p.retry.backoff {
-            Backoff::None => "retries at once".to_string(),
-            Backoff::Exponential {
-                base,
-                multiplier,
-                cap,
-                jitter,
-                ..
-            } => format!(
-                "backoff from {base}, x{multiplier} per retry, capped at {cap}, {}",
-                match jitter {
-                    crate::model::Jitter::None => "without jitter".to_string(),
-                    j => format!("with {} jitter", j.name()),
-                }
-            ),
-        });
+        parts
+            .push(backoff_words(&p.retry.backoff).unwrap_or_else(|| "retries at once".to_string()));
     }
     if let Some(b) = &p.budget {
         let kind = match b.kind {
@@ -409,47 +431,13 @@ fn server_lines(
     retry_after: Option<RetryAfter>,
     who: Option<&str>,
 ) -> Vec<String> {
-    let mut lines = Vec::new();
-    lines.push(match &server.kind {
-        ServerKind::Queue(q) => {
-            let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
-                format!("{c} worker{}", if c == 1 { "" } else { "s" })
-            });
-            let room = q.queue_limit.map_or("an unlimited waiting room".to_string(), |l| {
-                format!("{l} waiting places")
-            });
-            let order = match q.discipline {
-                Discipline::Fifo => String::new(),
-                Discipline::Lifo => ", newest first (LIFO)".to_string(),
-                Discipline::Codel { target, interval } => format!(
-                    ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
-                ),
-                Discipline::AdaptiveLifo { interval } => format!(
-                    ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
-                ),
-            };
-            let mut line = format!(
-                "{}: {workers} with {room}{order}; service takes {}",
-                who.map_or("Server".to_string(), |w| format!("Service {w}")),
-                words(&q.service_time)
-            );
-            if q.slowdown_per_inflight > SimDuration::ZERO {
-                let _ = write!(line, " plus {} per attempt already in service", q.slowdown_per_inflight);
-            }
-            if q.error_rate > 0.0 {
-                let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
-            }
-            if q.drop_expired {
-                line.push_str("; attempts whose client gave up are dropped unserved");
-            }
-            line.push('.');
-            line
-        }
+    let name = who.map_or("Server".to_string(), |w| format!("Service {w}"));
+    let mut lines = vec![match &server.kind {
+        ServerKind::Queue(q) => queue_line(q, &name),
         ServerKind::Occ => format!(
-            "{}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts.",
-            who.map_or("Server".to_string(), |w| format!("Service {w}"))
+            "{name}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts."
         ),
-    });
+    }];
     if server.permanent_error_rate > 0.0 {
         lines.push(format!(
             "{}{} % of requests are bad (4xx) and never retried.",
@@ -458,56 +446,104 @@ fn server_lines(
         ));
     }
     if let Some(r) = &server.rate_limit {
-        let after = match (r.retry_after, retry_after) {
-            (None, _) => String::new(),
-            (Some(d), Some(RetryAfter::Honor)) => {
-                format!(
-                    " with Retry-After {d}, which clients honour (they wait at least that long)"
-                )
-            }
-            (Some(d), Some(RetryAfter::Ignore)) => {
-                format!(" with Retry-After {d}, which clients ignore")
-            }
-            (Some(d), None) => format!(" with Retry-After {d}"),
-        };
-        lines.push(match who {
-            None => format!(
-                "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-                r.rate_per_s, r.burst
-            ),
-            Some(w) => format!(
-                "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-                r.rate_per_s, r.burst
-            ),
-        });
+        lines.push(rate_limit_line(r, retry_after, who));
     }
-    for f in server.faults.windows() {
-        let effect = match f.effect {
-            FaultEffect::Outage(Outage::Reject) => {
-                "an outage: every attempt is answered `error` at once".to_string()
-            }
-            FaultEffect::Outage(Outage::Drop) => {
-                "an outage: attempts vanish without an answer, so clients wait for their timeout"
-                    .to_string()
-            }
-            FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
-            FaultEffect::ServiceTimeFactor(x) => {
-                format!("service that starts in the window takes {x}x as long")
-            }
-            FaultEffect::Concurrency(0) => {
-                "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
-            }
-            FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
-            FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
-        };
-        lines.push(format!(
-            "Fault{} from {} to {}: {effect}.",
-            who.map_or(String::new(), |w| format!(" at {w}")),
-            f.from - SimTime::ZERO,
-            f.to - SimTime::ZERO
-        ));
-    }
+    lines.extend(server.faults.windows().iter().map(|f| fault_line(f, who)));
     lines
+}
+
+/// A queueing server in one sentence: its workers, waiting room and order, service time and
+/// what can go wrong in service.
+fn queue_line(q: &QueueConfig, name: &str) -> String {
+    let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
+        format!("{c} worker{}", if c == 1 { "" } else { "s" })
+    });
+    let room = q
+        .queue_limit
+        .map_or("an unlimited waiting room".to_string(), |l| {
+            format!("{l} waiting places")
+        });
+    let order = match q.discipline {
+        Discipline::Fifo => String::new(),
+        Discipline::Lifo => ", newest first (LIFO)".to_string(),
+        Discipline::Codel { target, interval } => format!(
+            ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
+        ),
+        Discipline::AdaptiveLifo { interval } => format!(
+            ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
+        ),
+    };
+    let mut line = format!(
+        "{name}: {workers} with {room}{order}; service takes {}",
+        words(&q.service_time)
+    );
+    if q.slowdown_per_inflight > SimDuration::ZERO {
+        let _ = write!(
+            line,
+            " plus {} per attempt already in service",
+            q.slowdown_per_inflight
+        );
+    }
+    if q.error_rate > 0.0 {
+        let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
+    }
+    if q.drop_expired {
+        line.push_str("; attempts whose client gave up are dropped unserved");
+    }
+    line.push('.');
+    line
+}
+
+/// A rate limit in one sentence, with whether the callers honour its Retry-After.
+fn rate_limit_line(r: &RateLimit, retry_after: Option<RetryAfter>, who: Option<&str>) -> String {
+    let after = match (r.retry_after, retry_after) {
+        (None, _) => String::new(),
+        (Some(d), Some(RetryAfter::Honor)) => {
+            format!(" with Retry-After {d}, which clients honour (they wait at least that long)")
+        }
+        (Some(d), Some(RetryAfter::Ignore)) => {
+            format!(" with Retry-After {d}, which clients ignore")
+        }
+        (Some(d), None) => format!(" with Retry-After {d}"),
+    };
+    match who {
+        None => format!(
+            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+            r.rate_per_s, r.burst
+        ),
+        Some(w) => format!(
+            "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+            r.rate_per_s, r.burst
+        ),
+    }
+}
+
+/// A fault window in one sentence.
+fn fault_line(f: &Fault, who: Option<&str>) -> String {
+    let effect = match f.effect {
+        FaultEffect::Outage(Outage::Reject) => {
+            "an outage: every attempt is answered `error` at once".to_string()
+        }
+        FaultEffect::Outage(Outage::Drop) => {
+            "an outage: attempts vanish without an answer, so clients wait for their timeout"
+                .to_string()
+        }
+        FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
+        FaultEffect::ServiceTimeFactor(x) => {
+            format!("service that starts in the window takes {x}x as long")
+        }
+        FaultEffect::Concurrency(0) => {
+            "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
+        }
+        FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
+        FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
+    };
+    format!(
+        "Fault{} from {} to {}: {effect}.",
+        who.map_or(String::new(), |w| format!(" at {w}")),
+        f.from - SimTime::ZERO,
+        f.to - SimTime::ZERO
+    )
 }
 
 /// A distribution in words.

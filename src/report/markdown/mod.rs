@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 pub use findings::{findings, truncation_notes};
 
 use super::value_text;
-use crate::runner::ExperimentResult;
-use crate::scenario::{Experiment, Scenario};
+use crate::runner::{ExperimentResult, VariantResult};
+use crate::scenario::{Experiment, Scenario, Sweep, Variant};
 use describe::describe;
 use findings::{findings_at, graph_findings};
 use recovery::recovery_section;
@@ -39,21 +39,115 @@ pub fn report_md(
     result: &ExperimentResult,
     figures: &[FigureRef],
 ) -> String {
+    let page = Page::new(experiment, result);
     let mut out = String::new();
-    let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
-    let point = &result.points[focus];
     let _ = writeln!(out, "# {}\n", escape(&experiment.name));
     if let Some(d) = &experiment.description {
         let _ = writeln!(out, "{d}\n");
     }
+    what_this_models(&mut out, &page);
+    results_section(&mut out, &page);
+    findings_section(&mut out, &page);
+    recovery_section(&mut out, &page.scenarios, page.variants(), &page.server);
+    every_pair(&mut out, experiment, result);
+    if !figures.is_empty() {
+        let _ = writeln!(out, "\n## Figures\n");
+        for f in figures {
+            let caption = escape(&f.caption);
+            let _ = writeln!(out, "![{caption}]({})\n\n*{caption}*\n", f.file);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "---\nMade by retrystorm {} from `summary.json` in this folder; every figure has its data beside it as CSV.",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
 
+/// What the sections of the page share: the run, and the point of it that the results and
+/// findings are at (with a sweep, its focus value; else the only point).
+struct Page<'a> {
+    experiment: &'a Experiment,
+    result: &'a ExperimentResult,
+    /// The index of the point the results are at.
+    focus: usize,
+    /// The scenario each variant ran at that point.
+    scenarios: Vec<&'a Scenario>,
+    /// Whether some variant is a call graph: then the top-level numbers describe the clients
+    /// and the entry service, and a fallback's answer is neither a success nor a failure.
+    graph: bool,
+    /// What the top-level numbers describe: "the server", or a call graph's entry in bold.
+    server: String,
+}
+
+impl<'a> Page<'a> {
+    fn new(experiment: &'a Experiment, result: &'a ExperimentResult) -> Self {
+        let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
+        let scenarios: Vec<&Scenario> = experiment.points[focus]
+            .variants
+            .iter()
+            .map(|v| &v.scenario)
+            .collect();
+        let graph = scenarios.iter().any(|s| s.is_graph());
+        let server = match scenarios.first() {
+            Some(s) if graph => format!("**{}**", escape(&s.services[0].name)),
+            _ => "the server".to_string(),
+        };
+        Page {
+            experiment,
+            result,
+            focus,
+            scenarios,
+            graph,
+            server,
+        }
+    }
+
+    /// The results of the variants at the point.
+    fn variants(&self) -> &'a [VariantResult] {
+        &self.result.points[self.focus].variants
+    }
+
+    /// The variants as they ran at the point.
+    fn ran(&self) -> &'a [Variant] {
+        &self.experiment.points[self.focus].variants
+    }
+
+    /// With a sweep, where the table and the findings are: " at label = value" (and the second
+    /// setting's); empty without one.
+    fn at_point(&self) -> String {
+        let (Some(s), Some(x)) = (
+            &self.experiment.sweep,
+            &self.result.points[self.focus].value,
+        ) else {
+            return String::new();
+        };
+        let mut at = format!(
+            " at {} = {}",
+            escape(&s.label),
+            escape(&value_text(Some(x)))
+        );
+        if let (Some(second), Some(y)) =
+            (&s.second, &self.experiment.points[self.focus].second_value)
+        {
+            let _ = write!(
+                at,
+                ", {} = {}",
+                escape(&second.label),
+                escape(&value_text(Some(y)))
+            );
+        }
+        at
+    }
+}
+
+/// "What this models": the first variant's scenario in words, the replications and the
+/// sweep, then each variant by what sets it apart from the first.
+fn what_this_models(out: &mut String, page: &Page) {
+    let experiment = page.experiment;
     let _ = writeln!(out, "## What this models\n");
-    let scenarios: Vec<&Scenario> = experiment.points[focus]
-        .variants
-        .iter()
-        .map(|v| &v.scenario)
-        .collect();
-    let base = describe(scenarios[0]);
+    let base = describe(page.scenarios[0]);
     for line in &base {
         let _ = writeln!(out, "- {line}");
     }
@@ -65,44 +159,10 @@ pub fn report_md(
         experiment.seed
     );
     if let Some(s) = &experiment.sweep {
-        let values: Vec<String> = s.values.iter().map(|v| escape(&v.to_string())).collect();
-        let value = point
-            .value
-            .as_ref()
-            .map_or(String::new(), |v| escape(&v.to_string()));
-        match (&s.second, &experiment.points[focus].second_value) {
-            (Some(second), Some(y)) => {
-                let seconds: Vec<String> = second
-                    .values
-                    .iter()
-                    .map(|v| escape(&v.to_string()))
-                    .collect();
-                let y = escape(&y.to_string());
-                let _ = writeln!(
-                    out,
-                    "- Every variant runs at every pair of a value of {} ({}) and a value of {} ({}): {} points. Results below are at {} = {value}, {} = {y}.",
-                    code(&s.path),
-                    values.join(", "),
-                    code(&second.path),
-                    seconds.join(", "),
-                    experiment.points.len(),
-                    code(&s.path),
-                    code(&second.path),
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "- Every variant runs at every value of {}: {}. Results below are at {} = {value}.",
-                    code(&s.path),
-                    values.join(", "),
-                    code(&s.path),
-                );
-            }
-        }
+        let _ = writeln!(out, "{}", sweep_line(page, s));
     }
     let _ = writeln!(out, "\nThe variants:\n");
-    for (v, sc) in point.variants.iter().zip(&scenarios) {
+    for (v, sc) in page.variants().iter().zip(&page.scenarios) {
         let differs: Vec<String> = describe(sc)
             .into_iter()
             .filter(|l| !base.contains(l))
@@ -113,45 +173,55 @@ pub fn report_md(
             let _ = writeln!(out, "- **{}**: {}", escape(&v.name), differs.join(" "));
         }
     }
+}
 
-    // With a sweep, the table and the findings are at one point of it: say which.
-    let at_point = match (&experiment.sweep, &point.value) {
-        (Some(s), Some(x)) => {
-            let mut at = format!(
-                " at {} = {}",
-                escape(&s.label),
-                escape(&value_text(Some(x)))
-            );
-            if let (Some(second), Some(y)) = (&s.second, &experiment.points[focus].second_value) {
-                let _ = write!(
-                    at,
-                    ", {} = {}",
-                    escape(&second.label),
-                    escape(&value_text(Some(y)))
-                );
-            }
-            at
-        }
-        _ => String::new(),
+/// The sweep in one line: the swept settings, their values and where the results are.
+fn sweep_line(page: &Page, s: &Sweep) -> String {
+    let list = |values: &[serde_json::Value]| -> String {
+        let texts: Vec<String> = values.iter().map(|v| escape(&v.to_string())).collect();
+        texts.join(", ")
     };
-    let _ = writeln!(out, "\n## Results{at_point}\n");
+    let value = page.result.points[page.focus]
+        .value
+        .as_ref()
+        .map_or(String::new(), |v| escape(&v.to_string()));
+    match (&s.second, &page.experiment.points[page.focus].second_value) {
+        (Some(second), Some(y)) => format!(
+            "- Every variant runs at every pair of a value of {} ({}) and a value of {} ({}): {} points. Results below are at {} = {value}, {} = {}.",
+            code(&s.path),
+            list(&s.values),
+            code(&second.path),
+            list(&second.values),
+            page.experiment.points.len(),
+            code(&s.path),
+            code(&second.path),
+            escape(&y.to_string()),
+        ),
+        _ => format!(
+            "- Every variant runs at every value of {}: {}. Results below are at {} = {value}.",
+            code(&s.path),
+            list(&s.values),
+            code(&s.path),
+        ),
+    }
+}
+
+/// "Results": what the columns mean, the table, a note for each variant whose replications
+/// split, a call graph's tables per service and per call, and theory beside simulation.
+fn results_section(out: &mut String, page: &Page) {
+    let reps = page.experiment.replications;
+    let _ = writeln!(out, "\n## Results{}\n", page.at_point());
     if reps > 1 {
         let _ = writeln!(
             out,
             "Means over {reps} replications, ± the 95 % confidence half-width.\n"
         );
     }
-    // In a call graph the top-level numbers describe the clients and the entry service, and
-    // a fallback's answer is neither a success nor a failure.
-    let graph = scenarios.iter().any(|s| s.is_graph());
-    let server = match scenarios.first() {
-        Some(s) if graph => format!("**{}**", escape(&s.services[0].name)),
-        _ => "the server".to_string(),
-    };
-    if graph {
+    if page.graph {
         let _ = writeln!(
             out,
-            "The columns describe the clients and the entry service, {server}: work and amplification count the attempts that reached it; every service and call has its own table below. A request that a fallback answered is degraded, neither a success nor a failure: its share stands between the two.\n"
+            "The columns describe the clients and the entry service, {}: work and amplification count the attempts that reached it; every service and call has its own table below. A request that a fallback answered is degraded, neither a success nor a failure: its share stands between the two.\n",
+            page.server
         );
         let _ = writeln!(
             out,
@@ -163,8 +233,9 @@ pub fn report_md(
             "Latency is the latency of successful requests, from the request's start to its success; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
         );
     }
-    results_table(&mut out, &point.variants, &scenarios, reps > 1, graph);
-    for v in &point.variants {
+    let variants = page.variants();
+    results_table(out, variants, &page.scenarios, reps > 1, page.graph);
+    for v in variants {
         if let Some(r) = v
             .metrics
             .recovery
@@ -180,49 +251,31 @@ pub fn report_md(
             );
         }
     }
-    if graph {
-        graph_section(
-            &mut out,
-            &experiment.points[focus].variants,
-            &point.variants,
-            reps > 1,
-        );
+    if page.graph {
+        graph_section(out, page.ran(), variants, reps > 1);
     }
-    theory_section(&mut out, &scenarios, &point.variants);
+    theory_section(out, &page.scenarios, variants);
+}
 
-    for note in truncation_notes(&point.variants) {
+/// "Findings": a caveat per truncated variant, the findings at the point, and along a sweep
+/// how the numbers move.
+fn findings_section(out: &mut String, page: &Page) {
+    let variants = page.variants();
+    for note in truncation_notes(variants) {
         let _ = writeln!(out, "\n> {note}");
     }
-    let _ = writeln!(out, "\n## Findings{at_point}\n");
-    for f in findings_at(&point.variants, &server) {
+    let _ = writeln!(out, "\n## Findings{}\n", page.at_point());
+    let found = findings_at(variants, &page.server);
+    for f in found.iter().chain(&graph_findings(page.ran(), variants)) {
         let _ = writeln!(out, "- {f}");
     }
-    for f in graph_findings(&experiment.points[focus].variants, &point.variants) {
-        let _ = writeln!(out, "- {f}");
-    }
-    let along = sweep_findings(experiment, result);
+    let along = sweep_findings(page.experiment, page.result);
     if !along.is_empty() {
         let _ = writeln!(out, "\n### Along the sweep\n");
         for f in along {
             let _ = writeln!(out, "- {f}");
         }
     }
-    recovery_section(&mut out, &scenarios, &point.variants, &server);
-    every_pair(&mut out, experiment, result);
-
-    if !figures.is_empty() {
-        let _ = writeln!(out, "\n## Figures\n");
-        for f in figures {
-            let caption = escape(&f.caption);
-            let _ = writeln!(out, "![{caption}]({})\n\n*{caption}*\n", f.file);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "---\nMade by retrystorm {} from `summary.json` in this folder; every figure has its data beside it as CSV.",
-        env!("CARGO_PKG_VERSION")
-    );
-    out
 }
 
 /// A name (or a sweep value, a label) as Markdown text: every character that could start

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use super::compare::{RELATIVE, est};
 use super::escape;
 use crate::metrics::Metric;
+use crate::report::table;
 use crate::runner::VariantResult;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Variant};
 
 /// The columns of the results table: latency is the latency of successful requests, with the
 /// failure share beside it.
@@ -41,6 +42,7 @@ const OPTIONAL_COLUMNS: [Metric; 12] = [
     Metric::FAILED_THROTTLED_LOCALLY,
 ];
 
+/// The results table: a row per variant, `-` where its scenario cannot produce a count.
 pub(super) fn results_table(
     out: &mut String,
     variants: &[VariantResult],
@@ -64,39 +66,58 @@ pub(super) fn results_table(
         .collect();
     // A call graph counts a fallback's answer with the successes in latency, and shows the
     // share of such answers right after the success share.
-    let title = |k: &Metric| crate::report::charts::metric_title(k, graph);
-    let _ = write!(out, "| variant |");
+    let degraded = |k: &Metric| graph && *k == Metric::SUCCESS_RATE;
+    let mut titles = Vec::new();
     for k in &cols {
-        let _ = write!(out, " {} |", title(k));
-        if graph && *k == Metric::SUCCESS_RATE {
-            let _ = write!(out, " degraded (%) |");
+        titles.push(crate::report::charts::metric_title(k, graph));
+        if degraded(k) {
+            titles.push("degraded (%)".to_string());
         }
     }
-    let _ = write!(out, "\n|---|");
-    for k in &cols {
-        let _ = write!(out, "---:|");
-        if graph && *k == Metric::SUCCESS_RATE {
-            let _ = write!(out, "---:|");
-        }
-    }
-    let _ = writeln!(out);
-    for (v, sc) in variants.iter().zip(scenarios) {
-        let mark = if v.is_truncated() { " (truncated)" } else { "" };
-        let _ = write!(out, "| {}{mark} |", escape(&v.name));
+    let rows = variants.iter().zip(scenarios).map(|(v, sc)| {
+        let mut cells = Vec::new();
         for k in &cols {
-            let cell = if crate::report::produces(k.key, sc) {
+            cells.push(if crate::report::produces(k.key, sc) {
                 k.format_estimate(&v.metrics, &v.ci95, with_ci)
             } else {
                 "-".to_string()
-            };
-            let _ = write!(out, " {cell} |");
-            if graph && *k == Metric::SUCCESS_RATE {
-                let _ = write!(
-                    out,
-                    " {} |",
-                    crate::report::table::degraded_cell(v, with_ci)
-                );
+            });
+            if degraded(k) {
+                cells.push(table::degraded_cell(v, with_ci));
             }
+        }
+        (shown(v), cells)
+    });
+    markdown_table(out, "variant", &titles, rows);
+}
+
+/// A variant's name as a table's first cell shows it, marked when it was truncated.
+fn shown(v: &VariantResult) -> String {
+    format!("{}{}", escape(&v.name), mark(v))
+}
+
+/// The mark after the name of a variant that was truncated.
+fn mark(v: &VariantResult) -> &'static str {
+    if v.is_truncated() { " (truncated)" } else { "" }
+}
+
+/// A Markdown table: `corner` heads the first column and `titles` the others, which are
+/// right-aligned; each row is its first cell and the others.
+pub(super) fn markdown_table(
+    out: &mut String,
+    corner: &str,
+    titles: &[String],
+    rows: impl IntoIterator<Item = (String, Vec<String>)>,
+) {
+    let _ = write!(out, "| {corner} |");
+    for t in titles {
+        let _ = write!(out, " {t} |");
+    }
+    let _ = writeln!(out, "\n|---|{}", "---:|".repeat(titles.len()));
+    for (first, cells) in rows {
+        let _ = write!(out, "| {first} |");
+        for c in &cells {
+            let _ = write!(out, " {c} |");
         }
         let _ = writeln!(out);
     }
@@ -106,97 +127,58 @@ pub(super) fn results_table(
 /// call graph, at the point the results are at.
 pub(super) fn graph_section(
     out: &mut String,
-    ran: &[crate::scenario::Variant],
+    ran: &[Variant],
     variants: &[VariantResult],
     with_ci: bool,
 ) {
-    let pairs: Vec<(&VariantResult, &crate::scenario::Variant)> = variants
+    let pairs: Vec<(&VariantResult, &Variant)> = variants
         .iter()
         .zip(ran)
         .filter(|(_, r)| r.scenario.is_graph())
         .collect();
-    let cols = crate::report::table::service_columns(&pairs);
+    let cols = table::service_columns(&pairs);
+    let titles: Vec<String> = cols.iter().map(|k| k.title()).collect();
     let _ = writeln!(out, "\n### Per service\n");
     let _ = writeln!(
         out,
         "What reached each service, retries from its callers included. Attempts per request divides them by the logical requests the clients started, so a service behind a caller that retries sees more than 1 even when the clients never retry. Utilization counts a worker busy while it waits for its service's own calls; goodput is the successful answers to callers still waiting, per second."
     );
     for (v, r) in &pairs {
-        let mark = if v.is_truncated() { " (truncated)" } else { "" };
-        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
-        let _ = write!(out, "| service |");
-        for k in &cols {
-            let _ = write!(out, " {} |", k.title());
-        }
-        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(cols.len()));
-        let names = r.scenario.services.iter().enumerate();
-        for ((m, h), (i, s)) in v.metrics.services.iter().zip(&v.ci95.services).zip(names) {
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = table::service_rows(v, r, &cols, with_ci);
+        let rows = rows.into_iter().enumerate().map(|(i, (name, cells))| {
             let entry = if i == 0 { " (entry)" } else { "" };
-            let _ = write!(out, "| {}{entry} |", escape(&s.name));
-            for k in &cols {
-                let cell = if crate::report::service_produces(k.key, &r.scenario, i) {
-                    k.format_estimate(m, h, with_ci)
-                } else {
-                    "-".to_string()
-                };
-                let _ = write!(out, " {cell} |");
-            }
-            let _ = writeln!(out);
-        }
+            (format!("{}{entry}", escape(name)), cells)
+        });
+        markdown_table(out, "service", &titles, rows);
     }
     if pairs.iter().all(|(v, _)| v.metrics.calls.is_empty()) {
         return;
     }
-    let cols = crate::report::table::call_columns(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
+    let calls = || pairs.iter().flat_map(|(v, _)| &v.metrics.calls);
+    let cols = table::call_columns(calls());
     let _ = writeln!(out, "\n### Per call\n");
     let _ = writeln!(
         out,
         "Attempts per request counts the attempts sent on a call per logical request the clients started. Failed counts the calls that failed for good; degraded those of them a fallback answered; bulkhead full the attempts a full bulkhead refused."
     );
-    let routes = crate::report::table::has_routes(pairs.iter().flat_map(|(v, _)| &v.metrics.calls));
+    let routes = table::has_routes(calls());
     if routes {
         let _ = writeln!(
             out,
             "Route success is, for a call of the entry service that only part of the requests make, the share of the requests on that route that succeeded in full, whether or not they reached the call (`-` for other calls)."
         );
     }
+    let mut titles: Vec<String> = cols.iter().map(|k| k.title()).collect();
+    if routes {
+        titles.push("route success (%)".to_string());
+    }
     for (v, r) in &pairs {
-        let mark = if v.is_truncated() { " (truncated)" } else { "" };
-        let _ = writeln!(out, "\n**{}**{mark}\n", escape(&v.name));
-        let _ = write!(out, "| call |");
-        for k in &cols {
-            let _ = write!(out, " {} |", k.title());
-        }
-        if routes {
-            let _ = write!(out, " route success (%) |");
-        }
-        let n = cols.len() + usize::from(routes);
-        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(n));
-        let names = crate::report::table::call_names(r);
-        let calls = crate::report::table::calls_of(r);
-        for (i, ((m, h), (from, to))) in v
-            .metrics
-            .calls
-            .iter()
-            .zip(&v.ci95.calls)
-            .zip(&names)
-            .enumerate()
-        {
-            let _ = write!(out, "| {} → {} |", escape(from), escape(to));
-            for k in &cols {
-                let cell =
-                    crate::report::table::call_cell(k, calls.get(i).copied(), (m, h), with_ci);
-                let _ = write!(out, " {cell} |");
-            }
-            if routes {
-                let _ = write!(
-                    out,
-                    " {} |",
-                    crate::report::table::route_success(m, h, with_ci)
-                );
-            }
-            let _ = writeln!(out);
-        }
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = table::call_rows(v, r, &cols, routes, with_ci).into_iter();
+        let rows =
+            rows.map(|((from, to), cells)| (format!("{} → {}", escape(&from), escape(&to)), cells));
+        markdown_table(out, "call", &titles, rows);
     }
 }
 

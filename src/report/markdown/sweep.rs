@@ -4,10 +4,11 @@
 use std::fmt::Write as _;
 
 use super::compare::{differ, est, say};
+use super::results::markdown_table;
 use super::{capitalized, code, escape};
 use crate::metrics::Metric;
 use crate::report::value_text;
-use crate::runner::ExperimentResult;
+use crate::runner::{ExperimentResult, VariantResult};
 use crate::scenario::Experiment;
 
 /// Findings along a one-axis sweep of numbers: how each headline metric moves from the first
@@ -22,8 +23,6 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
     if line.len() < 2 {
         return out;
     }
-    let path = &escape(&sweep.label);
-    let value = |k: usize| escape(&value_text(result.points[k].value.as_ref()));
     let at_second = match (
         &sweep.second,
         experiment.points[line[0]].second_value.as_ref(),
@@ -35,104 +34,144 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
         ),
         _ => String::new(),
     };
-    let variants = result.points[0].variants.len();
-    for j in 0..variants {
-        let name = escape(&result.points[0].variants[j].name);
-        let at = |k: usize| &result.points[k].variants[j];
-        let ok: Vec<usize> = line
-            .iter()
-            .copied()
-            .filter(|&k| !at(k).is_truncated())
-            .collect();
-        let (Some(&first), Some(&last)) = (ok.first(), ok.last()) else {
+    let axis = Axis {
+        path: escape(&sweep.label),
+        at_second,
+    };
+    // Each variant along the line: the value of each point with its results there.
+    let along: Vec<Vec<(String, &VariantResult)>> = (0..result.points[0].variants.len())
+        .map(|j| {
+            line.iter()
+                .map(|&k| {
+                    let point = &result.points[k];
+                    (
+                        escape(&value_text(point.value.as_ref())),
+                        &point.variants[j],
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    for points in &along {
+        let ok: Vec<&(String, &VariantResult)> =
+            points.iter().filter(|(_, v)| !v.is_truncated()).collect();
+        if ok.len() < 2 {
             continue;
-        };
-        if first == last {
-            continue;
         }
-        let mut moves = Vec::new();
-        for k in [
-            Metric::AMPLIFICATION,
-            Metric::SUCCESS_RATE,
-            Metric::SUCCESS_P99,
-        ] {
-            // Success latency where nothing succeeded does not exist, and where most requests
-            // failed it is the latency of a few survivors: neither is a trend.
-            if k.get(&at(first).metrics).is_none() || k.get(&at(last).metrics).is_none() {
-                continue;
-            }
-            if k.unit == crate::metrics::Unit::Millis
-                && (at(first).metrics.failure_rate > 0.5 || at(last).metrics.failure_rate > 0.5)
-            {
-                continue;
-            }
-            let (a, b) = (est(at(first), &k), est(at(last), &k));
-            if differ(&k, a, b) {
-                moves.push(format!(
-                    "{} {} from {} to {}",
-                    k.label,
-                    if b.mean > a.mean { "rises" } else { "falls" },
-                    say(&k, a.mean),
-                    say(&k, b.mean)
-                ));
-            }
-        }
-        if !moves.is_empty() {
-            out.push(format!(
-                "From {path} = {} to {}{at_second}, **{name}**'s {}.",
-                value(first),
-                value(last),
-                moves.join(", its ")
-            ));
-        }
-        // Where recovery stops: the last value at which every replication recovered, and the
-        // first after it at which fewer than half did.
-        let rec = |k: usize| at(k).metrics.recovery.map(|r| r.recovered_fraction);
-        if ok.iter().all(|&k| rec(k).is_some()) {
-            let all = ok.iter().rposition(|&k| rec(k) == Some(1.0));
-            let stops = ok.iter().position(|&k| rec(k).is_some_and(|f| f < 0.5));
-            if let (Some(a), Some(b)) = (all, stops)
-                && a < b
-                && ok[..=a].iter().all(|&k| rec(k) == Some(1.0))
-            {
-                out.push(format!(
-                    "**{name}** recovers in every replication up to {path} = {}{at_second}; from {} on, fewer than half of its replications recover.",
-                    value(ok[a]),
-                    value(ok[b])
-                ));
-            }
+        out.extend(trend(&axis, &ok));
+        out.extend(recovery_stops(&axis, &ok));
+    }
+    for (i, a) in along.iter().enumerate() {
+        for b in &along[i + 1..] {
+            out.extend(crossings(&axis, a, b));
         }
     }
-    // Crossings: where two variants trade places in amplification, both sides real.
-    let k = Metric::AMPLIFICATION;
-    for a in 0..variants {
-        for b in a + 1..variants {
-            let mut sign = 0i8;
-            let mut from: Option<usize> = None;
-            for &p in &line {
-                let (va, vb) = (&result.points[p].variants[a], &result.points[p].variants[b]);
-                if va.is_truncated() || vb.is_truncated() {
-                    continue;
-                }
-                let (ea, eb) = (est(va, &k), est(vb, &k));
-                if !differ(&k, ea, eb) {
-                    continue;
-                }
-                let s = if ea.mean < eb.mean { -1 } else { 1 };
-                if sign != 0 && s != sign {
-                    let (lo, hi) = if sign < 0 { (a, b) } else { (b, a) };
-                    out.push(format!(
-                        "**{}** amplifies less than **{}** up to {path} = {}, and more from {}{at_second}.",
-                        escape(&result.points[p].variants[lo].name),
-                        escape(&result.points[p].variants[hi].name),
-                        value(from.unwrap_or(p)),
-                        value(p)
-                    ));
-                }
-                sign = s;
-                from = Some(p);
-            }
+    out
+}
+
+/// The swept setting as the findings name it: its label, and with a second axis the value it
+/// is held at, " (at label = value)".
+struct Axis {
+    path: String,
+    at_second: String,
+}
+
+/// How a variant's headline metrics move from the first of its points that ran to the end
+/// to the last, where the two ends really and meaningfully differ.
+fn trend(axis: &Axis, ok: &[&(String, &VariantResult)]) -> Option<String> {
+    let ((from, first), (to, last)) = (ok.first()?, ok.last()?);
+    let mut moves = Vec::new();
+    for k in [
+        Metric::AMPLIFICATION,
+        Metric::SUCCESS_RATE,
+        Metric::SUCCESS_P99,
+    ] {
+        // Success latency where nothing succeeded does not exist, and where most requests
+        // failed it is the latency of a few survivors: neither is a trend.
+        if k.get(&first.metrics).is_none() || k.get(&last.metrics).is_none() {
+            continue;
         }
+        if k.unit == crate::metrics::Unit::Millis
+            && (first.metrics.failure_rate > 0.5 || last.metrics.failure_rate > 0.5)
+        {
+            continue;
+        }
+        let (a, b) = (est(first, &k), est(last, &k));
+        if differ(&k, a, b) {
+            moves.push(format!(
+                "{} {} from {} to {}",
+                k.label,
+                if b.mean > a.mean { "rises" } else { "falls" },
+                say(&k, a.mean),
+                say(&k, b.mean)
+            ));
+        }
+    }
+    (!moves.is_empty()).then(|| {
+        format!(
+            "From {} = {from} to {to}{}, **{}**'s {}.",
+            axis.path,
+            axis.at_second,
+            escape(&first.name),
+            moves.join(", its ")
+        )
+    })
+}
+
+/// Where recovery stops: the last value at which every replication recovered, and the first
+/// after it at which fewer than half did.
+fn recovery_stops(axis: &Axis, ok: &[&(String, &VariantResult)]) -> Option<String> {
+    let rec = |k: usize| ok[k].1.metrics.recovery.map(|r| r.recovered_fraction);
+    if !(0..ok.len()).all(|k| rec(k).is_some()) {
+        return None;
+    }
+    let all = (0..ok.len()).rposition(|k| rec(k) == Some(1.0))?;
+    let stops = (0..ok.len()).position(|k| rec(k).is_some_and(|f| f < 0.5))?;
+    (all < stops && (0..=all).all(|k| rec(k) == Some(1.0))).then(|| {
+        format!(
+            "**{}** recovers in every replication up to {} = {}{}; from {} on, fewer than half of its replications recover.",
+            escape(&ok[0].1.name),
+            axis.path,
+            ok[all].0,
+            axis.at_second,
+            ok[stops].0
+        )
+    })
+}
+
+/// Where two variants trade places in amplification, both sides real: one sentence per
+/// crossing, at points where neither variant was truncated.
+fn crossings(
+    axis: &Axis,
+    a: &[(String, &VariantResult)],
+    b: &[(String, &VariantResult)],
+) -> Vec<String> {
+    let k = Metric::AMPLIFICATION;
+    let mut out = Vec::new();
+    let mut sign = 0i8;
+    let mut from: Option<&str> = None;
+    for ((value, va), (_, vb)) in a.iter().zip(b) {
+        if va.is_truncated() || vb.is_truncated() {
+            continue;
+        }
+        let (ea, eb) = (est(va, &k), est(vb, &k));
+        if !differ(&k, ea, eb) {
+            continue;
+        }
+        let s = if ea.mean < eb.mean { -1 } else { 1 };
+        if sign != 0 && s != sign {
+            let (lo, hi) = if sign < 0 { (va, vb) } else { (vb, va) };
+            out.push(format!(
+                "**{}** amplifies less than **{}** up to {} = {}, and more from {value}{}.",
+                escape(&lo.name),
+                escape(&hi.name),
+                axis.path,
+                from.unwrap_or(value),
+                axis.at_second
+            ));
+        }
+        sign = s;
+        from = Some(value);
     }
     out
 }
@@ -169,31 +208,18 @@ pub(super) fn every_pair(out: &mut String, experiment: &Experiment, result: &Exp
     let header: Vec<String> = s
         .values
         .iter()
-        .map(|v| escape(&crate::report::value_text(Some(v))))
+        .map(|v| escape(&value_text(Some(v))))
         .collect();
+    let corner = format!("{} \\ {}", escape(&second.path), escape(&s.path));
     for (k, v) in result.points[0].variants.iter().enumerate() {
         let _ = writeln!(out, "\n**{}**\n", escape(&v.name));
-        let _ = writeln!(
-            out,
-            "| {} \\ {} | {} |",
-            escape(&second.path),
-            escape(&s.path),
-            header.join(" | ")
-        );
-        let _ = writeln!(out, "|---|{}", "---:|".repeat(header.len()));
-        for (j, y) in second.values.iter().enumerate().rev() {
-            let cells: Vec<String> = (0..s.values.len())
-                .map(|i| {
-                    let at = &result.points[s.point_index(i, j)].variants[k];
-                    format!("{:.1}", 100.0 * m.metric.value(&at.metrics))
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "| {} | {} |",
-                escape(&crate::report::value_text(Some(y))),
-                cells.join(" | ")
-            );
-        }
+        let rows = second.values.iter().enumerate().rev().map(|(j, y)| {
+            let cells = (0..s.values.len()).map(|i| {
+                let at = &result.points[s.point_index(i, j)].variants[k];
+                format!("{:.1}", 100.0 * m.metric.value(&at.metrics))
+            });
+            (escape(&value_text(Some(y))), cells.collect())
+        });
+        markdown_table(out, &corner, &header, rows);
     }
 }
