@@ -509,30 +509,8 @@ pub(super) fn unawaited(m: &Metrics) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::variant;
     use super::*;
-    use crate::engine::SimDuration;
-
-    /// A variant that ran to the end with 1,000 requests, its other numbers set by `set`, and
-    /// no spread over replications.
-    fn variant(name: &str, set: impl FnOnce(&mut Metrics)) -> VariantResult {
-        let mut metrics = Metrics {
-            requests: 1000.0,
-            ..Metrics::default()
-        };
-        set(&mut metrics);
-        VariantResult {
-            name: name.to_string(),
-            metrics,
-            ci95: Metrics::default(),
-            series: Vec::new(),
-            success_latency_bins: Vec::new(),
-            bucket: SimDuration::from_secs(1),
-            truncations: Vec::new(),
-            examples: Vec::new(),
-            degraded_rate: None,
-            service_series: Vec::new(),
-        }
-    }
 
     /// What `rule` says of the variants `vs`, at "the server".
     fn compare(rule: Comparison, vs: &[VariantResult]) -> Option<String> {

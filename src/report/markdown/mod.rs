@@ -375,3 +375,33 @@ mod tests {
         assert!(!md.contains("\n\n\n"), "no double blank lines");
     }
 }
+
+/// What the tests of the sections share.
+#[cfg(test)]
+mod testing {
+    use crate::engine::SimDuration;
+    use crate::metrics::Metrics;
+    use crate::runner::VariantResult;
+
+    /// A variant that ran to the end with 1,000 requests, its other numbers set by `set`, and
+    /// no spread over replications.
+    pub(super) fn variant(name: &str, set: impl FnOnce(&mut Metrics)) -> VariantResult {
+        let mut metrics = Metrics {
+            requests: 1000.0,
+            ..Metrics::default()
+        };
+        set(&mut metrics);
+        VariantResult {
+            name: name.to_string(),
+            metrics,
+            ci95: Metrics::default(),
+            series: Vec::new(),
+            success_latency_bins: Vec::new(),
+            bucket: SimDuration::from_secs(1),
+            truncations: Vec::new(),
+            examples: Vec::new(),
+            degraded_rate: None,
+            service_series: Vec::new(),
+        }
+    }
+}

@@ -223,3 +223,84 @@ pub(super) fn every_pair(out: &mut String, experiment: &Experiment, result: &Exp
         markdown_table(out, &corner, &header, rows);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::variant;
+    use super::*;
+    use crate::metrics::RecoveryMetrics;
+
+    fn axis() -> Axis {
+        Axis {
+            path: "rate".to_string(),
+            at_second: String::new(),
+        }
+    }
+
+    /// The variant `name` along three values, "1" to "3", with one number set at each.
+    fn along(
+        name: &str,
+        set: impl Fn(&mut crate::metrics::Metrics, f64),
+        xs: [f64; 3],
+    ) -> Vec<(String, VariantResult)> {
+        (1..=3)
+            .zip(xs)
+            .map(|(i, x)| (i.to_string(), variant(name, |m| set(m, x))))
+            .collect()
+    }
+
+    fn refs(points: &[(String, VariantResult)]) -> Vec<(String, &VariantResult)> {
+        points.iter().map(|(x, v)| (x.clone(), v)).collect()
+    }
+
+    #[test]
+    fn a_trend_names_what_moves_from_the_first_value_to_the_last() {
+        let points = along("v", |m, x| m.amplification = x, [1.0, 1.5, 2.0]);
+        let points = refs(&points);
+        let ok: Vec<&(String, &VariantResult)> = points.iter().collect();
+        assert_eq!(
+            trend(&axis(), &ok).as_deref(),
+            Some("From rate = 1 to 3, **v**'s amplification rises from 1.000x to 2.000x.")
+        );
+        let flat = along("v", |m, x| m.amplification = x, [1.0, 1.5, 1.01]);
+        let flat = refs(&flat);
+        assert_eq!(trend(&axis(), &flat.iter().collect::<Vec<_>>()), None);
+    }
+
+    #[test]
+    fn recovery_stops_where_every_replication_recovered_before_and_under_half_after() {
+        let recovered = |m: &mut crate::metrics::Metrics, f: f64| {
+            m.recovery = Some(RecoveryMetrics {
+                recovered_fraction: f,
+                ..RecoveryMetrics::default()
+            });
+        };
+        let points = along("v", recovered, [1.0, 1.0, 0.3]);
+        let points = refs(&points);
+        assert_eq!(
+            recovery_stops(&axis(), &points.iter().collect::<Vec<_>>()).as_deref(),
+            Some(
+                "**v** recovers in every replication up to rate = 2; from 3 on, fewer than half of its replications recover."
+            )
+        );
+        let partly = along("v", recovered, [1.0, 0.6, 0.7]);
+        let partly = refs(&partly);
+        assert_eq!(
+            recovery_stops(&axis(), &partly.iter().collect::<Vec<_>>()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_crossing_is_where_two_variants_trade_places_in_amplification() {
+        let amp = |m: &mut crate::metrics::Metrics, x: f64| m.amplification = x;
+        let a = along("a", amp, [1.0, 1.0, 3.0]);
+        let b = along("b", amp, [2.0, 2.0, 2.0]);
+        assert_eq!(
+            crossings(&axis(), &refs(&a), &refs(&b)),
+            ["**a** amplifies less than **b** up to rate = 2, and more from 3."]
+        );
+        let c = along("c", amp, [4.0, 4.0, 4.0]);
+        assert!(crossings(&axis(), &refs(&a), &refs(&c)).is_empty());
+    }
+}
