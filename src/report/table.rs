@@ -8,100 +8,35 @@ use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
 use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::{Experiment, Variant};
 
-/// One column: its header and its metric (printed with the metric's scale and decimals).
-struct Col {
-    header: &'static str,
-    metric: Metric,
-}
-
-/// The headline columns. Latency is the latency of successful requests; the failure share is
-/// beside the success share.
-const COLS: [Col; 8] = [
-    Col {
-        header: "requests",
-        metric: Metric::REQUESTS,
-    },
-    Col {
-        header: "success %",
-        metric: Metric::SUCCESS_RATE,
-    },
-    Col {
-        header: "failed %",
-        metric: Metric::FAILURE_RATE,
-    },
-    Col {
-        header: "attempts",
-        metric: Metric::ATTEMPTS,
-    },
-    Col {
-        header: "amplification",
-        metric: Metric::AMPLIFICATION,
-    },
-    Col {
-        header: "success p50 ms",
-        metric: Metric::SUCCESS_P50,
-    },
-    Col {
-        header: "success p99 ms",
-        metric: Metric::SUCCESS_P99,
-    },
-    Col {
-        header: "completion s",
-        metric: Metric::COMPLETION,
-    },
+/// The headline columns, each a header and its metric (printed with the metric's scale and
+/// decimals). Latency is the latency of successful requests; the failure share is beside the
+/// success share.
+const COLS: [(&str, Metric); 8] = [
+    ("requests", Metric::REQUESTS),
+    ("success %", Metric::SUCCESS_RATE),
+    ("failed %", Metric::FAILURE_RATE),
+    ("attempts", Metric::ATTEMPTS),
+    ("amplification", Metric::AMPLIFICATION),
+    ("success p50 ms", Metric::SUCCESS_P50),
+    ("success p99 ms", Metric::SUCCESS_P99),
+    ("completion s", Metric::COMPLETION),
 ];
 
 /// Columns shown only when some variant has a non-zero value: the retry budget, circuit
 /// breaker, hedging and idempotency counts, which are zero for every variant without one.
-const POLICY_COLS: [Col; 12] = [
-    Col {
-        header: "budget denials",
-        metric: Metric::BUDGET_DENIALS,
-    },
-    Col {
-        header: "breaker refusals",
-        metric: Metric::BREAKER_REFUSALS,
-    },
-    Col {
-        header: "breaker transitions",
-        metric: Metric::BREAKER_TRANSITIONS,
-    },
-    Col {
-        header: "open %",
-        metric: Metric::BREAKER_OPEN,
-    },
-    Col {
-        header: "hedges",
-        metric: Metric::HEDGES,
-    },
-    Col {
-        header: "hedge wins",
-        metric: Metric::HEDGE_WINS,
-    },
-    Col {
-        header: "cancelled",
-        metric: Metric::CANCELLED,
-    },
-    Col {
-        header: "shed",
-        metric: Metric::SHED,
-    },
-    Col {
-        header: "duplicates",
-        metric: Metric::DUPLICATES,
-    },
-    Col {
-        header: "dup. requests",
-        metric: Metric::DUPLICATE_CALLS,
-    },
-    Col {
-        header: "replayed",
-        metric: Metric::REPLAYED,
-    },
-    Col {
-        header: "throttled locally",
-        metric: Metric::FAILED_THROTTLED_LOCALLY,
-    },
+const POLICY_COLS: [(&str, Metric); 12] = [
+    ("budget denials", Metric::BUDGET_DENIALS),
+    ("breaker refusals", Metric::BREAKER_REFUSALS),
+    ("breaker transitions", Metric::BREAKER_TRANSITIONS),
+    ("open %", Metric::BREAKER_OPEN),
+    ("hedges", Metric::HEDGES),
+    ("hedge wins", Metric::HEDGE_WINS),
+    ("cancelled", Metric::CANCELLED),
+    ("shed", Metric::SHED),
+    ("duplicates", Metric::DUPLICATES),
+    ("dup. requests", Metric::DUPLICATE_CALLS),
+    ("replayed", Metric::REPLAYED),
+    ("throttled locally", Metric::FAILED_THROTTLED_LOCALLY),
 ];
 
 /// The cell of the per-call count `k` of `call`: `-` where the call cannot produce it.
@@ -130,42 +65,7 @@ pub(super) fn calls_of(variant: &Variant) -> Vec<&crate::scenario::Call> {
 /// Renders the table of a finished run.
 pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     let with_ci = experiment.replications > 1;
-    let mut header: Vec<String> = Vec::new();
-    let second = experiment.sweep.as_ref().and_then(|s| s.second.as_ref());
-    if let Some(s) = &experiment.sweep {
-        header.push(s.path.clone());
-    }
-    if let Some(axis) = second {
-        header.push(axis.path.clone());
-    }
-    header.push("variant".into());
-    // A call graph's requests a fallback answered are neither successes nor failures: their
-    // share stands between the two, and their latency is counted with the successes'.
-    let graph = any_graph(experiment);
-    for c in &COLS {
-        header.push(match (graph, c.header) {
-            (true, "success p50 ms") => "answered p50 ms".to_string(),
-            (true, "success p99 ms") => "answered p99 ms".to_string(),
-            (_, h) => h.to_string(),
-        });
-        if graph && c.header == "success %" {
-            header.push("degraded %".to_string());
-        }
-    }
-    let variants = || result.points.iter().flat_map(|p| &p.variants);
-    let policy_cols: Vec<&Col> = POLICY_COLS
-        .iter()
-        .filter(|c| variants().any(|v| c.metric.value(&v.metrics) != 0.0))
-        .collect();
-    header.extend(policy_cols.iter().map(|c| c.header.to_string()));
-    let with_recovery = result
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .any(|v| v.metrics.recovery.is_some());
-    if with_recovery {
-        header.push("recovery".into());
-    }
+    let columns = Columns::new(experiment, result);
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (point, at) in result.points.iter().zip(&experiment.points) {
         for (v, ran) in point.variants.iter().zip(&at.variants) {
@@ -173,61 +73,14 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
             if point.value.is_some() {
                 row.push(super::value_text(point.value.as_ref()));
             }
-            if second.is_some() {
+            if columns.second {
                 row.push(super::value_text(at.second_value.as_ref()));
             }
-            row.push(if v.is_truncated() {
-                format!("{} (truncated)", v.name)
-            } else {
-                v.name.clone()
-            });
-            for c in &COLS {
-                row.push(cell(v, c, with_ci));
-                if graph && c.header == "success %" {
-                    row.push(degraded_cell(v, with_ci));
-                }
-            }
-            row.extend(policy_cols.iter().map(|c| {
-                if super::produces(&c.metric, &ran.scenario) {
-                    cell(v, c, with_ci)
-                } else {
-                    "-".to_string()
-                }
-            }));
-            if with_recovery {
-                row.push(recovery_cell(&v.metrics).unwrap_or_default());
-            }
+            row.push(shown(v));
+            row.extend(columns.cells(v, ran, with_ci));
             rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let text_cols = 1 + usize::from(experiment.sweep.is_some()) + usize::from(second.is_some());
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            let pad = w - c.chars().count();
-            // Text columns, and the recovery column (words), are left-aligned.
-            if i < text_cols || (with_recovery && i + 1 == cells.len()) {
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-        }
-        s.trim_end().to_string()
-    };
     let mut out = String::new();
     let reps = experiment.replications;
     let _ = writeln!(
@@ -243,42 +96,109 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
             ""
         }
     );
-    let _ = writeln!(out, "{}", line(&header));
-    let _ = writeln!(
-        out,
-        "{}",
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  ")
-    );
-    for r in &rows {
-        let _ = writeln!(out, "{}", line(r));
-    }
-    if graph {
+    let header = columns.header(experiment);
+    let text_cols = 1 + usize::from(experiment.sweep.is_some()) + usize::from(columns.second);
+    // Text columns, and the recovery column (words), are left-aligned.
+    let last = header.len() - 1;
+    write_rows(&mut out, &header, &rows, |i| {
+        i < text_cols || (columns.recovery && i == last)
+    });
+    if columns.graph {
         graph_tables(&mut out, experiment, result, with_ci);
     }
-    for point in &result.points {
-        for v in &point.variants {
-            if let Some(t) = v.truncations.first() {
-                let _ = writeln!(
-                    out,
-                    "warning: {} ({} of {} replications truncated; replication {}: {})",
-                    v.name,
-                    v.truncations.len(),
-                    reps,
-                    t.replication,
-                    t.reason
-                );
-            }
+    for v in result.points.iter().flat_map(|p| &p.variants) {
+        if let Some(t) = v.truncations.first() {
+            let _ = writeln!(
+                out,
+                "warning: {} ({} of {} replications truncated; replication {}: {})",
+                v.name,
+                v.truncations.len(),
+                reps,
+                t.replication,
+                t.reason
+            );
         }
     }
     out
 }
 
-fn cell(v: &VariantResult, c: &Col, with_ci: bool) -> String {
-    c.metric.format_estimate(&v.metrics, &v.ci95, with_ci)
+/// Which columns the main table has beyond the headline ones.
+struct Columns {
+    /// A column for the second swept setting.
+    second: bool,
+    /// Some variant is a call graph: its requests a fallback answered are neither successes
+    /// nor failures, so their share stands between the two, and their latency is counted
+    /// with the successes'.
+    graph: bool,
+    /// The policy columns some variant has a non-zero value in.
+    policy: Vec<(&'static str, Metric)>,
+    /// Some variant has a recovery analysis.
+    recovery: bool,
+}
+
+impl Columns {
+    fn new(experiment: &Experiment, result: &ExperimentResult) -> Self {
+        let variants = || result.points.iter().flat_map(|p| &p.variants);
+        Columns {
+            second: experiment
+                .sweep
+                .as_ref()
+                .is_some_and(|s| s.second.is_some()),
+            graph: any_graph(experiment),
+            policy: POLICY_COLS
+                .into_iter()
+                .filter(|(_, k)| variants().any(|v| k.value(&v.metrics) != 0.0))
+                .collect(),
+            recovery: variants().any(|v| v.metrics.recovery.is_some()),
+        }
+    }
+
+    fn header(&self, experiment: &Experiment) -> Vec<String> {
+        let mut header: Vec<String> = Vec::new();
+        if let Some(s) = &experiment.sweep {
+            header.push(s.path.clone());
+            header.extend(s.second.as_ref().map(|axis| axis.path.clone()));
+        }
+        header.push("variant".into());
+        for (h, _) in COLS {
+            header.push(match (self.graph, h) {
+                (true, "success p50 ms") => "answered p50 ms".to_string(),
+                (true, "success p99 ms") => "answered p99 ms".to_string(),
+                (_, h) => h.to_string(),
+            });
+            if self.graph && h == "success %" {
+                header.push("degraded %".to_string());
+            }
+        }
+        header.extend(self.policy.iter().map(|(h, _)| h.to_string()));
+        if self.recovery {
+            header.push("recovery".into());
+        }
+        header
+    }
+
+    /// A variant's cells after its name: `-` where its scenario cannot produce a count.
+    fn cells(&self, v: &VariantResult, ran: &Variant, with_ci: bool) -> Vec<String> {
+        let cell = |k: &Metric| k.format_estimate(&v.metrics, &v.ci95, with_ci);
+        let mut row = Vec::new();
+        for (h, k) in &COLS {
+            row.push(cell(k));
+            if self.graph && *h == "success %" {
+                row.push(degraded_cell(v, with_ci));
+            }
+        }
+        row.extend(self.policy.iter().map(|(_, k)| {
+            if super::produces(k, &ran.scenario) {
+                cell(k)
+            } else {
+                "-".to_string()
+            }
+        }));
+        if self.recovery {
+            row.push(recovery_cell(&v.metrics).unwrap_or_default());
+        }
+        row
+    }
 }
 
 /// The share of requests a fallback answered, in % as the success share is printed; `-` for
@@ -401,6 +321,63 @@ pub(super) fn call_names(variant: &Variant) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Each service of `v` with its cells for the columns `cols`, in the order of the scenario's
+/// services (the entry first): `-` where the service cannot produce a count.
+pub(super) fn service_rows<'a>(
+    v: &VariantResult,
+    ran: &'a Variant,
+    cols: &[ServiceMetric],
+    with_ci: bool,
+) -> Vec<(&'a str, Vec<String>)> {
+    let names = ran.scenario.services.iter().map(|s| s.name.as_str());
+    v.metrics
+        .services
+        .iter()
+        .zip(&v.ci95.services)
+        .zip(names)
+        .enumerate()
+        .map(|(i, ((m, h), name))| {
+            let cells = cols.iter().map(|k| {
+                if super::service_produces(k, &ran.scenario, i) {
+                    k.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            });
+            (name, cells.collect())
+        })
+        .collect()
+}
+
+/// Each call of `v` as (caller, callee) with its cells for the columns `cols`, and the route
+/// success when `routes`, in the order of the per-call metrics.
+pub(super) fn call_rows(
+    v: &VariantResult,
+    ran: &Variant,
+    cols: &[CallMetric],
+    routes: bool,
+    with_ci: bool,
+) -> Vec<((String, String), Vec<String>)> {
+    let calls = calls_of(ran);
+    v.metrics
+        .calls
+        .iter()
+        .zip(&v.ci95.calls)
+        .zip(call_names(ran))
+        .enumerate()
+        .map(|(i, ((m, h), names))| {
+            let mut cells: Vec<String> = cols
+                .iter()
+                .map(|k| call_cell(k, calls.get(i).copied(), (m, h), with_ci))
+                .collect();
+            if routes {
+                cells.push(route_success(m, h, with_ci));
+            }
+            (names, cells)
+        })
+        .collect()
+}
+
 /// The per-service and per-call tables of the call-graph variants at the focus point: a row
 /// per (variant, service) and per (variant, call), the variant named on its first row.
 fn graph_tables(
@@ -434,31 +411,13 @@ fn graph_tables(
     header.extend(cols.iter().map(part_header));
     let mut rows = Vec::new();
     for (v, ran) in &variants {
-        let names = ran.scenario.services.iter();
-        for (i, ((m, h), service)) in v
-            .metrics
-            .services
-            .iter()
-            .zip(&v.ci95.services)
-            .zip(names)
-            .enumerate()
-        {
-            let name = &service.name;
-            let mut row = vec![
-                if i == 0 { shown(v) } else { String::new() },
-                if i == 0 {
-                    format!("{name} (entry)")
-                } else {
-                    name.to_string()
-                },
-            ];
-            row.extend(cols.iter().map(|k| {
-                if super::service_produces(k, &ran.scenario, i) {
-                    k.format_estimate(m, h, with_ci)
-                } else {
-                    "-".to_string()
-                }
-            }));
+        for (i, (name, cells)) in service_rows(v, ran, &cols, with_ci).into_iter().enumerate() {
+            let mut row = if i == 0 {
+                vec![shown(v), format!("{name} (entry)")]
+            } else {
+                vec![String::new(), name.to_string()]
+            };
+            row.extend(cells);
             rows.push(row);
         }
     }
@@ -466,38 +425,31 @@ fn graph_tables(
         out,
         "\nper service{where_} (attempts/request: attempts that reached the service per logical request the clients started)"
     );
-    write_rows(out, &header, &rows, 2);
+    write_rows(out, &header, &rows, |i| i < 2);
+    call_table(out, &variants, &where_, with_ci);
+}
+
+/// The per-call table of [`graph_tables`], none when no variant has calls.
+fn call_table(
+    out: &mut String,
+    variants: &[(&VariantResult, &Variant)],
+    where_: &str,
+    with_ci: bool,
+) {
     let mut header = vec!["variant".to_string(), "call".to_string()];
-    let call_cols = call_columns(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
-    header.extend(call_cols.iter().map(part_header));
+    let cols = call_columns(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
+    header.extend(cols.iter().map(part_header));
     let routes = has_routes(variants.iter().flat_map(|(v, _)| &v.metrics.calls));
     if routes {
         header.push("route success %".to_string());
     }
     let mut rows = Vec::new();
-    for (v, ran) in &variants {
-        let names = call_names(ran);
-        let calls = calls_of(ran);
-        for (i, ((m, h), (from, to))) in v
-            .metrics
-            .calls
-            .iter()
-            .zip(&v.ci95.calls)
-            .zip(&names)
-            .enumerate()
-        {
-            let mut row = vec![
-                if i == 0 { shown(v) } else { String::new() },
-                format!("{from} → {to}"),
-            ];
-            row.extend(
-                call_cols
-                    .iter()
-                    .map(|k| call_cell(k, calls.get(i).copied(), (m, h), with_ci)),
-            );
-            if routes {
-                row.push(route_success(m, h, with_ci));
-            }
+    for (v, ran) in variants {
+        let calls = call_rows(v, ran, &cols, routes, with_ci);
+        for (i, ((from, to), cells)) in calls.into_iter().enumerate() {
+            let name = if i == 0 { shown(v) } else { String::new() };
+            let mut row = vec![name, format!("{from} → {to}")];
+            row.extend(cells);
             rows.push(row);
         }
     }
@@ -513,7 +465,7 @@ fn graph_tables(
         out,
         "\nper call{where_} (attempts/request: attempts sent on the call per logical request the clients started; failed: calls that failed for good, degraded: those of them a fallback answered{route_words})"
     );
-    write_rows(out, &header, &rows, 2);
+    write_rows(out, &header, &rows, |i| i < 2);
 }
 
 /// A variant's name as the table shows it.
@@ -526,8 +478,13 @@ fn shown(v: &VariantResult) -> String {
 }
 
 /// Writes a table: the header, a rule and the rows, columns padded to their widest cell, the
-/// first `text_cols` left-aligned and the rest right-aligned.
-fn write_rows(out: &mut String, header: &[String], rows: &[Vec<String>], text_cols: usize) {
+/// columns `left` says left-aligned and the rest right-aligned.
+fn write_rows(
+    out: &mut String,
+    header: &[String],
+    rows: &[Vec<String>],
+    left: impl Fn(usize) -> bool,
+) {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
@@ -545,7 +502,7 @@ fn write_rows(out: &mut String, header: &[String], rows: &[Vec<String>], text_co
                 s.push_str("  ");
             }
             let pad = " ".repeat(w - c.chars().count());
-            if i < text_cols {
+            if left(i) {
                 s.push_str(c);
                 s.push_str(&pad);
             } else {

@@ -8,7 +8,8 @@
 //! no budget or breaker, no timeout or deadline that could cut an attempt short, one steady
 //! rate. Anything else gets no theory rather than a wrong one.
 
-use crate::model::{Dist, Outcome};
+use crate::metrics::Metric;
+use crate::model::{Dist, Outcome, QueueConfig, RateProfile};
 use crate::scenario::{Scenario, ServerKind, Workload};
 
 /// A prediction: what it is, the metric it is compared with, and the value, in the metric's
@@ -18,14 +19,13 @@ pub struct Prediction {
     /// The formula in words.
     pub formula: &'static str,
     /// The metric compared.
-    pub metric: crate::metrics::Metric,
+    pub metric: Metric,
     /// The predicted value (stored unit: a share in [0, 1], milliseconds, a ratio).
     pub value: f64,
 }
 
 /// The closed forms that apply to `s`, possibly none.
 pub fn predictions(s: &Scenario) -> Vec<Prediction> {
-    use crate::metrics::Metric;
     // The closed forms describe one server; a call graph's entry waits on its calls.
     if s.is_graph() {
         return Vec::new();
@@ -36,7 +36,31 @@ pub fn predictions(s: &Scenario) -> Vec<Prediction> {
     let Workload::Open(profile) = &s.clients.workload else {
         return Vec::new();
     };
-    let plain = s.server().faults.windows().is_empty()
+    if !plain(s, q, profile) {
+        return Vec::new();
+    }
+    let attempts = s.policy.retry.max_attempts;
+    // Retries against errors that do not depend on load: nothing queues (unlimited workers),
+    // so every attempt fails independently with probability f.
+    if q.concurrency.is_none() && q.error_rate > 0.0 {
+        let retries_on_error = s.policy.retry.retry_on.contains(Outcome::Error);
+        let m = if retries_on_error { attempts } else { Some(1) };
+        return independent_failures(q.error_rate, m);
+    }
+    // Queueing: one attempt per request, no network delay, a single steady Poisson stream.
+    let (Some(c), Some(1)) = (q.concurrency, attempts) else {
+        return Vec::new();
+    };
+    if !s.network.latency.is_zero() {
+        return Vec::new();
+    }
+    queueing(q, profile.base_rate, f64::from(c))
+}
+
+/// Whether the scenario is exactly the model of a closed form: nothing that could cut an
+/// attempt short, refuse or slow it, and one steady rate.
+fn plain(s: &Scenario, q: &QueueConfig, profile: &RateProfile) -> bool {
+    s.server().faults.windows().is_empty()
         && s.server().rate_limit.is_none()
         && s.server().permanent_error_rate == 0.0
         && s.policy.budget.is_none()
@@ -45,47 +69,37 @@ pub fn predictions(s: &Scenario) -> Vec<Prediction> {
         && s.policy.deadline.is_none()
         && profile.steps.is_empty()
         && q.slowdown_per_inflight == crate::engine::SimDuration::ZERO
-        && !q.drop_expired;
-    if !plain {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let attempts = s.policy.retry.max_attempts;
-    let f = q.error_rate;
-    let retries_on_error = s.policy.retry.retry_on.contains(Outcome::Error);
-    // Retries against errors that do not depend on load: nothing queues (unlimited workers),
-    // so every attempt fails independently with probability f.
-    if q.concurrency.is_none() && f > 0.0 {
-        let m = if retries_on_error { attempts } else { Some(1) };
-        let (amplification, success) = match m {
-            Some(m) => (
-                (0..m).map(|k| f.powi(k as i32)).sum::<f64>(),
-                1.0 - f.powi(m as i32),
-            ),
-            None if f < 1.0 => (1.0 / (1.0 - f), 1.0),
-            None => return out,
-        };
-        out.push(Prediction {
+        && !q.drop_expired
+}
+
+/// Amplification and success when every attempt fails independently with probability `f`
+/// and a request makes at most `attempts` of them (unlimited: `None`).
+fn independent_failures(f: f64, attempts: Option<u32>) -> Vec<Prediction> {
+    let (amplification, success) = match attempts {
+        Some(m) => (
+            (0..m).map(|k| f.powi(k as i32)).sum::<f64>(),
+            1.0 - f.powi(m as i32),
+        ),
+        None if f < 1.0 => (1.0 / (1.0 - f), 1.0),
+        None => return Vec::new(),
+    };
+    vec![
+        Prediction {
             formula: "sum of f^k for k < attempts",
             metric: Metric::AMPLIFICATION,
             value: amplification,
-        });
-        out.push(Prediction {
+        },
+        Prediction {
             formula: "1 - f^attempts",
             metric: Metric::SUCCESS_RATE,
             value: success,
-        });
-        return out;
-    }
-    // Queueing: one attempt per request, no network delay, a single steady Poisson stream.
-    let (Some(c), Some(1)) = (q.concurrency, attempts) else {
-        return out;
-    };
-    if !s.network.latency.is_zero() {
-        return out;
-    }
-    let lambda = profile.base_rate;
-    let c = f64::from(c);
+        },
+    ]
+}
+
+/// The queueing formulas for a Poisson stream of `lambda` requests/s into `c` workers.
+fn queueing(q: &QueueConfig, lambda: f64, c: f64) -> Vec<Prediction> {
+    let mut out = Vec::new();
     match (&q.service_time, q.queue_limit) {
         (Dist::Exponential { mean, .. }, None) => {
             let mu = 1.0 / mean.as_secs_f64();

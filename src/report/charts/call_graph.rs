@@ -12,8 +12,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, variant_color};
 use super::{Chart, Run, Table};
-use crate::metrics::{CallMetric, ServiceMetric};
 use crate::metrics::VariantResult;
+use crate::metrics::{CallMetric, ServiceMetric};
 use crate::scenario::Variant;
 
 /// The name the clients' box and the CSV give the clients, which no service can be taken for.

@@ -5,8 +5,8 @@
 //! outliers would need the axis to reach down several empty decades; they are counted in the
 //! notes instead (see [`left_share`]).
 
-use crate::metrics::{LATENCY_BINS, LATENCY_BINS_PER_DECADE, latency_bin_upper_ms};
 use crate::metrics::VariantResult;
+use crate::metrics::{LATENCY_BINS, LATENCY_BINS_PER_DECADE, latency_bin_upper_ms};
 
 /// The lower edge of latency bin `i`, in milliseconds (0 for the first bin, which holds
 /// everything under 1 us).

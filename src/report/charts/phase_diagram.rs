@@ -13,9 +13,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, variant_color};
 use super::{Chart, Run, Table};
+use crate::metrics::ExperimentResult;
 use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
-use crate::metrics::ExperimentResult;
 use crate::scenario::{Axis, Sweep};
 
 /// The caption's first sentence; the rest says what the colour means.

@@ -18,8 +18,8 @@ use super::style::{FONT, tick, variant_color};
 use super::triggers::{self, TRIGGER};
 use super::{Chart, Run};
 use crate::metrics::Column;
-use crate::model::{BudgetKind, Scope};
 use crate::metrics::VariantResult;
+use crate::model::{BudgetKind, Scope};
 use crate::scenario::Scenario;
 
 /// The retries bars: translucent black, a light grey that lets the lines show through.

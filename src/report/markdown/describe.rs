@@ -1,0 +1,643 @@
+//! The scenario in words, for report.md's "What this models": one sentence per part of a
+//! scenario (clients, network, servers or a call graph, and the policies), built from its
+//! settings alone.
+
+use std::fmt::Write as _;
+
+use super::{capitalized, escape};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::{
+    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
+    Fault, FaultEffect, Jitter, Outage, QueueConfig, RateLimit, Scope,
+};
+use crate::scenario::{
+    HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
+};
+
+/// The scenario in words, one sentence per part.
+pub(super) fn describe(s: &Scenario) -> Vec<String> {
+    let mut lines = vec![clients_line(s)];
+    if !s.network.latency.is_zero() {
+        lines.push(format!(
+            "Network: every one-way message takes {}.",
+            words(&s.network.latency)
+        ));
+    }
+    if s.is_graph() {
+        lines.extend(graph_lines(s));
+    } else {
+        lines.extend(server_lines(
+            s.server(),
+            Some(s.policy.retry.retry_after),
+            None,
+        ));
+    }
+    let mut policy = policy_lines(&s.policy);
+    if s.is_graph() {
+        // In a call graph the policy above is the clients' towards the entry; the calls
+        // between services have theirs in the graph's lines.
+        let entry = format!("**{}**", escape(&s.services[0].name));
+        for line in &mut policy {
+            let mut chars = line.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            *line = format!(
+                "Clients to {entry}: {}{}",
+                first.unwrap_or_default(),
+                chars.as_str()
+            );
+        }
+    }
+    lines.extend(policy);
+    lines
+}
+
+/// The clients and their workload in one sentence.
+fn clients_line(s: &Scenario) -> String {
+    let n = s.clients.count;
+    match &s.clients.workload {
+        Workload::Open(p) => {
+            let steps = if p.steps.is_empty() {
+                String::new()
+            } else {
+                let parts: Vec<String> = p
+                    .steps
+                    .iter()
+                    .map(|st| {
+                        format!(
+                            "{} {}/s at {}",
+                            if st.ramp { "ramping to" } else { "then" },
+                            st.rate_per_s,
+                            st.at
+                        )
+                    })
+                    .collect();
+                format!(" ({})", parts.join(", "))
+            };
+            format!(
+                "Clients: {n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
+                p.base_rate, s.duration
+            )
+        }
+        Workload::Closed(c) => {
+            let k = c
+                .requests_per_client
+                .map_or(format!("requests until {}", s.duration), |k| {
+                    format!("{k} request{}", if k == 1 { "" } else { "s" })
+                });
+            let start = if c.start.is_zero() {
+                "all starting at once".to_string()
+            } else {
+                format!("starting after {}", words(&c.start))
+            };
+            let think = if c.think_time.is_zero() {
+                String::new()
+            } else {
+                format!(", thinking {} between requests", words(&c.think_time))
+            };
+            format!(
+                "Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}."
+            )
+        }
+    }
+}
+
+/// The clients' policy, one sentence per part: timeout, deadline, attempts, budget, breaker,
+/// backoff, then hedging, idempotency and throttling.
+fn policy_lines(p: &Policy) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(t) = p.timeout {
+        lines.push(format!("Attempts time out after {t}."));
+    }
+    if let Some(d) = p.deadline {
+        lines.push(format!("Requests give up {d} after they start (deadline)."));
+    }
+    lines.push(match p.retry.max_attempts {
+        Some(1) => "No retries: one attempt per request.".to_string(),
+        Some(m) => format!("Up to {m} attempts per request."),
+        None => "Unlimited attempts per request.".to_string(),
+    });
+    lines.extend(p.budget.as_ref().map(budget_line));
+    lines.extend(p.breaker.as_ref().map(breaker_line));
+    if p.retry.max_attempts != Some(1) {
+        lines.push(
+            backoff_words(&p.retry.backoff)
+                .map_or("Retries go out at once (no backoff).".to_string(), |w| {
+                    format!("{}.", capitalized(&w))
+                }),
+        );
+    }
+    lines.extend(
+        repeat_words(p)
+            .iter()
+            .map(|part| format!("{}.", capitalized(part))),
+    );
+    lines
+}
+
+/// Whose a budget or breaker is.
+fn scope(s: Scope) -> &'static str {
+    match s {
+        Scope::PerClient => "each client its own",
+        Scope::Shared => "one shared by all clients",
+    }
+}
+
+/// A retry budget in one sentence.
+fn budget_line(b: &BudgetConfig) -> String {
+    let what = match b.kind {
+        BudgetKind::TokenBucket {
+            max_tokens,
+            token_ratio,
+        } => format!(
+            "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
+        ),
+        BudgetKind::RetryQuota {
+            initial,
+            retry_cost,
+            timeout_cost,
+            success_refund,
+        } => format!(
+            "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
+        ),
+        BudgetKind::Ratio {
+            percent,
+            min_per_s,
+            window,
+        } => {
+            let floor = if min_per_s > 0.0 {
+                format!(" plus {min_per_s} per second")
+            } else {
+                String::new()
+            };
+            format!(
+                "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
+                100.0 * percent
+            )
+        }
+    };
+    format!(
+        "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
+        scope(b.scope)
+    )
+}
+
+/// A circuit breaker in one sentence.
+fn breaker_line(b: &BreakerConfig) -> String {
+    let window = match b.window {
+        BreakerWindow::Count(n) => format!("the last {n} attempts"),
+        BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
+    };
+    let slow = match b.slow_call {
+        Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
+        None => String::new(),
+    };
+    let gate = match b.mode {
+        BreakerMode::All => "An open breaker refuses every attempt",
+        BreakerMode::Retries => {
+            "First attempts always pass; an open (or half-open) breaker refuses retries"
+        }
+    };
+    format!(
+        "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
+        scope(b.scope),
+        100.0 * b.failure_rate_threshold,
+        b.minimum_calls,
+        b.open_duration,
+        b.half_open_calls
+    )
+}
+
+/// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
+/// jitter"; `None` for retries that go out at once.
+fn backoff_words(b: &Backoff) -> Option<String> {
+    let Backoff::Exponential {
+        base,
+        multiplier,
+        cap,
+        jitter,
+        ..
+    } = b
+    else {
+        return None;
+    };
+    let jitter = match jitter {
+        Jitter::None => "without jitter".to_string(),
+        j => format!("with {} jitter", j.name()),
+    };
+    Some(format!(
+        "backoff from {base}, x{multiplier} per retry, capped at {cap}, {jitter}"
+    ))
+}
+
+/// A call graph in words: who calls whom and how often, each service's server, and each
+/// call's policy. The clients' own policy towards the entry follows in [`describe`].
+fn graph_lines(s: &Scenario) -> Vec<String> {
+    let name = |i: usize| {
+        s.services
+            .get(i)
+            .map_or("?".to_string(), |x| format!("**{}**", escape(&x.name)))
+    };
+    let mut lines = Vec::new();
+    let mut calls = Vec::new();
+    for (i, service) in s.services.iter().enumerate() {
+        if service.calls.is_empty() {
+            continue;
+        }
+        let targets: Vec<String> = service
+            .calls
+            .iter()
+            .map(|c| {
+                if c.fraction >= 1.0 {
+                    format!("{} on every attempt", name(c.to))
+                } else {
+                    format!("{} for {} % of requests", name(c.to), 100.0 * c.fraction)
+                }
+            })
+            .collect();
+        let how = match (service.calls.len(), service.parallel) {
+            (1, _) => "",
+            (_, true) => ", all at once, waiting for every answer",
+            (_, false) => ", one after another, stopping at the first that fails for good",
+        };
+        calls.push(format!("{} calls {}{how}", name(i), join_words(&targets)));
+    }
+    let routes = s
+        .services
+        .iter()
+        .flat_map(|x| &x.calls)
+        .any(|c| c.fraction < 1.0);
+    lines.push(format!(
+        "Call graph: the clients send their requests to {}, the entry service; {}. A service answers an attempt once its own calls have ended{}.",
+        name(0),
+        calls.join("; "),
+        if routes {
+            "; a call made for a share of requests is one of its caller's routes, drawn once per request"
+        } else {
+            ""
+        }
+    ));
+    for (i, service) in s.services.iter().enumerate() {
+        let who = if i == 0 {
+            format!("{} (entry)", name(i))
+        } else {
+            name(i)
+        };
+        let retry_after = (i == 0).then_some(s.policy.retry.retry_after);
+        lines.extend(server_lines(&service.server, retry_after, Some(&who)));
+    }
+    for (i, service) in s.services.iter().enumerate() {
+        for c in &service.calls {
+            lines.push(format!(
+                "Calls from {} to {}: {}.",
+                name(i),
+                name(c.to),
+                call_policy_words(&c.policy)
+            ));
+        }
+    }
+    lines
+}
+
+/// Words joined as a sentence lists them: "a", "a and b", "a, b and c".
+fn join_words(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// A call's policy in one sentence: timeout, attempts and backoff, budget and breaker,
+/// bulkhead, fallback and deadline.
+fn call_policy_words(p: &crate::scenario::Policy) -> String {
+    let mut parts = Vec::new();
+    parts.push(match p.timeout {
+        Some(t) => format!("attempts time out after {t}"),
+        None => "no timeout".to_string(),
+    });
+    if let Some(d) = p.deadline {
+        parts.push(format!("the call gives up {d} after it starts"));
+    }
+    parts.push(match p.retry.max_attempts {
+        Some(1) => "no retries".to_string(),
+        Some(m) => format!("up to {m} attempts"),
+        None => "unlimited attempts".to_string(),
+    });
+    if p.retry.max_attempts != Some(1) {
+        parts
+            .push(backoff_words(&p.retry.backoff).unwrap_or_else(|| "retries at once".to_string()));
+    }
+    if let Some(b) = &p.budget {
+        let kind = match b.kind {
+            BudgetKind::TokenBucket { .. } => "a token bucket",
+            BudgetKind::RetryQuota { .. } => "a retry quota",
+            BudgetKind::Ratio { .. } => "a ratio budget",
+        };
+        parts.push(format!("retries limited by {kind}"));
+    }
+    if p.breaker.is_some() {
+        parts.push("a circuit breaker".to_string());
+    }
+    if let Some(b) = &p.bulkhead {
+        let wait = if b.max_wait == SimDuration::ZERO {
+            "an attempt beyond fails `bulkhead_full` at once".to_string()
+        } else {
+            format!(
+                "an attempt beyond waits up to {} for a permit, then fails `bulkhead_full`",
+                b.max_wait
+            )
+        };
+        parts.push(format!(
+            "a bulkhead of {} attempts in flight ({wait})",
+            b.max_concurrent
+        ));
+    }
+    if let Some(d) = &p.fallback {
+        parts.push(format!(
+            "a call that fails for good is answered by a fallback after {} (the request then ends degraded: neither a success nor a failure)",
+            words(d)
+        ));
+    }
+    if p.propagate_deadline {
+        parts.push("the caller's remaining time caps the call's deadline".to_string());
+    }
+    parts.extend(repeat_words(p));
+    parts.join("; ")
+}
+
+/// A policy's hedging, idempotency, idempotency keys and adaptive throttling in words, one
+/// phrase each; none for a policy that sets none of them.
+fn repeat_words(p: &Policy) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(h) = &p.hedge {
+        let delay = match h.delay {
+            HedgeDelay::Fixed(d) => d.to_string(),
+            HedgeDelay::Percentile { quantile, window } => format!(
+                "the {} latency of the last {window} answered attempts",
+                percentile_text(quantile)
+            ),
+        };
+        let mut text = format!(
+            "hedged after {delay}, at most {} hedge{} per attempt",
+            h.max_hedges,
+            if h.max_hedges == 1 { "" } else { "s" }
+        );
+        if let Some(b) = h.budget {
+            let _ = write!(text, ", hedges capped at {} % of calls", percent(b));
+        }
+        if h.cancel {
+            text.push_str(", abandoned attempts cancelled");
+        }
+        parts.push(text);
+    }
+    if !p.idempotent {
+        parts.push(
+            "not idempotent: repeated executions are counted as duplicate side effects".to_string(),
+        );
+    }
+    if let Some(k) = &p.idempotency_key {
+        let answer = if k.cost == SimDuration::ZERO {
+            "at once".to_string()
+        } else {
+            format!("in {}", k.cost)
+        };
+        parts.push(format!(
+            "idempotency keys remembered for {}, a repeat answered {answer}",
+            k.ttl
+        ));
+    }
+    if let Some(t) = &p.adaptive_throttle {
+        parts.push(format!(
+            "adaptive throttling (K = {}, window {}): an attempt is rejected locally, ending its request `throttled_locally`, with probability max(0, (requests - K × accepts) / (requests + 1)) over the window",
+            t.k(),
+            t.window
+        ));
+    }
+    parts
+}
+
+/// A share as a percentage with at most three decimals and no trailing zeros: 0.05 -> "5",
+/// not the "5.000000000000001" that 100 * 0.05 prints.
+fn percent(share: f64) -> String {
+    let text = format!("{:.3}", 100.0 * share);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A server in words, one sentence per part: `who` is `None` for the one server of a
+/// single-server scenario (the words it always had), else a call graph's service in bold.
+/// `retry_after` is the clients' setting when they are the only callers.
+fn server_lines(
+    server: &Server,
+    retry_after: Option<RetryAfter>,
+    who: Option<&str>,
+) -> Vec<String> {
+    let name = who.map_or("Server".to_string(), |w| format!("Service {w}"));
+    let mut lines = vec![match &server.kind {
+        ServerKind::Queue(q) => queue_line(q, &name),
+        ServerKind::Occ => format!(
+            "{name}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts."
+        ),
+    }];
+    if server.permanent_error_rate > 0.0 {
+        lines.push(format!(
+            "{}{} % of requests are bad (4xx) and never retried.",
+            who.map_or(String::new(), |w| format!("At {w}, ")),
+            100.0 * server.permanent_error_rate
+        ));
+    }
+    if let Some(r) = &server.rate_limit {
+        lines.push(rate_limit_line(r, retry_after, who));
+    }
+    lines.extend(server.faults.windows().iter().map(|f| fault_line(f, who)));
+    lines
+}
+
+/// A queueing server in one sentence: its workers, waiting room and order, service time and
+/// what can go wrong in service.
+fn queue_line(q: &QueueConfig, name: &str) -> String {
+    let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
+        format!("{c} worker{}", if c == 1 { "" } else { "s" })
+    });
+    let room = q
+        .queue_limit
+        .map_or("an unlimited waiting room".to_string(), |l| {
+            format!("{l} waiting places")
+        });
+    let order = match q.discipline {
+        Discipline::Fifo => String::new(),
+        Discipline::Lifo => ", newest first (LIFO)".to_string(),
+        Discipline::Codel { target, interval } => format!(
+            ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
+        ),
+        Discipline::AdaptiveLifo { interval } => format!(
+            ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
+        ),
+    };
+    let mut line = format!(
+        "{name}: {workers} with {room}{order}; service takes {}",
+        words(&q.service_time)
+    );
+    if q.slowdown_per_inflight > SimDuration::ZERO {
+        let _ = write!(
+            line,
+            " plus {} per attempt already in service",
+            q.slowdown_per_inflight
+        );
+    }
+    if q.error_rate > 0.0 {
+        let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
+    }
+    if q.drop_expired {
+        line.push_str("; attempts whose client gave up are dropped unserved");
+    }
+    line.push('.');
+    line
+}
+
+/// A rate limit in one sentence, with whether the callers honour its Retry-After.
+fn rate_limit_line(r: &RateLimit, retry_after: Option<RetryAfter>, who: Option<&str>) -> String {
+    let after = match (r.retry_after, retry_after) {
+        (None, _) => String::new(),
+        (Some(d), Some(RetryAfter::Honor)) => {
+            format!(" with Retry-After {d}, which clients honour (they wait at least that long)")
+        }
+        (Some(d), Some(RetryAfter::Ignore)) => {
+            format!(" with Retry-After {d}, which clients ignore")
+        }
+        (Some(d), None) => format!(" with Retry-After {d}"),
+    };
+    match who {
+        None => format!(
+            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+            r.rate_per_s, r.burst
+        ),
+        Some(w) => format!(
+            "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
+            r.rate_per_s, r.burst
+        ),
+    }
+}
+
+/// A fault window in one sentence.
+fn fault_line(f: &Fault, who: Option<&str>) -> String {
+    let effect = match f.effect {
+        FaultEffect::Outage(Outage::Reject) => {
+            "an outage: every attempt is answered `error` at once".to_string()
+        }
+        FaultEffect::Outage(Outage::Drop) => {
+            "an outage: attempts vanish without an answer, so clients wait for their timeout"
+                .to_string()
+        }
+        FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
+        FaultEffect::ServiceTimeFactor(x) => {
+            format!("service that starts in the window takes {x}x as long")
+        }
+        FaultEffect::Concurrency(0) => {
+            "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
+        }
+        FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
+        FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
+    };
+    format!(
+        "Fault{} from {} to {}: {effect}.",
+        who.map_or(String::new(), |w| format!(" at {w}")),
+        f.from - SimTime::ZERO,
+        f.to - SimTime::ZERO
+    )
+}
+
+/// A distribution in words.
+fn words(d: &Dist) -> String {
+    match d {
+        Dist::Constant(c) => format!("{c}"),
+        Dist::Exponential { mean, .. } => format!("an exponential time with mean {mean}"),
+        Dist::Uniform { min, max } => format!("between {min} and {max} (uniform)"),
+        Dist::Normal { mean, sd, .. } => format!("|Normal({mean}, {sd})|"),
+        Dist::LogNormal { median, sigma, .. } => {
+            format!("a log-normal time with median {median} (sigma {sigma})")
+        }
+        Dist::Mixture { parts, .. } => {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|(w, d)| format!("{:.0} % {}", 100.0 * w, words(d)))
+                .collect();
+            format!("a mixture: {}", parts.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::LoadOptions;
+
+    fn scenario(text: &str) -> Scenario {
+        let e = crate::scenario::load_str(text, "s.json", &LoadOptions::default()).unwrap();
+        e.points[0].variants[0].scenario.clone()
+    }
+
+    #[test]
+    fn hedging_and_idempotency_are_described_in_words() {
+        let s = scenario(
+            r#"{"name": "s", "duration": "1s",
+                "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+                "server": {"service_time": {"constant": "1ms"}},
+                "policy": {"hedge": {"delay": "10ms", "budget": 0.05, "cancel": true},
+                           "idempotent": false,
+                           "idempotency_key": {"ttl": "24h", "cost": "1ms"}}}"#,
+        );
+        let lines = describe(&s);
+        for line in [
+            "Hedged after 10ms, at most 1 hedge per attempt, hedges capped at 5 % of calls, abandoned attempts cancelled.",
+            "Not idempotent: repeated executions are counted as duplicate side effects.",
+            "Idempotency keys remembered for 24h, a repeat answered in 1ms.",
+        ] {
+            assert!(lines.iter().any(|l| l == line), "{line} not in {lines:#?}");
+        }
+        assert_eq!(
+            call_policy_words(&s.policy),
+            "no timeout; up to 3 attempts; retries at once; hedged after 10ms, at most 1 hedge per attempt, hedges capped at 5 % of calls, abandoned attempts cancelled; not idempotent: repeated executions are counted as duplicate side effects; idempotency keys remembered for 24h, a repeat answered in 1ms"
+        );
+        let mut p = s.policy.clone();
+        p.hedge = Some(crate::scenario::HedgeConfig {
+            delay: HedgeDelay::Percentile {
+                quantile: 0.999,
+                window: 500,
+            },
+            max_hedges: 2,
+            cancel: false,
+            budget: None,
+        });
+        p.idempotent = true;
+        p.idempotency_key = Some(crate::scenario::IdempotencyKey {
+            ttl: SimDuration::from_secs(3600),
+            cost: SimDuration::ZERO,
+        });
+        assert_eq!(
+            repeat_words(&p),
+            [
+                "hedged after the p99.9 latency of the last 500 answered attempts, at most 2 hedges per attempt",
+                "idempotency keys remembered for 1h, a repeat answered at once",
+            ]
+        );
+        assert_eq!(percent(0.05), "5");
+        assert_eq!(percent(0.125), "12.5");
+        assert_eq!(percent(1.0), "100");
+    }
+
+    #[test]
+    fn a_policy_without_hedges_or_keys_has_no_words_for_them() {
+        let s = scenario(
+            r#"{"name": "s", "duration": "1s",
+                "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+                "server": {"service_time": {"constant": "1ms"}},
+                "policy": {"idempotency_key": false, "idempotent": true}}"#,
+        );
+        assert!(repeat_words(&s.policy).is_empty());
+        let lines = describe(&s).join("\n");
+        assert!(
+            !lines.contains("edged") && !lines.contains("dempoten"),
+            "{lines}"
+        );
+    }
+}

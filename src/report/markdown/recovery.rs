@@ -1,0 +1,163 @@
+//! report.md's "Recovery" section: for each variant, in words, whether and when it recovered
+//! after its triggers, counting replications rather than averaging them.
+
+use std::fmt::Write as _;
+
+use super::escape;
+use super::findings::unawaited;
+use crate::metrics::RecoveryMetrics;
+use crate::metrics::VariantResult;
+use crate::scenario::Scenario;
+
+/// The "Recovery" section: for each variant, in words, the goodput before the trigger, the
+/// trigger windows, whether and when it recovered (counting replications rather than averaging
+/// them, with the Wilson interval of the share), how deep goodput dipped and for how long it
+/// stayed under 90 %. Nothing without triggers.
+pub(super) fn recovery_section(
+    out: &mut String,
+    scenarios: &[&Scenario],
+    variants: &[VariantResult],
+    server: &str,
+) {
+    if !variants.iter().any(|v| v.metrics.recovery.is_some()) {
+        return;
+    }
+    let all: Vec<String> = scenarios.iter().map(|s| windows(s)).collect();
+    let shared = all.windows(2).all(|w| w[0] == w[1]);
+    let _ = writeln!(out, "\n## Recovery\n");
+    let _ = write!(
+        out,
+        "A trigger (a load spike or a fault) pushes the system towards overload"
+    );
+    if shared && !all[0].is_empty() {
+        let _ = write!(out, ", here {}", all[0]);
+    }
+    let _ = writeln!(
+        out,
+        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it.\n"
+    );
+    for (v, s) in variants.iter().zip(scenarios) {
+        let Some(r) = v.metrics.recovery else {
+            let _ = writeln!(
+                out,
+                "- **{}**: no recovery analysis (no trigger, or no time before it to measure goodput).",
+                escape(&v.name)
+            );
+            continue;
+        };
+        let mut line = format!("- **{}**: ", escape(&v.name));
+        if !shared {
+            let _ = write!(line, "triggers {}; ", windows(s));
+        }
+        let _ = write!(
+            line,
+            "before the trigger it completed {:.1} requests/s. {}",
+            r.baseline_per_s,
+            outcome(&r)
+        );
+        let h = v.ci95.recovery.unwrap_or_default();
+        let pm = |x: f64| {
+            if r.replications > 1.0 {
+                format!(" ± {x:.1}")
+            } else {
+                String::new()
+            }
+        };
+        let _ = write!(
+            line,
+            " Goodput dipped to {:.0} %{} of that level and stayed under 90 % for {:.1}{} s.",
+            100.0 * r.dip_fraction,
+            pm(100.0 * h.dip_fraction),
+            r.below_90_s,
+            pm(h.below_90_s),
+        );
+        let _ = writeln!(out, "{line} {}", episode_load(&r, v, server));
+    }
+}
+
+/// A scenario's trigger windows: "from 10 s to 15 s, from 30 s to 31 s".
+fn windows(s: &Scenario) -> String {
+    let parts: Vec<String> = s
+        .triggers()
+        .iter()
+        .map(|t| {
+            format!(
+                "from {} to {}",
+                seconds(t.from.as_millis_f64()),
+                seconds(t.to.as_millis_f64())
+            )
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// Whether the replications recovered: none (metastable), all (with the median time and,
+/// from ten replications, the 90th percentile), or some, which no average describes.
+fn outcome(r: &RecoveryMetrics) -> String {
+    let (n, k) = (r.replications, r.recovered);
+    let median = r.median_recovery_s.unwrap_or(0.0);
+    let reps = |x: f64| format!("{x:.0} replication{}", if x == 1.0 { "" } else { "s" });
+    // The Wilson interval of the share that recovered, with more than one replication.
+    let bounds = (n > 1.0).then(|| {
+        format!(
+            "95 % interval {:.0}-{:.0} %",
+            100.0 * r.recovered_fraction_lower,
+            100.0 * r.recovered_fraction_upper
+        )
+    });
+    let interval = bounds.as_ref().map_or(String::new(), |b| format!(" ({b})"));
+    if k == 0.0 {
+        let any = if n == 1.0 {
+            String::new()
+        } else {
+            format!(" in any of its {}{interval}", reps(n))
+        };
+        return format!("Metastable: it did not recover by the end of the run{any}.");
+    }
+    if k == n {
+        let spread = match r.p90_recovery_s {
+            Some(p90) if n >= 10.0 && p90 > median => format!(" (90 % within {p90:.1} s)"),
+            _ => String::new(),
+        };
+        let which = if n == 1.0 { "its" } else { "all" };
+        return format!(
+            "It recovered in {which} {}{interval}, median {median:.1} s after the trigger ended{spread}.",
+            reps(n)
+        );
+    }
+    format!(
+        "{k:.0} of {} ({:.0} %{}) recovered (median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
+        reps(n),
+        100.0 * k / n,
+        bounds.map_or(String::new(), |b| format!(", {b}"))
+    )
+}
+
+/// The load from the trigger until recovery (or the end of the run): its peak amplification
+/// and the share of the server's work wasted.
+fn episode_load(r: &RecoveryMetrics, v: &VariantResult, server: &str) -> String {
+    let (n, k) = (r.replications, r.recovered);
+    format!(
+        "From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of {server}'s work was wasted on attempts {}.",
+        if k == n {
+            "it recovered"
+        } else if k == 0.0 {
+            "the end of the run"
+        } else {
+            "recovery (or the end of the run)"
+        },
+        r.peak_amplification,
+        100.0 * r.wasted_fraction,
+        unawaited(&v.metrics)
+    )
+}
+
+fn seconds(ms: f64) -> String {
+    if ms >= 10_000.0 {
+        format!("{:.0} s", ms / 1000.0)
+    } else if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else {
+        format!("{ms:.0} ms")
+    }
+}

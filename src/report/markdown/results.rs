@@ -1,0 +1,229 @@
+//! The "Results" tables of report.md: a row per variant with the headline numbers, a call
+//! graph's tables per service and per call, and theory beside simulation where a closed form
+//! describes a variant exactly.
+
+use std::fmt::Write as _;
+
+use super::compare::{RELATIVE, est};
+use super::escape;
+use crate::metrics::Metric;
+use crate::metrics::VariantResult;
+use crate::report::table;
+use crate::scenario::{Scenario, Variant};
+
+/// The columns of the results table: latency is the latency of successful requests, with the
+/// failure share beside it.
+const RESULT_COLUMNS: [Metric; 9] = [
+    Metric::REQUESTS,
+    Metric::SUCCESS_RATE,
+    Metric::FAILURE_RATE,
+    Metric::ATTEMPTS,
+    Metric::AMPLIFICATION,
+    Metric::SUCCESS_P50,
+    Metric::SUCCESS_P99,
+    Metric::COMPLETION,
+    Metric::WASTED,
+];
+
+/// Columns shown when some variant has a non-zero value: what retry budgets, breakers,
+/// fail-fast outcomes, hedging and idempotency keys did.
+const OPTIONAL_COLUMNS: [Metric; 12] = [
+    Metric::FAILURE_P50,
+    Metric::BUDGET_DENIALS,
+    Metric::BREAKER_REFUSALS,
+    Metric::BREAKER_OPEN,
+    Metric::HEDGES,
+    Metric::HEDGE_WINS,
+    Metric::CANCELLED,
+    Metric::SHED,
+    Metric::DUPLICATES,
+    Metric::DUPLICATE_CALLS,
+    Metric::REPLAYED,
+    Metric::FAILED_THROTTLED_LOCALLY,
+];
+
+/// The results table: a row per variant, `-` where its scenario cannot produce a count.
+pub(super) fn results_table(
+    out: &mut String,
+    variants: &[VariantResult],
+    scenarios: &[&Scenario],
+    with_ci: bool,
+    graph: bool,
+) {
+    // The server's own end, when it went on serving well after the last request ended (work
+    // its clients had abandoned): completion time alone would hide that drain.
+    let drains = variants.iter().any(|v| {
+        v.metrics.server.busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
+    });
+    let cols: Vec<Metric> = RESULT_COLUMNS
+        .into_iter()
+        .chain(drains.then_some(Metric::BUSY_UNTIL))
+        .chain(
+            OPTIONAL_COLUMNS
+                .into_iter()
+                .filter(|k| variants.iter().any(|v| k.value(&v.metrics) != 0.0)),
+        )
+        .collect();
+    // A call graph counts a fallback's answer with the successes in latency, and shows the
+    // share of such answers right after the success share.
+    let degraded = |k: &Metric| graph && *k == Metric::SUCCESS_RATE;
+    let mut titles = Vec::new();
+    for k in &cols {
+        titles.push(crate::report::charts::metric_title(k, graph));
+        if degraded(k) {
+            titles.push("degraded (%)".to_string());
+        }
+    }
+    let rows = variants.iter().zip(scenarios).map(|(v, sc)| {
+        let mut cells = Vec::new();
+        for k in &cols {
+            cells.push(if crate::report::produces(k, sc) {
+                k.format_estimate(&v.metrics, &v.ci95, with_ci)
+            } else {
+                "-".to_string()
+            });
+            if degraded(k) {
+                cells.push(table::degraded_cell(v, with_ci));
+            }
+        }
+        (shown(v), cells)
+    });
+    markdown_table(out, "variant", &titles, rows);
+}
+
+/// A variant's name as a table's first cell shows it, marked when it was truncated.
+fn shown(v: &VariantResult) -> String {
+    format!("{}{}", escape(&v.name), mark(v))
+}
+
+/// The mark after the name of a variant that was truncated.
+fn mark(v: &VariantResult) -> &'static str {
+    if v.is_truncated() { " (truncated)" } else { "" }
+}
+
+/// A Markdown table: `corner` heads the first column and `titles` the others, which are
+/// right-aligned; each row is its first cell and the others.
+pub(super) fn markdown_table(
+    out: &mut String,
+    corner: &str,
+    titles: &[String],
+    rows: impl IntoIterator<Item = (String, Vec<String>)>,
+) {
+    let _ = write!(out, "| {corner} |");
+    for t in titles {
+        let _ = write!(out, " {t} |");
+    }
+    let _ = writeln!(out, "\n|---|{}", "---:|".repeat(titles.len()));
+    for (first, cells) in rows {
+        let _ = write!(out, "| {first} |");
+        for c in &cells {
+            let _ = write!(out, " {c} |");
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// A call graph's "Per service" and "Per call" tables, one of each per variant that is a
+/// call graph, at the point the results are at.
+pub(super) fn graph_section(
+    out: &mut String,
+    ran: &[Variant],
+    variants: &[VariantResult],
+    with_ci: bool,
+) {
+    let pairs: Vec<(&VariantResult, &Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(_, r)| r.scenario.is_graph())
+        .collect();
+    let cols = table::service_columns(&pairs);
+    let titles: Vec<String> = cols.iter().map(|k| k.title()).collect();
+    let _ = writeln!(out, "\n### Per service\n");
+    let _ = writeln!(
+        out,
+        "What reached each service, retries from its callers included. Attempts per request divides them by the logical requests the clients started, so a service behind a caller that retries sees more than 1 even when the clients never retry. Utilization counts a worker busy while it waits for its service's own calls; goodput is the successful answers to callers still waiting, per second."
+    );
+    for (v, r) in &pairs {
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = table::service_rows(v, r, &cols, with_ci);
+        let rows = rows.into_iter().enumerate().map(|(i, (name, cells))| {
+            let entry = if i == 0 { " (entry)" } else { "" };
+            (format!("{}{entry}", escape(name)), cells)
+        });
+        markdown_table(out, "service", &titles, rows);
+    }
+    if pairs.iter().all(|(v, _)| v.metrics.calls.is_empty()) {
+        return;
+    }
+    let calls = || pairs.iter().flat_map(|(v, _)| &v.metrics.calls);
+    let cols = table::call_columns(calls());
+    let _ = writeln!(out, "\n### Per call\n");
+    let _ = writeln!(
+        out,
+        "Attempts per request counts the attempts sent on a call per logical request the clients started. Failed counts the calls that failed for good; degraded those of them a fallback answered; bulkhead full the attempts a full bulkhead refused."
+    );
+    let routes = table::has_routes(calls());
+    if routes {
+        let _ = writeln!(
+            out,
+            "Route success is, for a call of the entry service that only part of the requests make, the share of the requests on that route that succeeded in full, whether or not they reached the call (`-` for other calls)."
+        );
+    }
+    let mut titles: Vec<String> = cols.iter().map(|k| k.title()).collect();
+    if routes {
+        titles.push("route success (%)".to_string());
+    }
+    for (v, r) in &pairs {
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = table::call_rows(v, r, &cols, routes, with_ci).into_iter();
+        let rows =
+            rows.map(|((from, to), cells)| (format!("{} → {}", escape(&from), escape(&to)), cells));
+        markdown_table(out, "call", &titles, rows);
+    }
+}
+
+/// Theory beside simulation, for the variants a closed form describes exactly.
+pub(super) fn theory_section(
+    out: &mut String,
+    scenarios: &[&Scenario],
+    variants: &[VariantResult],
+) {
+    let rows: Vec<(&VariantResult, crate::report::theory::Prediction)> = variants
+        .iter()
+        .zip(scenarios)
+        .flat_map(|(v, s)| {
+            crate::report::theory::predictions(s)
+                .into_iter()
+                .map(move |p| (v, p))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Theory beside simulation\n");
+    let _ = writeln!(
+        out,
+        "Where a closed form describes a variant exactly, its prediction sits beside the simulated mean and 95 % interval.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| variant | quantity | formula | theory | simulated | inside the interval |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|:---:|");
+    for (v, p) in rows {
+        let k = p.metric;
+        let e = est(v, &k);
+        let inside = (e.mean - p.value).abs() <= e.half;
+        let d = k.decimals + 1;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.d$} | {} | {} |",
+            escape(&v.name),
+            k.title(),
+            p.formula,
+            p.value * k.scale,
+            k.format_estimate(&v.metrics, &v.ci95, true),
+            if inside { "yes" } else { "no" }
+        );
+    }
+}
