@@ -16,6 +16,7 @@ pub mod schema;
 mod shape;
 mod units;
 mod validate;
+pub mod words;
 
 /// The hedge delay is a model value; scenario files name it under `policy.hedge`.
 pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};

@@ -6,7 +6,6 @@
 //! into Markdown. Each section is rendered in its own file.
 
 mod compare;
-mod describe;
 mod findings;
 mod recovery;
 mod results;
@@ -18,8 +17,9 @@ pub use findings::{findings, truncation_notes};
 
 use super::value_text;
 use crate::metrics::{ExperimentResult, VariantResult};
+use crate::scenario::words::describe;
+pub(super) use crate::scenario::words::{capitalized, escape};
 use crate::scenario::{Experiment, Scenario, Sweep, Variant};
-use describe::describe;
 use findings::{findings_at, graph_findings};
 use recovery::recovery_section;
 use results::{graph_section, results_table, theory_section};
@@ -278,24 +278,6 @@ fn findings_section(out: &mut String, page: &Page) {
     }
 }
 
-/// A name (or a sweep value, a label) as Markdown text: every character that could start
-/// markup, an HTML tag or an entity, or break a table is backslash-escaped, and line breaks and
-/// other control characters become spaces, so the text reads as itself on one line.
-pub(super) fn escape(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' | '&' | '~' | '!' | '$' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A setting's path as inline code; one holding a backtick or a line break (which would end
 /// the code span) is written as escaped text instead.
 pub(super) fn code(text: &str) -> String {
@@ -304,13 +286,6 @@ pub(super) fn code(text: &str) -> String {
     } else {
         format!("`{text}`")
     }
-}
-
-pub(super) fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    chars.next().map_or(String::new(), |c| {
-        c.to_uppercase().chain(chars).collect::<String>()
-    })
 }
 
 #[cfg(test)]

@@ -1,21 +1,22 @@
 //! The scenario in words, for report.md's "What this models": one sentence per part of a
 //! scenario (clients, network, servers or a call graph, and the policies), built from its
-//! settings alone.
+//! settings alone. The words live beside the settings they describe, so a new setting's
+//! rules and words are written in one module; names are Markdown-escaped here ([`escape`]),
+//! which report.md uses for every name it prints.
 
 use std::fmt::Write as _;
 
-use super::{capitalized, escape};
+use super::{
+    HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::{
     Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
     Fault, FaultEffect, Jitter, Outage, QueueConfig, RateLimit, Scope,
 };
-use crate::scenario::{
-    HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
-};
 
 /// The scenario in words, one sentence per part.
-pub(super) fn describe(s: &Scenario) -> Vec<String> {
+pub fn describe(s: &Scenario) -> Vec<String> {
     let mut lines = vec![clients_line(s)];
     if !s.network.latency.is_zero() {
         lines.push(format!(
@@ -309,7 +310,7 @@ fn join_words(words: &[String]) -> String {
 
 /// A call's policy in one sentence: timeout, attempts and backoff, budget and breaker,
 /// bulkhead, fallback and deadline.
-fn call_policy_words(p: &crate::scenario::Policy) -> String {
+fn call_policy_words(p: &super::Policy) -> String {
     let mut parts = Vec::new();
     parts.push(match p.timeout {
         Some(t) => format!("attempts time out after {t}"),
@@ -564,6 +565,32 @@ fn words(d: &Dist) -> String {
             format!("a mixture: {}", parts.join(", "))
         }
     }
+}
+
+/// A name (or a sweep value, a label) as Markdown text: every character that could start
+/// markup, an HTML tag or an entity, or break a table is backslash-escaped, and line breaks and
+/// other control characters become spaces, so the text reads as itself on one line.
+pub fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' | '&' | '~' | '!' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The text with its first letter in upper case.
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |c| {
+        c.to_uppercase().chain(chars).collect::<String>()
+    })
 }
 
 #[cfg(test)]
