@@ -266,49 +266,9 @@ struct Sim<'a> {
 impl<'a> Sim<'a> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
-        let dense_max = tuning.dense_max;
         let graph = sc.is_graph();
-        let services: Vec<ServiceState> = sc
-            .services
-            .iter()
-            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
-            .collect();
-        let clients = sc.clients.count;
-        let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
-        let mut edges = vec![Edge {
-            to: 0,
-            route: None,
-            propagate_deadline: false,
-            timeout: sc.policy.timeout,
-            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
-            tracks_executions: tracks(&sc.policy),
-            keys: key_store(&sc.policy),
-            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
-            counters: CallCounters::default(),
-        }];
-        let mut first_edge = Vec::with_capacity(sc.services.len());
-        for s in &sc.services {
-            first_edge.push(edges.len() as u32);
-            let mut from = 0.0;
-            for call in &s.calls {
-                let route = (call.fraction < 1.0).then(|| {
-                    let slice = (from, from + call.fraction);
-                    from += call.fraction;
-                    slice
-                });
-                edges.push(Edge {
-                    to: call.to as u32,
-                    route,
-                    propagate_deadline: call.policy.propagate_deadline,
-                    timeout: call.policy.timeout,
-                    folds_reads: folds_reads(&sc.services[call.to].server, &call.policy),
-                    tracks_executions: tracks(&call.policy),
-                    keys: key_store(&call.policy),
-                    policies: CallPolicies::new(&call.policy, false, clients, dense_max),
-                    counters: CallCounters::default(),
-                });
-            }
-        }
+        let services = Self::build_services(sc, graph);
+        let (edges, first_edge) = Self::build_edges(sc, tuning.dense_max);
         let cancels = edges.iter().any(|e| e.policies.cancels());
         let fold_retries = !graph && edges[0].policies.passive() && edges[0].keys.is_none();
         let entry_routes = (0..sc.services[0].calls.len() as u32)
@@ -346,32 +306,89 @@ impl<'a> Sim<'a> {
             reached: SimTime::ZERO,
             gauges_settle: gauges_settle(&sc.policy),
         };
+        sim.schedule_first_events();
+        sim
+    }
+
+    /// The services' states; in a graph each keeps its own time series.
+    fn build_services(sc: &Scenario, graph: bool) -> Vec<ServiceState> {
+        sc.services
+            .iter()
+            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
+            .collect()
+    }
+
+    /// The call edges with their policies: the clients' edge into the entry service first, then
+    /// each service's calls in order. Also returns where each service's calls start among them.
+    fn build_edges(sc: &'a Scenario, dense_max: usize) -> (Vec<Edge<'a>>, Vec<u32>) {
+        let clients = sc.clients.count;
+        let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
+        let mut edges = vec![Edge {
+            to: 0,
+            route: None,
+            propagate_deadline: false,
+            timeout: sc.policy.timeout,
+            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
+            tracks_executions: tracks(&sc.policy),
+            keys: key_store(&sc.policy),
+            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
+            counters: CallCounters::default(),
+        }];
+        let mut first_edge = Vec::with_capacity(sc.services.len());
+        for s in &sc.services {
+            first_edge.push(edges.len() as u32);
+            let mut from = 0.0;
+            for call in &s.calls {
+                let route = (call.fraction < 1.0).then(|| {
+                    let slice = (from, from + call.fraction);
+                    from += call.fraction;
+                    slice
+                });
+                edges.push(Edge {
+                    to: call.to as u32,
+                    route,
+                    propagate_deadline: call.policy.propagate_deadline,
+                    timeout: call.policy.timeout,
+                    folds_reads: folds_reads(&sc.services[call.to].server, &call.policy),
+                    tracks_executions: tracks(&call.policy),
+                    keys: key_store(&call.policy),
+                    policies: CallPolicies::new(&call.policy, false, clients, dense_max),
+                    counters: CallCounters::default(),
+                });
+            }
+        }
+        (edges, first_edge)
+    }
+
+    /// Queues what starts the run: the faults' later concurrency changes, then the first
+    /// arrival of an open workload or every closed client's first request.
+    fn schedule_first_events(&mut self) {
+        let sc = self.sc;
         for (i, s) in sc.services.iter().enumerate() {
             for edge in s.server.faults.concurrency_edges() {
                 if edge > SimTime::ZERO {
-                    sim.queue
+                    self.queue
                         .schedule(edge, Event::FaultEdge { service: i as u32 });
                 }
             }
         }
         match &sc.clients.workload {
             Workload::Open(profile) => {
-                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
-                    && t < sim.end_of_arrivals
+                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut self.rng.arrivals)
+                    && t < self.end_of_arrivals
                 {
-                    sim.queue.schedule_chained(t, Event::Arrival);
+                    self.queue.schedule_chained(t, Event::Arrival);
                 }
             }
             Workload::Closed(closed) => {
                 let k = closed.requests_per_client.unwrap_or(u64::MAX);
-                sim.remaining = vec![k; sc.clients.count as usize];
+                self.remaining = vec![k; sc.clients.count as usize];
                 for client in 0..sc.clients.count {
-                    let at = SimTime::ZERO + closed.start.sample(&mut sim.rng.arrivals);
-                    sim.queue.schedule(at, Event::ClientReady { client });
+                    let at = SimTime::ZERO + closed.start.sample(&mut self.rng.arrivals);
+                    self.queue.schedule(at, Event::ClientReady { client });
                 }
             }
         }
-        sim
     }
 
     /// The event loop, sweeping stale timers out of a queue of more than `compact_min`
