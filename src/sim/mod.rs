@@ -263,6 +263,20 @@ struct Sim<'a> {
     gauges_settle: crate::engine::SimDuration,
 }
 
+/// The event loop's limits and its schedule for sweeping the queue.
+struct Housekeeping {
+    /// The end of simulated time the scenario allows, if it sets one.
+    max_time: Option<SimTime>,
+    /// The most events a run may handle.
+    max_events: u64,
+    /// The fewest pending events worth a sweep.
+    compact_min: usize,
+    /// Timers of answered attempts stay queued until they come up (and are dropped); with
+    /// long timeouts they would pile up with finished work. When the queue doubles past this
+    /// length, they are swept out.
+    compact_at: usize,
+}
+
 impl<'a> Sim<'a> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
@@ -394,19 +408,19 @@ impl<'a> Sim<'a> {
     /// The event loop, sweeping stale timers out of a queue of more than `compact_min`
     /// pending events. Returns why it stopped early, if it did.
     fn run(&mut self, compact_min: usize) -> Option<Truncation> {
-        let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
-        let max_events = self.sc.limits.max_events;
-        // Timers of answered attempts stay queued until they come up (and are dropped); with
-        // long timeouts they would pile up with finished work. When the queue doubles, they
-        // are swept out.
-        let mut compact_at = compact_min;
+        let mut hk = Housekeeping {
+            max_time: self.sc.max_time.map(|d| SimTime::ZERO + d),
+            max_events: self.sc.limits.max_events,
+            compact_min,
+            compact_at: compact_min,
+        };
         // The time of the last event handled, for a run that reaches the end of time.
         let mut last = self.queue.now();
         loop {
             let calls = &self.calls;
             let Some((now, event)) = self.queue.pop_skipping(|e| stale(calls, e)) else {
                 // The successful ends settled ahead are the run's last instants.
-                let end = max_time.unwrap_or(SimTime(u64::MAX - 1));
+                let end = hk.max_time.unwrap_or(SimTime(u64::MAX - 1));
                 self.reach_until(last, (end, Ticket::LAST));
                 return match (self.settled_ends.is_empty(), self.sc.max_time) {
                     (false, Some(at)) => Some(Truncation::MaxTime {
@@ -416,40 +430,8 @@ impl<'a> Sim<'a> {
                     _ => None,
                 };
             };
-            let pending = self.queue.len();
-            if pending > compact_at {
-                let calls = &self.calls;
-                self.queue.retain(|e| !stale(calls, e));
-                compact_at = (2 * self.queue.len()).max(compact_min);
-            }
-            self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
-            if let Some(m) = max_time
-                && now > m
-            {
-                self.reach_until(last, (m, Ticket::LAST));
-                return Some(Truncation::MaxTime {
-                    at: self.sc.max_time.expect("checked"),
-                    in_flight: self.in_flight,
-                });
-            }
-            if now == SimTime::NEVER {
-                // An instant past the end of simulated time: nothing happens there, so an
-                // event due then ends the run.
-                let at = self.reach_until(last, (SimTime(u64::MAX - 1), Ticket::LAST));
-                return Some(Truncation::EndOfTime {
-                    at,
-                    in_flight: self.in_flight,
-                });
-            }
-            if self.queue.events_processed() > max_events {
-                self.reach_until(last, self.queue.current());
-                return Some(Truncation::MaxEvents {
-                    limit: max_events,
-                    at: now,
-                });
-            }
-            if now >= self.rec.series.next_boundary() {
-                self.tick(last, now);
+            if let Some(t) = self.housekeep(&mut hk, now, last) {
+                return Some(t);
             }
             last = now;
             match event {
@@ -499,6 +481,55 @@ impl<'a> Sim<'a> {
                 return self.overflow.take();
             }
         }
+    }
+
+    /// The loop's work before handling the event popped at `now`, the first since `last`:
+    /// sweeping stale timers, noting the queue's length, stopping at a limit, and recording
+    /// the buckets that have ended. Returns why the run stops, if it does. It is inlined
+    /// because it runs once per event.
+    #[inline(always)]
+    fn housekeep(
+        &mut self,
+        hk: &mut Housekeeping,
+        now: SimTime,
+        last: SimTime,
+    ) -> Option<Truncation> {
+        let pending = self.queue.len();
+        if pending > hk.compact_at {
+            let calls = &self.calls;
+            self.queue.retain(|e| !stale(calls, e));
+            hk.compact_at = (2 * self.queue.len()).max(hk.compact_min);
+        }
+        self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
+        if let Some(m) = hk.max_time
+            && now > m
+        {
+            self.reach_until(last, (m, Ticket::LAST));
+            return Some(Truncation::MaxTime {
+                at: self.sc.max_time.expect("checked"),
+                in_flight: self.in_flight,
+            });
+        }
+        if now == SimTime::NEVER {
+            // An instant past the end of simulated time: nothing happens there, so an
+            // event due then ends the run.
+            let at = self.reach_until(last, (SimTime(u64::MAX - 1), Ticket::LAST));
+            return Some(Truncation::EndOfTime {
+                at,
+                in_flight: self.in_flight,
+            });
+        }
+        if self.queue.events_processed() > hk.max_events {
+            self.reach_until(last, self.queue.current());
+            return Some(Truncation::MaxEvents {
+                limit: hk.max_events,
+                at: now,
+            });
+        }
+        if now >= self.rec.series.next_boundary() {
+            self.tick(last, now);
+        }
+        None
     }
 
     /// One or more time-series buckets have ended by `now`, the first event since `last`:
