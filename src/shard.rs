@@ -649,6 +649,36 @@ pub struct Checked {
 /// and holding what its index should. Every problem found is listed in the error, naming the
 /// folder and the units concerned.
 pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
+    let shards = check_readable(dirs)?;
+    let Some(first) = shards.first() else {
+        return Err(refuse("merge: no shard folders given"));
+    };
+    check_alike(&shards, first)?;
+    let experiment = check_resolves_same(first)?;
+    let reference = first.info.clone();
+    let shards = check_indices(&experiment, shards, reference.count, &reference.file)?;
+    let format = match reference.figures.as_str() {
+        "svg" => ImageFormat::Svg,
+        _ => ImageFormat::Png,
+    };
+    Ok(Checked {
+        experiment,
+        shards,
+        format,
+    })
+}
+
+/// Refuses the merge if any problem was found, listing them all.
+fn refuse_any(problems: &[String]) -> anyhow::Result<()> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(refuse(merge_refused(problems)))
+    }
+}
+
+/// Every folder given is a finished shard folder: read, with each problem named by folder.
+fn check_readable(dirs: &[PathBuf]) -> anyhow::Result<Vec<ShardFolder>> {
     let mut problems = Vec::new();
     let mut shards = Vec::new();
     for dir in dirs {
@@ -657,15 +687,18 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
             Err(e) => problems.push(format!("{}: {e}", dir.display())),
         }
     }
-    if !problems.is_empty() {
-        return Err(refuse(merge_refused(&problems)));
-    }
-    let Some(first) = shards.first() else {
-        return Err(refuse("merge: no shard folders given"));
-    };
+    refuse_any(&problems)?;
+    Ok(shards)
+}
+
+/// Every shard was run as `first` was: the same shard format, retrystorm version, flags,
+/// scenario, shard count and figure format. Each shard that differs is named once, with the
+/// first difference found.
+fn check_alike(shards: &[ShardFolder], first: &ShardFolder) -> anyhow::Result<()> {
     let version = env!("CARGO_PKG_VERSION");
-    let reference = first.info.clone();
-    for s in &shards {
+    let reference = &first.info;
+    let mut problems = Vec::new();
+    for s in shards {
         let i = &s.info;
         let d = s.dir.display();
         if i.format != FORMAT {
@@ -712,9 +745,13 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
             ));
         }
     }
-    if !problems.is_empty() {
-        return Err(refuse(merge_refused(&problems)));
-    }
+    refuse_any(&problems)
+}
+
+/// The scenario `first` carries loads with its recorded flags and resolves, with this
+/// retrystorm, to the SHA-256 it recorded. Returns the experiment it loads to.
+fn check_resolves_same(first: &ShardFolder) -> anyhow::Result<Experiment> {
+    let reference = &first.info;
     let options = reference
         .overrides
         .load_options()
@@ -740,14 +777,25 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
             short(&reference.resolved_sha256)
         )));
     }
-    let count = reference.count;
+    Ok(experiment)
+}
+
+/// Every index below `count` is given exactly once and holds what the plan gives it. Returns
+/// the shards in index order; `file` names the scenario in the advice for a missing shard.
+fn check_indices(
+    experiment: &Experiment,
+    shards: Vec<ShardFolder>,
+    count: u64,
+    file: &str,
+) -> anyhow::Result<Vec<ShardFolder>> {
     let reps = u64::from(experiment.replications);
+    let mut problems = Vec::new();
     let mut by_index: BTreeMap<u64, Vec<ShardFolder>> = BTreeMap::new();
     for s in shards {
         by_index.entry(s.info.index).or_default().push(s);
     }
     for (index, list) in &by_index {
-        let (_, held) = plan(&experiment, *index, count);
+        let (_, held) = plan(experiment, *index, count);
         if *index >= count {
             problems.push(format!(
                 "{}: its index {index} is not below its count {count}",
@@ -762,7 +810,7 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
                 units_text(&held, reps)
             ));
         } else if list[0].info.holds != held
-            || list[0].info.units != runner::groups(&experiment).len() as u64
+            || list[0].info.units != runner::groups(experiment).len() as u64
             || list[0].info.replications != reps
         {
             problems.push(format!(
@@ -775,11 +823,10 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
     }
     let missing: Vec<u64> = (0..count).filter(|i| !by_index.contains_key(i)).collect();
     for index in missing.iter().take(10) {
-        let (_, held) = plan(&experiment, *index, count);
+        let (_, held) = plan(experiment, *index, count);
         problems.push(format!(
-            "shard {index}/{count} is missing: it holds {}; run it (retrystorm run {} --shard {index}/{count} ...) and give its folder",
+            "shard {index}/{count} is missing: it holds {}; run it (retrystorm run {file} --shard {index}/{count} ...) and give its folder",
             units_text(&held, reps),
-            reference.file
         ));
     }
     if missing.len() > 10 {
@@ -788,18 +835,8 @@ pub fn check(dirs: &[PathBuf]) -> anyhow::Result<Checked> {
             missing.len() - 10
         ));
     }
-    if !problems.is_empty() {
-        return Err(refuse(merge_refused(&problems)));
-    }
-    let format = match reference.figures.as_str() {
-        "svg" => ImageFormat::Svg,
-        _ => ImageFormat::Png,
-    };
-    Ok(Checked {
-        experiment,
-        shards: by_index.into_values().flatten().collect(),
-        format,
-    })
+    refuse_any(&problems)?;
+    Ok(by_index.into_values().flatten().collect())
 }
 
 fn merge_refused(problems: &[String]) -> String {

@@ -263,52 +263,26 @@ struct Sim<'a> {
     gauges_settle: crate::engine::SimDuration,
 }
 
+/// The event loop's limits and its schedule for sweeping the queue.
+struct Housekeeping {
+    /// The end of simulated time the scenario allows, if it sets one.
+    max_time: Option<SimTime>,
+    /// The most events a run may handle.
+    max_events: u64,
+    /// The fewest pending events worth a sweep.
+    compact_min: usize,
+    /// Timers of answered attempts stay queued until they come up (and are dropped); with
+    /// long timeouts they would pile up with finished work. When the queue doubles past this
+    /// length, they are swept out.
+    compact_at: usize,
+}
+
 impl<'a> Sim<'a> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
-        let dense_max = tuning.dense_max;
         let graph = sc.is_graph();
-        let services: Vec<ServiceState> = sc
-            .services
-            .iter()
-            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
-            .collect();
-        let clients = sc.clients.count;
-        let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
-        let mut edges = vec![Edge {
-            to: 0,
-            route: None,
-            propagate_deadline: false,
-            timeout: sc.policy.timeout,
-            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
-            tracks_executions: tracks(&sc.policy),
-            keys: key_store(&sc.policy),
-            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
-            counters: CallCounters::default(),
-        }];
-        let mut first_edge = Vec::with_capacity(sc.services.len());
-        for s in &sc.services {
-            first_edge.push(edges.len() as u32);
-            let mut from = 0.0;
-            for call in &s.calls {
-                let route = (call.fraction < 1.0).then(|| {
-                    let slice = (from, from + call.fraction);
-                    from += call.fraction;
-                    slice
-                });
-                edges.push(Edge {
-                    to: call.to as u32,
-                    route,
-                    propagate_deadline: call.policy.propagate_deadline,
-                    timeout: call.policy.timeout,
-                    folds_reads: folds_reads(&sc.services[call.to].server, &call.policy),
-                    tracks_executions: tracks(&call.policy),
-                    keys: key_store(&call.policy),
-                    policies: CallPolicies::new(&call.policy, false, clients, dense_max),
-                    counters: CallCounters::default(),
-                });
-            }
-        }
+        let services = Self::build_services(sc, graph);
+        let (edges, first_edge) = Self::build_edges(sc, tuning.dense_max);
         let cancels = edges.iter().any(|e| e.policies.cancels());
         let fold_retries = !graph && edges[0].policies.passive() && edges[0].keys.is_none();
         let entry_routes = (0..sc.services[0].calls.len() as u32)
@@ -346,50 +320,107 @@ impl<'a> Sim<'a> {
             reached: SimTime::ZERO,
             gauges_settle: gauges_settle(&sc.policy),
         };
+        sim.schedule_first_events();
+        sim
+    }
+
+    /// The services' states; in a graph each keeps its own time series.
+    fn build_services(sc: &Scenario, graph: bool) -> Vec<ServiceState> {
+        sc.services
+            .iter()
+            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
+            .collect()
+    }
+
+    /// The call edges with their policies: the clients' edge into the entry service first, then
+    /// each service's calls in order. Also returns where each service's calls start among them.
+    fn build_edges(sc: &'a Scenario, dense_max: usize) -> (Vec<Edge<'a>>, Vec<u32>) {
+        let clients = sc.clients.count;
+        let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
+        let mut edges = vec![Edge {
+            to: 0,
+            route: None,
+            propagate_deadline: false,
+            timeout: sc.policy.timeout,
+            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
+            tracks_executions: tracks(&sc.policy),
+            keys: key_store(&sc.policy),
+            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
+            counters: CallCounters::default(),
+        }];
+        let mut first_edge = Vec::with_capacity(sc.services.len());
+        for s in &sc.services {
+            first_edge.push(edges.len() as u32);
+            let mut from = 0.0;
+            for call in &s.calls {
+                let route = (call.fraction < 1.0).then(|| {
+                    let slice = (from, from + call.fraction);
+                    from += call.fraction;
+                    slice
+                });
+                edges.push(Edge {
+                    to: call.to as u32,
+                    route,
+                    propagate_deadline: call.policy.propagate_deadline,
+                    timeout: call.policy.timeout,
+                    folds_reads: folds_reads(&sc.services[call.to].server, &call.policy),
+                    tracks_executions: tracks(&call.policy),
+                    keys: key_store(&call.policy),
+                    policies: CallPolicies::new(&call.policy, false, clients, dense_max),
+                    counters: CallCounters::default(),
+                });
+            }
+        }
+        (edges, first_edge)
+    }
+
+    /// Queues what starts the run: the faults' later concurrency changes, then the first
+    /// arrival of an open workload or every closed client's first request.
+    fn schedule_first_events(&mut self) {
+        let sc = self.sc;
         for (i, s) in sc.services.iter().enumerate() {
             for edge in s.server.faults.concurrency_edges() {
                 if edge > SimTime::ZERO {
-                    sim.queue
+                    self.queue
                         .schedule(edge, Event::FaultEdge { service: i as u32 });
                 }
             }
         }
         match &sc.clients.workload {
             Workload::Open(profile) => {
-                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut sim.rng.arrivals)
-                    && t < sim.end_of_arrivals
+                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut self.rng.arrivals)
+                    && t < self.end_of_arrivals
                 {
-                    sim.queue.schedule_chained(t, Event::Arrival);
+                    self.queue.schedule_chained(t, Event::Arrival);
                 }
             }
             Workload::Closed(closed) => {
                 let k = closed.requests_per_client.unwrap_or(u64::MAX);
-                sim.remaining = vec![k; sc.clients.count as usize];
+                self.remaining = vec![k; sc.clients.count as usize];
                 for client in 0..sc.clients.count {
-                    let at = SimTime::ZERO + closed.start.sample(&mut sim.rng.arrivals);
-                    sim.queue.schedule(at, Event::ClientReady { client });
+                    let at = SimTime::ZERO + closed.start.sample(&mut self.rng.arrivals);
+                    self.queue.schedule(at, Event::ClientReady { client });
                 }
             }
         }
-        sim
     }
 
     /// The event loop, sweeping stale timers out of a queue of more than `compact_min`
     /// pending events. Returns why it stopped early, if it did.
     fn run(&mut self, compact_min: usize) -> Option<Truncation> {
-        let max_time = self.sc.max_time.map(|d| SimTime::ZERO + d);
-        let max_events = self.sc.limits.max_events;
-        // Timers of answered attempts stay queued until they come up (and are dropped); with
-        // long timeouts they would pile up with finished work. When the queue doubles, they
-        // are swept out.
-        let mut compact_at = compact_min;
+        let mut hk = Housekeeping {
+            max_time: self.sc.max_time.map(|d| SimTime::ZERO + d),
+            max_events: self.sc.limits.max_events,
+            compact_min,
+            compact_at: compact_min,
+        };
         // The time of the last event handled, for a run that reaches the end of time.
         let mut last = self.queue.now();
         loop {
             let calls = &self.calls;
             let Some((now, event)) = self.queue.pop_skipping(|e| stale(calls, e)) else {
                 // The successful ends settled ahead are the run's last instants.
-                let end = max_time.unwrap_or(SimTime(u64::MAX - 1));
+                let end = hk.max_time.unwrap_or(SimTime(u64::MAX - 1));
                 self.reach_until(last, (end, Ticket::LAST));
                 return match (self.settled_ends.is_empty(), self.sc.max_time) {
                     (false, Some(at)) => Some(Truncation::MaxTime {
@@ -399,40 +430,8 @@ impl<'a> Sim<'a> {
                     _ => None,
                 };
             };
-            let pending = self.queue.len();
-            if pending > compact_at {
-                let calls = &self.calls;
-                self.queue.retain(|e| !stale(calls, e));
-                compact_at = (2 * self.queue.len()).max(compact_min);
-            }
-            self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
-            if let Some(m) = max_time
-                && now > m
-            {
-                self.reach_until(last, (m, Ticket::LAST));
-                return Some(Truncation::MaxTime {
-                    at: self.sc.max_time.expect("checked"),
-                    in_flight: self.in_flight,
-                });
-            }
-            if now == SimTime::NEVER {
-                // An instant past the end of simulated time: nothing happens there, so an
-                // event due then ends the run.
-                let at = self.reach_until(last, (SimTime(u64::MAX - 1), Ticket::LAST));
-                return Some(Truncation::EndOfTime {
-                    at,
-                    in_flight: self.in_flight,
-                });
-            }
-            if self.queue.events_processed() > max_events {
-                self.reach_until(last, self.queue.current());
-                return Some(Truncation::MaxEvents {
-                    limit: max_events,
-                    at: now,
-                });
-            }
-            if now >= self.rec.series.next_boundary() {
-                self.tick(last, now);
+            if let Some(t) = self.housekeep(&mut hk, now, last) {
+                return Some(t);
             }
             last = now;
             match event {
@@ -482,6 +481,55 @@ impl<'a> Sim<'a> {
                 return self.overflow.take();
             }
         }
+    }
+
+    /// The loop's work before handling the event popped at `now`, the first since `last`:
+    /// sweeping stale timers, noting the queue's length, stopping at a limit, and recording
+    /// the buckets that have ended. Returns why the run stops, if it does. It is inlined
+    /// because it runs once per event.
+    #[inline(always)]
+    fn housekeep(
+        &mut self,
+        hk: &mut Housekeeping,
+        now: SimTime,
+        last: SimTime,
+    ) -> Option<Truncation> {
+        let pending = self.queue.len();
+        if pending > hk.compact_at {
+            let calls = &self.calls;
+            self.queue.retain(|e| !stale(calls, e));
+            hk.compact_at = (2 * self.queue.len()).max(hk.compact_min);
+        }
+        self.rec.counters.max_pending = self.rec.counters.max_pending.max(pending as u64);
+        if let Some(m) = hk.max_time
+            && now > m
+        {
+            self.reach_until(last, (m, Ticket::LAST));
+            return Some(Truncation::MaxTime {
+                at: self.sc.max_time.expect("checked"),
+                in_flight: self.in_flight,
+            });
+        }
+        if now == SimTime::NEVER {
+            // An instant past the end of simulated time: nothing happens there, so an
+            // event due then ends the run.
+            let at = self.reach_until(last, (SimTime(u64::MAX - 1), Ticket::LAST));
+            return Some(Truncation::EndOfTime {
+                at,
+                in_flight: self.in_flight,
+            });
+        }
+        if self.queue.events_processed() > hk.max_events {
+            self.reach_until(last, self.queue.current());
+            return Some(Truncation::MaxEvents {
+                limit: hk.max_events,
+                at: now,
+            });
+        }
+        if now >= self.rec.series.next_boundary() {
+            self.tick(last, now);
+        }
+        None
     }
 
     /// One or more time-series buckets have ended by `now`, the first event since `last`:
