@@ -29,35 +29,78 @@ pub struct Latency {
     pub max: f64,
 }
 
-/// Logical requests that ended in each kind of failure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Failed {
-    /// Last attempt answered `error`.
-    pub error: f64,
-    /// Last attempt rejected by a full server.
-    pub rejected: f64,
-    /// Last attempt refused by the server's rate limit.
-    pub throttled: f64,
-    /// Last attempt timed out.
-    pub timeout: f64,
-    /// Last attempt lost an optimistic-concurrency write.
-    pub conflict: f64,
-    /// A bad request (4xx), never retried.
-    pub permanent: f64,
-    /// A retry budget denied the retry.
-    pub budget_exhausted: f64,
-    /// A circuit breaker refused the attempt.
-    pub breaker_open: f64,
-    /// The request's deadline passed.
-    pub deadline_exceeded: f64,
-    /// A full bulkhead refused a call (call graphs only; absent from a single server's
-    /// summary).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub bulkhead_full: f64,
-    /// The client's adaptive throttle rejected the request locally (absent when none was).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub throttled_locally: f64,
+/// Declares [`Failed`] with one count per failure outcome and derives its accessors from
+/// the same list, so that a field and its accessor arms cannot drift apart. Fields serialise
+/// in list order, which is summary.json's order.
+macro_rules! failed {
+    (
+        $(#[$struct_attr:meta])*
+        pub struct Failed {
+            $(
+                $(#[$attr:meta])*
+                $field:ident: $variant:ident,
+            )*
+        }
+    ) => {
+        $(#[$struct_attr])*
+        pub struct Failed {
+            $(
+                $(#[$attr])*
+                pub $field: f64,
+            )*
+        }
+
+        impl Failed {
+            /// The count for failure outcome `o` (0 for `Success` and `Degraded`, which are
+            /// not failures).
+            pub fn get(&self, o: Outcome) -> f64 {
+                match o {
+                    Outcome::Success | Outcome::Degraded => 0.0,
+                    $(Outcome::$variant => self.$field,)*
+                }
+            }
+
+            fn get_mut(&mut self, o: Outcome) -> Option<&mut f64> {
+                Some(match o {
+                    Outcome::Success | Outcome::Degraded => return None,
+                    $(Outcome::$variant => &mut self.$field,)*
+                })
+            }
+        }
+    };
+}
+
+failed! {
+    /// Logical requests that ended in each kind of failure.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Failed {
+        /// Last attempt answered `error`.
+        error: Error,
+        /// Last attempt rejected by a full server.
+        rejected: Rejected,
+        /// Last attempt refused by the server's rate limit.
+        throttled: Throttled,
+        /// Last attempt timed out.
+        timeout: Timeout,
+        /// Last attempt lost an optimistic-concurrency write.
+        conflict: Conflict,
+        /// A bad request (4xx), never retried.
+        permanent: Permanent,
+        /// A retry budget denied the retry.
+        budget_exhausted: BudgetExhausted,
+        /// A circuit breaker refused the attempt.
+        breaker_open: BreakerOpen,
+        /// The request's deadline passed.
+        deadline_exceeded: DeadlineExceeded,
+        /// A full bulkhead refused a call (call graphs only; absent from a single server's
+        /// summary).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        bulkhead_full: BulkheadFull,
+        /// The client's adaptive throttle rejected the request locally (absent when none was).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        throttled_locally: ThrottledLocally,
+    }
 }
 
 /// Whether a count is zero, for fields that only call graphs have.
@@ -66,41 +109,6 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl Failed {
-    /// The count for failure outcome `o` (0 for `Success`, which is not a failure).
-    pub fn get(&self, o: Outcome) -> f64 {
-        match o {
-            Outcome::Success | Outcome::Degraded => 0.0,
-            Outcome::Error => self.error,
-            Outcome::Rejected => self.rejected,
-            Outcome::Throttled => self.throttled,
-            Outcome::Timeout => self.timeout,
-            Outcome::Conflict => self.conflict,
-            Outcome::Permanent => self.permanent,
-            Outcome::BudgetExhausted => self.budget_exhausted,
-            Outcome::BreakerOpen => self.breaker_open,
-            Outcome::DeadlineExceeded => self.deadline_exceeded,
-            Outcome::BulkheadFull => self.bulkhead_full,
-            Outcome::ThrottledLocally => self.throttled_locally,
-        }
-    }
-
-    fn get_mut(&mut self, o: Outcome) -> Option<&mut f64> {
-        Some(match o {
-            Outcome::Success | Outcome::Degraded => return None,
-            Outcome::Error => &mut self.error,
-            Outcome::Rejected => &mut self.rejected,
-            Outcome::Throttled => &mut self.throttled,
-            Outcome::Timeout => &mut self.timeout,
-            Outcome::Conflict => &mut self.conflict,
-            Outcome::Permanent => &mut self.permanent,
-            Outcome::BudgetExhausted => &mut self.budget_exhausted,
-            Outcome::BreakerOpen => &mut self.breaker_open,
-            Outcome::DeadlineExceeded => &mut self.deadline_exceeded,
-            Outcome::BulkheadFull => &mut self.bulkhead_full,
-            Outcome::ThrottledLocally => &mut self.throttled_locally,
-        })
-    }
-
     /// Sets the count for failure outcome `o` (ignored for `Success`).
     pub fn set(&mut self, o: Outcome, x: f64) {
         if let Some(slot) = self.get_mut(o) {
@@ -1096,6 +1104,32 @@ mod tests {
         }
         let keys: std::collections::HashSet<&str> = all.iter().map(|k| k.key).collect();
         assert_eq!(keys.len(), all.len(), "keys are unique");
+    }
+
+    /// Each failure outcome's count sits under the outcome's own name, in outcome order, so
+    /// the field list and the outcome list agree.
+    #[test]
+    fn failed_fields_are_the_failure_outcomes_in_order() {
+        let mut f = Failed::default();
+        for (i, o) in Outcome::FAILURES.into_iter().enumerate() {
+            f.set(o, i as f64 + 1.0);
+        }
+        f.set(Outcome::Success, 99.0);
+        f.set(Outcome::Degraded, 99.0);
+        let doc = serde_json::to_value(f).unwrap();
+        let keys: Vec<&str> = doc
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let names: Vec<&str> = Outcome::FAILURES.iter().map(|o| o.name()).collect();
+        assert_eq!(keys, names);
+        for (i, o) in Outcome::FAILURES.into_iter().enumerate() {
+            assert_eq!(doc[o.name()].as_f64(), Some(i as f64 + 1.0));
+            assert_eq!(f.get(o), i as f64 + 1.0);
+        }
+        assert_eq!(f.get(Outcome::Success) + f.get(Outcome::Degraded), 0.0);
     }
 
     /// Every recovery key names the leaf its accessor reads, in summary.json's order.

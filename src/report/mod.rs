@@ -30,7 +30,6 @@ pub use table::table;
 pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
 
 use std::borrow::Cow;
-use std::path::Path;
 
 use crate::metrics::{CallMetric, ExperimentResult, Metric, Needs, ServiceMetric};
 use crate::model::Discipline;
@@ -227,13 +226,6 @@ pub fn render_report(
         });
     }
     Ok(files)
-}
-
-/// Writes `files` as the run folder `dir`, replacing an earlier run there as a whole
-/// ([`publish::prepare`], then [`publish::publish`]).
-pub fn write_files(dir: &Path, files: &[OutputFile]) -> anyhow::Result<()> {
-    let dest = publish::prepare(dir)?;
-    publish::publish(&dest, files, &publish::Options::default())
 }
 
 #[cfg(test)]

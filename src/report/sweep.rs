@@ -74,8 +74,7 @@ fn all_leaves(v: &VariantResult, half_widths: bool) -> Vec<(String, f64)> {
     for (k, x) in graph_leaves(m) {
         let degraded = k == "degraded";
         out.push((k, x));
-        if let (true, Some(e)) = (degraded, v.degraded_rate()) {
-            let rate = if half_widths { e.half_width } else { e.mean };
+        if let (true, Some(rate)) = (degraded, m.degraded_rate) {
             out.push(("degraded_rate".to_string(), rate));
         }
     }
