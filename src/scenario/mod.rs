@@ -8,6 +8,7 @@
 //! summarised. A [`Scenario`] cannot be wrong: the simulation takes it as is and never checks
 //! a range again.
 
+mod check;
 pub mod error;
 mod load;
 mod locate;

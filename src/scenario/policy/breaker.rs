@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::SimDuration;
 use crate::model::{BreakerConfig, BreakerMode, BreakerWindow};
+use crate::scenario::check::{Caller, Checker, scope, written};
 use crate::scenario::error::num;
 use crate::scenario::schema::{DurationText, RawScope};
-use crate::scenario::validate::{Caller, Checker, scope, written};
 
 /// `policy.breaker`, with Resilience4j's semantics.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

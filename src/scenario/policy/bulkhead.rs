@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::SimDuration;
 
+use crate::scenario::check::{Checker, written};
 use crate::scenario::schema::DurationText;
-use crate::scenario::validate::{Checker, written};
 
 /// `bulkhead`: Resilience4j's semaphore bulkhead on one call edge.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::SimDuration;
 use crate::model::{HEDGE_MIN_SAMPLES, HedgeDelay};
 
+use crate::scenario::check::Checker;
 use crate::scenario::error::{num, short};
 use crate::scenario::units::{parse_duration, parse_percentile};
-use crate::scenario::validate::Checker;
 
 /// `policy.hedge`: hedged requests.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::SimDuration;
+use crate::scenario::check::{Checker, written};
 use crate::scenario::schema::DurationText;
-use crate::scenario::validate::{Checker, written};
 
 /// `policy.idempotency_key`: true (the defaults), false (no keys) or the settings.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

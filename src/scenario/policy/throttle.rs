@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::SimDuration;
 use crate::model::throttle::K_SCALE;
 
+use crate::scenario::check::{Checker, written};
 use crate::scenario::error::{num, short};
 use crate::scenario::schema::DurationText;
-use crate::scenario::validate::{Checker, written};
 
 /// `policy.adaptive_throttle`: true (the defaults), false (none) or the settings.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
