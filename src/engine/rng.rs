@@ -61,8 +61,8 @@ mod tests {
         );
     }
 
-    /// A stream is the PCG stream of its id over the replication's state, as it always was:
-    /// a change here would change every run.
+    /// A stream is the PCG stream of its id over the replication's state: a change here would
+    /// change every run.
     #[test]
     fn a_stream_is_pcg_over_the_replication_state() {
         let state = replication_state(7, 3);

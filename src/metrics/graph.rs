@@ -3,7 +3,7 @@
 //! ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services` and `calls`).
 //!
 //! A single-server scenario has none of these: its server is described by [`super::Counters`]
-//! alone, and its output is what it always was. In a call graph, [`super::Counters`] describes
+//! alone, and its output has no per-service or per-call tables. In a call graph, [`super::Counters`] describes
 //! the clients and the entry service (the recovery analysis judges the entry), and these
 //! describe every service, the entry included, and every call edge.
 //!

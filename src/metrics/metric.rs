@@ -812,7 +812,7 @@ impl Metric {
 /// The counts of policies a scenario may not use (hedging, idempotency keys, duplicate side
 /// effects): each is averaged over replications like the others, but left out of
 /// summary.json, sweep.csv and the tables wherever it is zero, so that a scenario without
-/// them reads as it did before they existed.
+/// them shows no column it cannot fill.
 #[rustfmt::skip]
 impl Metric {
     /// Hedges sent.

@@ -290,8 +290,7 @@ impl Scenario {
     }
 
     /// Whether this is a call graph rather than one server: more than one service. Only
-    /// call graphs have per-service and per-call results; a single server's output is what
-    /// it always was.
+    /// call graphs have per-service and per-call results.
     pub fn is_graph(&self) -> bool {
         self.services.len() > 1
     }
