@@ -361,6 +361,9 @@ pub enum Needs {
     IdempotencyKey,
     /// A CoDel discipline at the service.
     Codel,
+    /// A fallback on any call of the run: a call that fails for good is answered by it, and
+    /// the request ends degraded.
+    Fallback,
 }
 
 /// One metric: where it lives in [`Metrics`], what it is called and how it is printed.
@@ -800,7 +803,7 @@ impl Metric {
         scale: 1.0,
         decimals: 0,
         better: Better::Lower,
-        needs: Needs::Nothing,
+        needs: Needs::Fallback,
         get: |m| m.degraded,
         raw: |m| m.degraded.unwrap_or(0.0),
         set: |m, x| m.degraded = Some(x),

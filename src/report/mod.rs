@@ -11,6 +11,7 @@ mod fixture;
 mod markdown;
 pub mod publish;
 mod reload;
+pub(crate) mod shape;
 mod summary;
 mod sweep;
 mod table;
@@ -55,7 +56,8 @@ pub(crate) fn call_produces(metric: &CallMetric, call: &Call) -> bool {
 }
 
 /// Whether `needs` is met at service `s` of `scenario`: by its discipline, or by a policy of
-/// a call into it (the clients' for the entry), or of any call for a need of the whole run.
+/// a call into it (the clients' for the entry), or of any call for a need of the whole run (a
+/// local rejection or a fallback anywhere decides how a request ends).
 fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
     let calls = || scenario.services.iter().flat_map(|x| &x.calls);
     let clients = (s == 0).then_some(&scenario.policy);
@@ -64,9 +66,9 @@ fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
             &scenario.services[s].server.kind,
             ServerKind::Queue(q) if matches!(q.discipline, Discipline::Codel { .. })
         ),
-        Needs::ThrottleAnywhere => std::iter::once(&scenario.policy)
+        Needs::ThrottleAnywhere | Needs::Fallback => std::iter::once(&scenario.policy)
             .chain(calls().map(|c| &c.policy))
-            .any(|p| p.adaptive_throttle.is_some()),
+            .any(|p| policy_meets(needs, p)),
         _ => clients
             .into_iter()
             .chain(calls().filter(|c| c.to == s).map(|c| &c.policy))
@@ -85,6 +87,7 @@ fn policy_meets(needs: Needs, p: &Policy) -> bool {
         Needs::Throttle | Needs::ThrottleAnywhere => p.adaptive_throttle.is_some(),
         Needs::NonIdempotent => !p.idempotent,
         Needs::IdempotencyKey => p.idempotency_key.is_some(),
+        Needs::Fallback => p.fallback.is_some(),
         Needs::Codel => false,
     }
 }

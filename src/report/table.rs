@@ -1,12 +1,14 @@
-//! The terminal table: a row per variant (and sweep value) with the headline numbers. A call
-//! graph adds the share of requests a fallback answered beside the success share, and a table
-//! per service and per call (at the sweep's focus value).
+//! The terminal table: a row per variant (and sweep value) with the headline numbers. A run
+//! whose requests can be answered degraded adds the share a fallback answered beside the
+//! success share; a run with calls below the entry adds a table per service and per call (at
+//! the sweep's focus value).
 
 use std::fmt::Write as _;
 
 use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
 use crate::metrics::{ExperimentResult, VariantResult};
-use crate::scenario::{Experiment, Variant};
+use crate::report::shape;
+use crate::scenario::{Experiment, Scenario, Variant};
 
 /// The headline columns, each a header and its metric (printed with the metric's scale and
 /// decimals). Latency is the latency of successful requests; the failure share is beside the
@@ -103,8 +105,8 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     write_rows(&mut out, &header, &rows, |i| {
         i < text_cols || (columns.recovery && i == last)
     });
-    if columns.graph {
-        graph_tables(&mut out, experiment, result, with_ci);
+    if columns.calls {
+        service_and_call_tables(&mut out, experiment, result, with_ci);
     }
     for v in result.points.iter().flat_map(|p| &p.variants) {
         if let Some(t) = v.truncations.first() {
@@ -126,10 +128,13 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
 struct Columns {
     /// A column for the second swept setting.
     second: bool,
-    /// Some variant is a call graph: its requests a fallback answered are neither successes
-    /// nor failures, so their share stands between the two, and their latency is counted
-    /// with the successes'.
-    graph: bool,
+    /// A request of some variant can be answered degraded ([`shape::can_degrade`]): those
+    /// a fallback answered are neither successes nor failures, so their share stands between
+    /// the two, and their latency is counted with the successes'.
+    degraded: bool,
+    /// Some variant has calls below the entry ([`shape::has_calls`]): tables per service and
+    /// per call follow.
+    calls: bool,
     /// The policy columns some variant has a non-zero value in.
     policy: Vec<(&'static str, Metric)>,
     /// Some variant has a recovery analysis.
@@ -144,7 +149,8 @@ impl Columns {
                 .sweep
                 .as_ref()
                 .is_some_and(|s| s.second.is_some()),
-            graph: any_graph(experiment),
+            degraded: shape::any_can_degrade(shape::scenarios(experiment)),
+            calls: shape::any_has_calls(shape::scenarios(experiment)),
             policy: POLICY_COLS
                 .into_iter()
                 .filter(|(_, k)| variants().any(|v| k.value(&v.metrics) != 0.0))
@@ -161,12 +167,12 @@ impl Columns {
         }
         header.push("variant".into());
         for (h, _) in COLS {
-            header.push(match (self.graph, h) {
+            header.push(match (self.degraded, h) {
                 (true, "success p50 ms") => "answered p50 ms".to_string(),
                 (true, "success p99 ms") => "answered p99 ms".to_string(),
                 (_, h) => h.to_string(),
             });
-            if self.graph && h == "success %" {
+            if self.degraded && h == "success %" {
                 header.push("degraded %".to_string());
             }
         }
@@ -183,8 +189,8 @@ impl Columns {
         let mut row = Vec::new();
         for (h, k) in &COLS {
             row.push(cell(k));
-            if self.graph && *h == "success %" {
-                row.push(degraded_cell(v, with_ci));
+            if self.degraded && *h == "success %" {
+                row.push(degraded_cell(v, &ran.scenario, with_ci));
             }
         }
         row.extend(self.policy.iter().map(|(_, k)| {
@@ -202,23 +208,14 @@ impl Columns {
 }
 
 /// The share of requests a fallback answered, in % as the success share is printed; `-` for
-/// a variant without a call graph.
-pub(super) fn degraded_cell(v: &VariantResult, with_ci: bool) -> String {
+/// a variant whose requests cannot be answered degraded (`scenario`, the one it ran).
+pub(super) fn degraded_cell(v: &VariantResult, scenario: &Scenario, with_ci: bool) -> String {
     let d = Metric::SUCCESS_RATE.decimals;
-    match v.degraded_rate() {
+    match v.degraded_rate().filter(|_| shape::can_degrade(scenario)) {
         None => "-".to_string(),
         Some(e) if with_ci => format!("{:.d$} ± {:.d$}", 100.0 * e.mean, 100.0 * e.half_width),
         Some(e) => format!("{:.d$}", 100.0 * e.mean),
     }
-}
-
-/// Whether some variant of the run is a call graph.
-pub(super) fn any_graph(experiment: &Experiment) -> bool {
-    experiment
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .any(|v| v.scenario.is_graph())
 }
 
 /// The per-service columns: always shown, then those shown only when some service of some
@@ -378,9 +375,9 @@ pub(super) fn call_rows(
         .collect()
 }
 
-/// The per-service and per-call tables of the call-graph variants at the focus point: a row
+/// The per-service and per-call tables of the variants with calls at the focus point: a row
 /// per (variant, service) and per (variant, call), the variant named on its first row.
-fn graph_tables(
+fn service_and_call_tables(
     out: &mut String,
     experiment: &Experiment,
     result: &ExperimentResult,
@@ -394,7 +391,7 @@ fn graph_tables(
         .variants
         .iter()
         .zip(&at.variants)
-        .filter(|(_, ran)| ran.scenario.is_graph())
+        .filter(|(_, ran)| shape::has_calls(&ran.scenario))
         .collect();
     let where_ = match (&experiment.sweep, &point.value) {
         (Some(s), Some(x)) => {
@@ -429,7 +426,7 @@ fn graph_tables(
     call_table(out, &variants, &where_, with_ci);
 }
 
-/// The per-call table of [`graph_tables`], none when no variant has calls.
+/// The per-call table of [`service_and_call_tables`], none when no variant has calls.
 fn call_table(
     out: &mut String,
     variants: &[(&VariantResult, &Variant)],

@@ -26,8 +26,8 @@ pub struct Prediction {
 
 /// The closed forms that apply to `s`, possibly none.
 pub fn predictions(s: &Scenario) -> Vec<Prediction> {
-    // The closed forms describe one server; a call graph's entry waits on its calls.
-    if s.is_graph() {
+    // The closed forms describe one server; an entry with calls waits on them.
+    if crate::report::shape::has_calls(s) {
         return Vec::new();
     }
     let ServerKind::Queue(q) = &s.server().kind else {

@@ -4,10 +4,10 @@
 //! `sweep_value`. Names and sweep values go through [`csv_text`], so that no cell reads as a
 //! spreadsheet formula.
 //!
-//! A call graph adds `service-timeseries.csv`: the same rows per service, with the columns a
-//! service has ([`SERVICE_COLUMNS`]).
+//! A run with calls below the entry adds `service-timeseries.csv`: the same rows per service,
+//! with the columns a service has ([`SERVICE_COLUMNS`]).
 
-use super::{csv_text, value_text};
+use super::{csv_text, shape, value_text};
 use crate::metrics::Column;
 use crate::metrics::ExperimentResult;
 use crate::scenario::Experiment;
@@ -75,21 +75,16 @@ pub(super) fn service_timeseries_header(two_axes: bool) -> Vec<&'static str> {
     header
 }
 
-/// `service-timeseries.csv`: for a call graph, one row per time bucket per service per
-/// variant (and sweep value), means over replications, in the order of the scenario's
-/// services: attempts that reached the service, attempts served and wasted per bucket, and
-/// the queue and attempts holding a worker at the bucket's end. `None` when no variant is a
-/// call graph.
+/// `service-timeseries.csv`: for the variants with calls below the entry, one row per time
+/// bucket per service per variant (and sweep value), means over replications, in the order
+/// of the scenario's services: attempts that reached the service, attempts served and wasted
+/// per bucket, and the queue and attempts holding a worker at the bucket's end. `None` when
+/// no variant has calls: the one service's series is timeseries.csv.
 pub fn service_timeseries_csv(
     experiment: &Experiment,
     result: &ExperimentResult,
 ) -> anyhow::Result<Option<Vec<u8>>> {
-    let any_graph = experiment
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .any(|v| v.scenario.is_graph());
-    if !any_graph {
+    if !shape::any_has_calls(shape::scenarios(experiment)) {
         return Ok(None);
     }
     let two_axes = experiment
@@ -104,7 +99,8 @@ pub fn service_timeseries_csv(
         if two_axes {
             values.push(text(at.second_value.as_ref()));
         }
-        for (v, ran) in point.variants.iter().zip(&at.variants) {
+        let with_calls = point.variants.iter().zip(&at.variants);
+        for (v, ran) in with_calls.filter(|(_, ran)| shape::has_calls(&ran.scenario)) {
             for (series, service) in v.service_series.iter().zip(&ran.scenario.services) {
                 let width = series.bucket.as_nanos();
                 for (i, row) in series.rows.iter().enumerate() {

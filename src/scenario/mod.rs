@@ -294,6 +294,14 @@ impl Scenario {
     pub fn is_graph(&self) -> bool {
         self.services.len() > 1
     }
+
+    /// Whether some service makes calls: there are services below the entry, and with
+    /// them per-service and per-call results. A single server, or a file's `services` with
+    /// one service, makes none.
+    pub fn has_calls(&self) -> bool {
+        self.services.iter().any(|s| !s.calls.is_empty())
+    }
+
     /// The triggers of this scenario, sorted by start: every fault window of every service,
     /// and the stretch in which an open workload's profile departs from its base rate and
     /// comes back to it (from the first point whose rate differs from the base to the point

@@ -3,7 +3,8 @@
 //! each service one column right of its deepest caller) and every call as an arrow labelled
 //! with the attempts it carried per logical request the clients started (mean over
 //! replications, ± its 95 % half-width). An arrow's width grows with that number on one scale
-//! for every panel, so the panels compare at a glance. Only call graphs get this figure.
+//! for every panel, so the panels compare at a glance. Only a run with calls below the entry
+//! gets this figure.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -14,6 +15,7 @@ use super::style::{FONT, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::VariantResult;
 use crate::metrics::{CallMetric, ServiceMetric};
+use crate::report::shape;
 use crate::scenario::Variant;
 
 /// The name the clients' box and the CSV give the clients, which no service can be taken for.
@@ -34,8 +36,8 @@ const BOX_FONT: u32 = 15;
 /// The room between two columns' boxes, for an arrow and its label, in pixels.
 const LABEL_ROOM: u32 = 130;
 
-/// The boxes and arrows every panel shares: the union of the call-graph variants' services
-/// and calls, by name.
+/// The boxes and arrows every panel shares: the union of the services and calls of the
+/// variants with calls, by name.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
     /// The boxes: name and column; index 0 is the clients.
@@ -45,7 +47,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout of the call-graph variants among `ran`.
+    /// The layout of the variants with calls among `ran`.
     pub fn of(ran: &[Variant]) -> Layout {
         let mut nodes: Vec<(String, usize)> = vec![(CLIENTS.to_string(), 0)];
         let mut edges: Vec<(usize, usize)> = Vec::new();
@@ -58,7 +60,7 @@ impl Layout {
                 }
             }
         };
-        for v in ran.iter().filter(|v| v.scenario.is_graph()) {
+        for v in ran.iter().filter(|v| shape::has_calls(&v.scenario)) {
             let services = &v.scenario.services;
             let entry = index(&mut nodes, &services[0].name);
             if !edges.contains(&(0, entry)) {
@@ -221,7 +223,11 @@ impl Chart for CallGraph {
     fn size(&self, run: &Run) -> (u32, u32) {
         let ran = run.ran();
         let layout = Layout::of(ran);
-        let panels = ran.iter().filter(|v| v.scenario.is_graph()).count().max(1) as u32;
+        let panels = ran
+            .iter()
+            .filter(|v| shape::has_calls(&v.scenario))
+            .count()
+            .max(1) as u32;
         (
             layout.width(),
             TITLE_HEIGHT + panels * panel_height(&layout),
@@ -233,7 +239,7 @@ impl Chart for CallGraph {
         let layout = Layout::of(ran);
         let shown = run.point().variants.iter().zip(ran).enumerate();
         let shown = shown
-            .filter(|(_, (_, r))| r.scenario.is_graph())
+            .filter(|(_, (_, r))| shape::has_calls(&r.scenario))
             .map(|(j, (v, r))| (j, v.name.clone(), arrows(&layout, v, r)))
             .collect();
         Ok(Graph { layout, shown })

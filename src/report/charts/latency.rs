@@ -112,22 +112,24 @@ pub fn log_tick(x: &f64) -> String {
     }
 }
 
-/// The latency axis' title. In a call graph a fallback's answer counts with the successes.
-pub fn x_desc(graph: bool) -> String {
+/// The latency axis' title. Where a request can be answered degraded (`can_degrade`), a
+/// fallback's answer counts with the successes.
+pub fn x_desc(can_degrade: bool) -> String {
     format!(
         "latency of {}, start to {} (ms, log scale)",
-        if graph {
+        if can_degrade {
             "answered requests"
         } else {
             "successful requests"
         },
-        if graph { "answer" } else { "success" }
+        if can_degrade { "answer" } else { "success" }
     )
 }
 
-/// The words for the requests whose latency the latency figures draw.
-pub fn latency_of(graph: bool) -> &'static str {
-    if graph {
+/// The words for the requests whose latency the latency figures draw: answered ones where a
+/// request can be answered degraded (`can_degrade`), else successful ones.
+pub fn latency_of(can_degrade: bool) -> &'static str {
+    if can_degrade {
         "answered requests (successes and fallback answers)"
     } else {
         "successful requests"

@@ -47,7 +47,7 @@ impl Chart for LatencyCdf {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.graph() {
+        if run.can_degrade() {
             "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out."
         } else {
             "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast."
@@ -74,14 +74,14 @@ impl Chart for LatencyCdf {
 
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Curves, root: &Area<DB>) -> Result<()> {
         let variants = &run.point().variants;
-        let graph = run.graph();
+        let can_degrade = run.can_degrade();
         // The x range: where any variant has requests, shared with the histogram.
         let (first, last) = latency::x_range(variants);
         let (lo, hi) = latency::x_span((first, last));
         let title = format!(
             "{}: latency of {}{}",
             run.name(),
-            latency::latency_of(graph),
+            latency::latency_of(can_degrade),
             run.at()
         );
         let body = canvas::titled(root, &title, 48, 20)?;
@@ -90,7 +90,7 @@ impl Chart for LatencyCdf {
         let mut keys = canvas::variant_keys(variants, true);
         for (key, v) in keys.iter_mut().zip(variants) {
             if v.metrics.succeeded == 0.0 {
-                key.label.push_str(if graph {
+                key.label.push_str(if can_degrade {
                     " (no answers)"
                 } else {
                     " (no successes)"
@@ -109,8 +109,8 @@ impl Chart for LatencyCdf {
             .drawn()?;
         chart
             .configure_mesh()
-            .x_desc(latency::x_desc(graph))
-            .y_desc(if graph {
+            .x_desc(latency::x_desc(can_degrade))
+            .y_desc(if can_degrade {
                 "share of answers at or below"
             } else {
                 "share of successes at or below"

@@ -54,7 +54,7 @@ impl Chart for LatencyHistogram {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.graph() {
+        if run.can_degrade() {
             "The shape of the latency distribution of answered requests (successes and fallback answers alike), a panel per variant on one log axis and one scale (share of answers per bin), its failure share in the title: two humps are a bimodal run, answers after a retry, or fast fallbacks beside real answers."
         } else {
             "The shape of the latency distribution of successful requests, a panel per variant on one log axis and one scale (share of successes per bin), its failure share in the title: two humps are a bimodal run or successes after a retry."
@@ -81,7 +81,7 @@ impl Chart for LatencyHistogram {
 
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Shares, root: &Area<DB>) -> Result<()> {
         let variants = &run.point().variants;
-        let graph = run.graph();
+        let can_degrade = run.can_degrade();
         let (first, last) = latency::x_range(variants);
         let (lo, hi) = latency::x_span((first, last));
         // One y scale: the largest share of any drawn bin.
@@ -96,7 +96,7 @@ impl Chart for LatencyHistogram {
         let title = format!(
             "{}: latency histogram of {}{} (share per bin, {} bins per decade)",
             run.name(),
-            latency::latency_of(graph),
+            latency::latency_of(can_degrade),
             run.at(),
             LATENCY_BINS_PER_DECADE
         );
@@ -136,9 +136,9 @@ impl Chart for LatencyHistogram {
                 .light_line_style(WHITE.mix(0.0))
                 .bold_line_style(BLACK.mix(0.08))
                 .axis_desc_style((FONT, 13))
-                .y_desc(if graph { "answers" } else { "successes" });
+                .y_desc(if can_degrade { "answers" } else { "successes" });
             if last_panel {
-                mesh.x_desc(latency::x_desc(graph));
+                mesh.x_desc(latency::x_desc(can_degrade));
             }
             mesh.draw().drawn()?;
             let style = if v.is_truncated() {

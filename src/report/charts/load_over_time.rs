@@ -29,7 +29,7 @@ impl Chart for LoadOverTime {
         // Hedges are stacked with the retries: both are attempts beyond a request's first.
         let all = || run.result.points.iter().flat_map(|p| &p.variants);
         let hedged = all().any(|v| v.metrics.hedges > 0.0);
-        let caption = match (run.graph(), hedged) {
+        let caption = match (run.has_calls(), hedged) {
             (true, false) => {
                 "What the clients sent to the entry service over time (pale: first attempts, dark: retries), what succeeded (black line) and the entry's queue (grey, right axis): a storm is where retries outgrow first attempts while goodput falls. The services behind the entry are in service-load-over-time."
             }

@@ -34,6 +34,7 @@ pub use style::{tick, variant_color};
 
 use crate::metrics::Metric;
 use crate::metrics::{ExperimentResult, PointResult, VariantResult};
+use crate::report::shape;
 use crate::scenario::{Experiment, Variant};
 use canvas::{Area, Drawn};
 
@@ -250,9 +251,24 @@ impl<'a> Run<'a> {
         triggers::windows(self.ran())
     }
 
-    /// Whether some variant of the run is a call graph ([`is_graph_run`]).
+    /// Whether a request of some variant of the run can be answered degraded
+    /// ([`shape::can_degrade`]): then latency figures draw answered requests, a fallback's
+    /// answers with the successes, and say so ([`metric_title`]).
+    pub fn can_degrade(&self) -> bool {
+        shape::any_can_degrade(shape::scenarios(self.experiment))
+    }
+
+    /// Whether some variant of the run has calls below the entry ([`shape::has_calls`]):
+    /// then the headline numbers describe the entry, and the services behind it have figures
+    /// of their own.
+    pub fn has_calls(&self) -> bool {
+        shape::any_has_calls(shape::scenarios(self.experiment))
+    }
+
+    /// What `comparison_bars` still asks: its caption's question, [`Run::has_calls`]. Its
+    /// metric titles' question is [`Run::can_degrade`]; once it asks each, this goes.
     pub fn graph(&self) -> bool {
-        is_graph_run(self.experiment)
+        self.has_calls()
     }
 
     /// ", mean of N replications" with more than one, else nothing.
@@ -337,21 +353,12 @@ pub fn figures(
     rendered.into_iter().map(|(_, figure)| figure).collect()
 }
 
-/// Whether some variant of the run is a call graph: its "successful" requests' latency then
-/// counts the requests a fallback answered too (see [`metric_title`]).
-pub fn is_graph_run(experiment: &Experiment) -> bool {
-    experiment
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .any(|v| v.scenario.is_graph())
-}
-
-/// A metric's title as figures and report.md show it: [`Metric::title`], except that in a
-/// call graph the latency of successful requests is that of answered ones (a fallback's answer
-/// counts with the successes), and says so.
-pub fn metric_title(k: &Metric, graph: bool) -> String {
-    match (graph, k.key.strip_prefix("success_latency_ms.")) {
+/// A metric's title as figures and report.md show it: [`Metric::title`], except that where a
+/// request can be answered degraded (`can_degrade`, [`Run::can_degrade`]) the latency of
+/// successful requests is that of answered ones (a fallback's answer counts with the
+/// successes), and says so.
+pub fn metric_title(k: &Metric, can_degrade: bool) -> String {
+    match (can_degrade, k.key.strip_prefix("success_latency_ms.")) {
         (true, Some(_)) => {
             let which = k.label.split(' ').next().unwrap_or(k.label);
             format!("{which} latency of answers ({})", k.unit.suffix())

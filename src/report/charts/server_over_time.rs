@@ -78,7 +78,7 @@ impl Chart for ServerOverTime {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.graph() {
+        if run.has_calls() {
             "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column."
         } else if !has_workers(run.experiment) {
             "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw)."

@@ -1,7 +1,7 @@
 //! A call graph's load per service over time: a panel per service, every panel on one time
 //! axis and one y scale (they are compared), a line per variant of the attempts the service
 //! received per second, in the variant's colour and dash. The trigger windows are shaded as in
-//! the other over-time figures. Only call graphs get this figure.
+//! the other over-time figures. Only a run with calls below the entry gets this figure.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -11,6 +11,7 @@ use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
 use super::style::variant_color;
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
+use crate::report::shape;
 use crate::scenario::Variant;
 
 /// The colour of a panel's title: panels are services, not variants.
@@ -19,18 +20,18 @@ const TITLE: RGBColor = RGBColor(40, 40, 40);
 /// The service-load figure.
 pub struct ServiceLoad;
 
-/// Whether the run gets the call-graph figures: some variant at the focus point is a call
-/// graph.
+/// Whether the run gets the call-graph figures: some variant at the focus point has calls
+/// below the entry ([`shape::has_calls`]).
 pub fn applies(run: &Run) -> bool {
     let point = run.experiment.points.get(run.focus());
-    point.is_some_and(|p| p.variants.iter().any(|v| v.scenario.is_graph()))
+    point.is_some_and(|p| shape::any_has_calls(p.variants.iter().map(|v| &v.scenario)))
 }
 
-/// The services the panels show, in order: every call-graph variant's services by name, the
-/// first variant's first (the entry on top), with whether each is an entry.
+/// The services the panels show, in order: the services of every variant with calls, by
+/// name, the first variant's first (the entry on top), with whether each is an entry.
 pub fn services(ran: &[Variant]) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
-    for v in ran.iter().filter(|v| v.scenario.is_graph()) {
+    for v in ran.iter().filter(|v| shape::has_calls(&v.scenario)) {
         for (i, s) in v.scenario.services.iter().enumerate() {
             match out.iter_mut().find(|(n, _)| *n == s.name) {
                 Some((_, entry)) => *entry |= i == 0,
@@ -74,7 +75,11 @@ impl Chart for ServiceLoad {
                 let Some(i) = r.scenario.services.iter().position(|x| x.name == name) else {
                     continue;
                 };
-                if let Some(rows) = v.service_series.get(i).filter(|_| r.scenario.is_graph()) {
+                let shown = v
+                    .service_series
+                    .get(i)
+                    .filter(|_| shape::has_calls(&r.scenario));
+                if let Some(rows) = shown {
                     lines.push(Line {
                         row: lines.len(),
                         variant: j,

@@ -20,8 +20,8 @@ pub struct SweepCurve {
     /// Axis label, with its unit.
     label: &'static str,
     caption: &'static str,
-    /// The label and caption in a call graph, where they differ.
-    graph: Option<(&'static str, &'static str)>,
+    /// The label and caption where a request can be answered degraded, where they differ.
+    answered: Option<(&'static str, &'static str)>,
 }
 
 /// Work against the swept value.
@@ -30,7 +30,7 @@ pub const WORK: SweepCurve = SweepCurve {
     metric: Metric::ATTEMPTS,
     label: "work (attempts that reached the server)",
     caption: "Work against the swept value: lower is less load on the server.",
-    graph: None,
+    answered: None,
 };
 
 /// Completion time against the swept value.
@@ -39,7 +39,7 @@ pub const COMPLETION: SweepCurve = SweepCurve {
     metric: Metric::COMPLETION,
     label: "completion time (s)",
     caption: "When the last request ended: lower is faster.",
-    graph: None,
+    answered: None,
 };
 
 /// Amplification against the swept value.
@@ -48,7 +48,7 @@ pub const AMPLIFICATION: SweepCurve = SweepCurve {
     metric: Metric::AMPLIFICATION,
     label: "amplification (attempts per request)",
     caption: "How many times each request reached the server: 1 is no retries at all.",
-    graph: None,
+    answered: None,
 };
 
 /// The success rate against the swept value.
@@ -57,7 +57,7 @@ pub const SUCCESS_RATE: SweepCurve = SweepCurve {
     metric: Metric::SUCCESS_RATE,
     label: "success rate (%)",
     caption: "The share of requests that ended in success.",
-    graph: None,
+    answered: None,
 };
 
 /// The p99 latency against the swept value.
@@ -66,7 +66,7 @@ pub const LATENCY_P99: SweepCurve = SweepCurve {
     metric: Metric::SUCCESS_P99,
     label: "p99 latency of successful requests (ms)",
     caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
-    graph: Some((
+    answered: Some((
         "p99 latency of answered requests (ms)",
         "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in success-rate.",
     )),
@@ -75,8 +75,8 @@ pub const LATENCY_P99: SweepCurve = SweepCurve {
 impl SweepCurve {
     /// The axis label and caption for `run`.
     fn words(&self, run: &Run) -> (&'static str, &'static str) {
-        match self.graph {
-            Some(words) if run.graph() => words,
+        match self.answered {
+            Some(words) if run.can_degrade() => words,
             _ => (self.label, self.caption),
         }
     }

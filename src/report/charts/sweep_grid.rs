@@ -98,9 +98,9 @@ impl Chart for SweepGrid {
             }
             values
         });
-        let graph = run.graph();
+        let can_degrade = run.can_degrade();
         let panels = PANELS.iter().map(|k| {
-            let title = super::metric_title(k, graph);
+            let title = super::metric_title(k, can_degrade);
             (title, sweep_curves::points(run, k))
         });
         Ok(Grid {

@@ -12,6 +12,7 @@ use super::escape;
 use crate::metrics::VariantResult;
 use crate::metrics::{Metric, Metrics, ServiceMetric};
 use crate::model::Outcome;
+use crate::report::shape;
 use crate::scenario::Variant;
 
 /// Sentences computed from the numbers at one point (no sweep, or the sweep's focus value):
@@ -382,16 +383,16 @@ fn shed(v: &VariantResult, server: &str) -> Option<String> {
     ))
 }
 
-/// Findings of a call graph: for each service below the entry, which variants send it the
-/// fewest and the most attempts per logical request, where their 95 % intervals are apart and
-/// the difference matters (the entry's is the amplification above); then, per variant, the
-/// duplicate side effects and keys below the entry (the entry's are in the variant's
-/// sentence). Only variants that ran to the end take part.
-pub(super) fn graph_findings(ran: &[Variant], variants: &[VariantResult]) -> Vec<String> {
+/// Findings of the variants with calls below the entry: for each service below it, which
+/// variants send it the fewest and the most attempts per logical request, where their 95 %
+/// intervals are apart and the difference matters (the entry's is the amplification above);
+/// then, per variant, the duplicate side effects and keys below the entry (the entry's are in
+/// the variant's sentence). Only variants that ran to the end take part.
+pub(super) fn findings_below_entry(ran: &[Variant], variants: &[VariantResult]) -> Vec<String> {
     let vs: Vec<(&VariantResult, &Variant)> = variants
         .iter()
         .zip(ran)
-        .filter(|(v, r)| !v.is_truncated() && r.scenario.is_graph())
+        .filter(|(v, r)| !v.is_truncated() && shape::has_calls(&r.scenario))
         .collect();
     let Some((_, first)) = vs.first() else {
         return Vec::new();

@@ -15,14 +15,14 @@ use std::fmt::Write as _;
 
 pub use findings::{findings, truncation_notes};
 
-use super::value_text;
+use super::{shape, value_text};
 use crate::metrics::{ExperimentResult, VariantResult};
 use crate::scenario::words::describe;
 pub(super) use crate::scenario::words::{capitalized, escape};
 use crate::scenario::{Experiment, Scenario, Sweep, Variant};
-use findings::{findings_at, graph_findings};
+use findings::{findings_at, findings_below_entry};
 use recovery::recovery_section;
-use results::{graph_section, results_table, theory_section};
+use results::{results_table, service_and_call_tables, theory_section};
 use sweep::{every_pair, sweep_findings};
 
 /// A figure as the report shows it.
@@ -74,10 +74,16 @@ struct Page<'a> {
     focus: usize,
     /// The scenario each variant ran at that point.
     scenarios: Vec<&'a Scenario>,
-    /// Whether some variant is a call graph: then the top-level numbers describe the clients
-    /// and the entry service, and a fallback's answer is neither a success nor a failure.
-    graph: bool,
-    /// What the top-level numbers describe: "the server", or a call graph's entry in bold.
+    /// Whether some variant has calls below the entry ([`shape::has_calls`]): then the
+    /// top-level numbers describe the clients and the entry service, and every service and
+    /// call has its own table.
+    calls: bool,
+    /// Whether a request of some variant can be answered degraded ([`shape::can_degrade`]):
+    /// then a fallback's answer is neither a success nor a failure, and latency is that of
+    /// answered requests.
+    degraded: bool,
+    /// What the top-level numbers describe: "the server", or the entry in bold when there are
+    /// calls below it.
     server: String,
 }
 
@@ -89,9 +95,10 @@ impl<'a> Page<'a> {
             .iter()
             .map(|v| &v.scenario)
             .collect();
-        let graph = scenarios.iter().any(|s| s.is_graph());
+        let calls = shape::any_has_calls(scenarios.iter().copied());
+        let degraded = shape::any_can_degrade(scenarios.iter().copied());
         let server = match scenarios.first() {
-            Some(s) if graph => format!("**{}**", escape(&s.services[0].name)),
+            Some(s) if calls => format!("**{}**", escape(&s.services[0].name)),
             _ => "the server".to_string(),
         };
         Page {
@@ -99,7 +106,8 @@ impl<'a> Page<'a> {
             result,
             focus,
             scenarios,
-            graph,
+            calls,
+            degraded,
             server,
         }
     }
@@ -207,7 +215,8 @@ fn sweep_line(page: &Page, s: &Sweep) -> String {
 }
 
 /// "Results": what the columns mean, the table, a note for each variant whose replications
-/// split, a call graph's tables per service and per call, and theory beside simulation.
+/// split, the tables per service and per call where there are calls below the entry, and
+/// theory beside simulation.
 fn results_section(out: &mut String, page: &Page) {
     let reps = page.experiment.replications;
     let _ = writeln!(out, "\n## Results{}\n", page.at_point());
@@ -217,12 +226,20 @@ fn results_section(out: &mut String, page: &Page) {
             "Means over {reps} replications, ± the 95 % confidence half-width.\n"
         );
     }
-    if page.graph {
-        let _ = writeln!(
-            out,
-            "The columns describe the clients and the entry service, {}: work and amplification count the attempts that reached it; every service and call has its own table below. A request that a fallback answered is degraded, neither a success nor a failure: its share stands between the two.\n",
+    let mut columns = Vec::new();
+    if page.calls {
+        columns.push(format!(
+            "The columns describe the clients and the entry service, {}: work and amplification count the attempts that reached it; every service and call has its own table below.",
             page.server
-        );
+        ));
+    }
+    if page.degraded {
+        columns.push("A request that a fallback answered is degraded, neither a success nor a failure: its share stands between the two.".to_string());
+    }
+    if !columns.is_empty() {
+        let _ = writeln!(out, "{}\n", columns.join(" "));
+    }
+    if page.degraded {
         let _ = writeln!(
             out,
             "Latency is the latency of answered requests (successes and fallback answers alike), from the request's start to its answer; the share that failed is beside it (failed requests' time to give up is in summary.json as `failure_latency_ms`). Percentiles pool the requests of every replication.\n"
@@ -234,7 +251,7 @@ fn results_section(out: &mut String, page: &Page) {
         );
     }
     let variants = page.variants();
-    results_table(out, variants, &page.scenarios, reps > 1, page.graph);
+    results_table(out, variants, &page.scenarios, reps > 1);
     for v in variants {
         if let Some(r) = v
             .metrics
@@ -251,8 +268,8 @@ fn results_section(out: &mut String, page: &Page) {
             );
         }
     }
-    if page.graph {
-        graph_section(out, page.ran(), variants, reps > 1);
+    if page.calls {
+        service_and_call_tables(out, page.ran(), variants, reps > 1);
     }
     theory_section(out, &page.scenarios, variants);
 }
@@ -266,7 +283,10 @@ fn findings_section(out: &mut String, page: &Page) {
     }
     let _ = writeln!(out, "\n## Findings{}\n", page.at_point());
     let found = findings_at(variants, &page.server);
-    for f in found.iter().chain(&graph_findings(page.ran(), variants)) {
+    for f in found
+        .iter()
+        .chain(&findings_below_entry(page.ran(), variants))
+    {
         let _ = writeln!(out, "- {f}");
     }
     let along = sweep_findings(page.experiment, page.result);

@@ -1,6 +1,6 @@
-//! The "Results" tables of report.md: a row per variant with the headline numbers, a call
-//! graph's tables per service and per call, and theory beside simulation where a closed form
-//! describes a variant exactly.
+//! The "Results" tables of report.md: a row per variant with the headline numbers, tables
+//! per service and per call where there are calls below the entry, and theory beside
+//! simulation where a closed form describes a variant exactly.
 
 use std::fmt::Write as _;
 
@@ -8,7 +8,7 @@ use super::compare::{RELATIVE, est};
 use super::escape;
 use crate::metrics::Metric;
 use crate::metrics::VariantResult;
-use crate::report::table;
+use crate::report::{shape, table};
 use crate::scenario::{Scenario, Variant};
 
 /// The columns of the results table: latency is the latency of successful requests, with the
@@ -48,7 +48,6 @@ pub(super) fn results_table(
     variants: &[VariantResult],
     scenarios: &[&Scenario],
     with_ci: bool,
-    graph: bool,
 ) {
     // The server's own end, when it went on serving well after the last request ended (work
     // its clients had abandoned): completion time alone would hide that drain.
@@ -64,12 +63,13 @@ pub(super) fn results_table(
                 .filter(|k| variants.iter().any(|v| k.value(&v.metrics) != 0.0)),
         )
         .collect();
-    // A call graph counts a fallback's answer with the successes in latency, and shows the
-    // share of such answers right after the success share.
-    let degraded = |k: &Metric| graph && *k == Metric::SUCCESS_RATE;
+    // Where a request can be answered degraded, a fallback's answer counts with the successes
+    // in latency, and the share of such answers stands right after the success share.
+    let can_degrade = shape::any_can_degrade(scenarios.iter().copied());
+    let degraded = |k: &Metric| can_degrade && *k == Metric::SUCCESS_RATE;
     let mut titles = Vec::new();
     for k in &cols {
-        titles.push(crate::report::charts::metric_title(k, graph));
+        titles.push(crate::report::charts::metric_title(k, can_degrade));
         if degraded(k) {
             titles.push("degraded (%)".to_string());
         }
@@ -83,7 +83,7 @@ pub(super) fn results_table(
                 "-".to_string()
             });
             if degraded(k) {
-                cells.push(table::degraded_cell(v, with_ci));
+                cells.push(table::degraded_cell(v, sc, with_ci));
             }
         }
         (shown(v), cells)
@@ -123,9 +123,9 @@ pub(super) fn markdown_table(
     }
 }
 
-/// A call graph's "Per service" and "Per call" tables, one of each per variant that is a
-/// call graph, at the point the results are at.
-pub(super) fn graph_section(
+/// The "Per service" and "Per call" tables, one of each per variant with calls below the
+/// entry, at the point the results are at.
+pub(super) fn service_and_call_tables(
     out: &mut String,
     ran: &[Variant],
     variants: &[VariantResult],
@@ -134,7 +134,7 @@ pub(super) fn graph_section(
     let pairs: Vec<(&VariantResult, &Variant)> = variants
         .iter()
         .zip(ran)
-        .filter(|(_, r)| r.scenario.is_graph())
+        .filter(|(_, r)| shape::has_calls(&r.scenario))
         .collect();
     let cols = table::service_columns(&pairs);
     let titles: Vec<String> = cols.iter().map(|k| k.title()).collect();

@@ -1,0 +1,102 @@
+//! The questions the report asks of a variant before it shows something: can a request be
+//! answered degraded, and are there calls below the entry. Every table, figure and sentence
+//! that depends on the shape of a run asks one of these, here, rather than whether the run
+//! "is a call graph": every run is a graph (a single server is one service called by the
+//! clients), and what a renderer needs to know is what the data it is about to show holds.
+//! Not here: which counts a policy can make at all ([`super::produces`]).
+
+use crate::metrics::Metric;
+use crate::scenario::{Experiment, Scenario};
+
+/// Whether a request of `scenario` can end degraded: some call of it has a fallback, which
+/// answers a call that failed for good. Then the share of degraded requests has a column, and
+/// the latency of "successful" requests is that of answered ones (a fallback's answer counts
+/// with the successes), so tables and figures say "answered requests". Without a fallback
+/// every answered request succeeded and the words are "successful requests".
+pub(crate) fn can_degrade(scenario: &Scenario) -> bool {
+    super::produces(&Metric::DEGRADED, scenario)
+}
+
+/// Whether `scenario` has calls: services below the entry, with their per-service and
+/// per-call tables, the call-graph and service-load figures and per-service series. Without
+/// calls the headline numbers are all there is to the one service.
+pub(crate) fn has_calls(scenario: &Scenario) -> bool {
+    scenario.has_calls()
+}
+
+/// Whether a request can end degraded in some of `scenarios` ([`can_degrade`]): for the
+/// words and columns that a whole table or figure shares.
+pub(crate) fn any_can_degrade<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
+    scenarios.into_iter().any(can_degrade)
+}
+
+/// Whether some of `scenarios` has calls ([`has_calls`]).
+pub(crate) fn any_has_calls<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
+    scenarios.into_iter().any(has_calls)
+}
+
+/// Every scenario `experiment` simulates: each variant at each point.
+pub(crate) fn scenarios(experiment: &Experiment) -> impl Iterator<Item = &Scenario> {
+    experiment
+        .points
+        .iter()
+        .flat_map(|p| &p.variants)
+        .map(|v| &v.scenario)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{LoadOptions, load_str};
+
+    fn scenario(text: &str) -> Scenario {
+        let experiment = load_str(text, "t", &LoadOptions::default()).unwrap();
+        experiment.points[0].variants[0].scenario.clone()
+    }
+
+    /// Two tiers, `a` calling `b` with the given call policy.
+    fn two_tiers(policy: &str) -> Scenario {
+        scenario(&format!(
+            r#"{{"name": "g", "duration": "1s",
+              "clients": {{"count": 1, "workload": {{"open": {{"rate_per_s": 10}}}}, "entry": "a"}},
+              "services": {{
+                "a": {{"service_time": {{"constant": "1ms"}}, "calls": [
+                  {{"to": "b", "policy": {{{policy}}}}}]}},
+                "b": {{"service_time": {{"constant": "1ms"}}}}}}}}"#
+        ))
+    }
+
+    #[test]
+    fn calls_without_a_fallback_cannot_degrade() {
+        let s = two_tiers(r#""timeout": "10ms""#);
+        assert!(has_calls(&s));
+        assert!(
+            !can_degrade(&s),
+            "answered requests are the successful ones"
+        );
+    }
+
+    #[test]
+    fn a_fallback_on_any_call_can_degrade() {
+        let s = two_tiers(r#""fallback": {"latency": {"constant": "1ms"}}"#);
+        assert!(has_calls(&s) && can_degrade(&s));
+    }
+
+    #[test]
+    fn a_single_server_has_no_calls_and_cannot_degrade() {
+        let s = scenario(
+            r#"{"name": "s", "duration": "1s",
+              "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+              "server": {"service_time": {"constant": "1ms"}}}"#,
+        );
+        assert!(!has_calls(&s) && !can_degrade(&s));
+        // A file's `services` with one service and no calls is the same run.
+        let one = scenario(
+            r#"{"name": "s", "duration": "1s",
+              "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}, "entry": "a"},
+              "services": {"a": {"service_time": {"constant": "1ms"}}}}"#,
+        );
+        assert!(!has_calls(&one) && !can_degrade(&one));
+        assert!(!any_has_calls([&s, &one]) && !any_can_degrade([&s, &one]));
+    }
+}
