@@ -587,6 +587,21 @@ mod tests {
     }
 
     #[test]
+    fn calls_without_a_fallback_show_the_tables_per_service_but_no_degraded_share() {
+        let (mut experiment, result) = graph_run(&LoadOptions::default());
+        for v in experiment.points.iter_mut().flat_map(|p| &mut p.variants) {
+            for call in v.scenario.services.iter_mut().flat_map(|s| &mut s.calls) {
+                call.policy.fallback = None;
+            }
+        }
+        let text = table(&experiment, &result);
+        let header = text.lines().nth(1).unwrap();
+        assert!(!header.contains("degraded %"), "{header}");
+        assert!(header.contains("success p99 ms") && !header.contains("answered"));
+        assert!(text.contains("\nper service (") && text.contains("\nper call ("));
+    }
+
+    #[test]
     fn a_single_server_table_has_no_graph_columns() {
         let text = r#"{"name": "s", "duration": "1s", "replications": 2,
           "clients": {"count": 3, "workload": {"open": {"rate_per_s": 20}}},
