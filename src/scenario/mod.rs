@@ -26,6 +26,7 @@ pub use load::{LoadOptions, load_file, load_str, set_path};
 pub use policy::bulkhead::BulkheadConfig;
 pub use policy::hedge::HedgeConfig;
 pub use policy::idempotency_key::IdempotencyKey;
+pub use policy::retry::{RetryAfter, RetryPolicy};
 pub use policy::throttle::ThrottleConfig;
 pub use units::{parse_duration, percentile_text};
 pub use validate::label_from_path;
@@ -35,8 +36,7 @@ use serde_json::Value;
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::{
-    Backoff, BreakerConfig, BudgetConfig, Dist, Faults, OutcomeSet, QueueConfig, RateLimit,
-    RateProfile,
+    BreakerConfig, BudgetConfig, Dist, Faults, QueueConfig, RateLimit, RateProfile,
 };
 
 /// Everything one scenario file asks for: every variant at every sweep value, each replicated.
@@ -469,28 +469,6 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
-}
-
-/// `policy.retry`.
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    /// Total attempts including the first (>= 1); `None` is unlimited.
-    pub max_attempts: Option<u32>,
-    /// Attempt outcomes that are retried (never contains `permanent` or `success`).
-    pub retry_on: OutcomeSet,
-    /// Delay before each retry.
-    pub backoff: Backoff,
-    /// Whether a server's Retry-After is honoured.
-    pub retry_after: RetryAfter,
-}
-
-/// `policy.retry.retry_after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
-    /// Wait max(backoff, Retry-After).
-    Honor,
-    /// Use the backoff alone.
-    Ignore,
 }
 
 /// `limits`.

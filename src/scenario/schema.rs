@@ -17,8 +17,12 @@ use serde_json::Value;
 pub use super::policy::breaker::{RawBreaker, RawBreakerMode, RawBreakerWindow};
 pub use super::policy::budget::{RawBudget, RawRatio, RawRetryQuota, RawTokenBucket};
 pub use super::policy::bulkhead::RawBulkhead;
+pub use super::policy::fallback::RawFallback;
 pub use super::policy::hedge::RawHedge;
 pub use super::policy::idempotency_key::{RawIdempotencyKey, RawKeySettings};
+pub use super::policy::retry::{
+    NoneWord, RawAttemptOutcome, RawBackoff, RawExponential, RawJitter, RawRetry, RawRetryAfter,
+};
 pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
 
 /// A whole scenario file.
@@ -531,151 +535,6 @@ pub struct RawPolicy {
     /// or {"k", "window"}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_throttle: Option<RawAdaptiveThrottle>,
-}
-
-/// `fallback`: what answers a call that failed for good.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawFallback {
-    /// How long the fallback takes to answer (default {"constant": "0ms"}).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<RawDist>,
-}
-
-/// Outcome classes of one attempt, as named in `retry_on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawAttemptOutcome {
-    /// The attempt succeeded (listing it is an error).
-    Success,
-    /// 5xx.
-    Error,
-    /// The server was full (503).
-    Rejected,
-    /// Rate limited (429).
-    Throttled,
-    /// The client gave up waiting.
-    Timeout,
-    /// An optimistic-concurrency write lost.
-    Conflict,
-    /// 4xx: never retried (listing it is an error).
-    Permanent,
-    /// A full bulkhead gave no permit within its `max_wait` (not retried by default).
-    BulkheadFull,
-}
-
-/// `policy.retry.retry_after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawRetryAfter {
-    /// Wait at least the server's Retry-After.
-    Honor,
-    /// Ignore Retry-After.
-    Ignore,
-}
-
-/// `policy.retry`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRetry {
-    /// Total attempts including the first (default 3), or "unlimited".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_attempts: Option<Count>,
-    /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
-    /// conflict; bulkhead_full may be added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_on: Option<Vec<RawAttemptOutcome>>,
-    /// "none" (retry at once, the default) or exponential backoff.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backoff: Option<RawBackoff>,
-    /// "honor" (default) or "ignore" the server's Retry-After.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<RawRetryAfter>,
-}
-
-/// `policy.retry.backoff`: the string "none" or an exponential schedule.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum RawBackoff {
-    /// Retry at once.
-    None(NoneWord),
-    /// raw(k) = min(cap, base * multiplier^(k-1)), then jitter.
-    Exponential(RawExponential),
-}
-
-/// The word "none".
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct NoneWord(&'static str);
-
-impl NoneWord {
-    /// The word "none".
-    pub const NONE: NoneWord = NoneWord("none");
-}
-
-/// Exponential backoff settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawExponential {
-    /// Delay before the first retry (before jitter).
-    pub base: DurationText,
-    /// Growth factor per retry (default 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multiplier: Option<f64>,
-    /// Largest delay (before jitter).
-    pub cap: DurationText,
-    /// "none", "full", "equal" or "decorrelated".
-    pub jitter: RawJitter,
-}
-
-/// Jitter kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawJitter {
-    /// raw(k).
-    None,
-    /// U[0, raw(k)].
-    Full,
-    /// raw(k)/2 + U[0, raw(k)/2].
-    Equal,
-    /// s_k = min(cap, U[base, 3 s_(k-1)]), s_0 = base.
-    Decorrelated,
-}
-
-impl<'de> Deserialize<'de> for RawBackoff {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawBackoff;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(r#""none" or an object {"base", "multiplier", "cap", "jitter"}"#)
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawBackoff, E> {
-                if s == "none" {
-                    Ok(RawBackoff::None(NoneWord("none")))
-                } else {
-                    Err(E::invalid_value(de::Unexpected::Str(s), &self))
-                }
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackoff, A::Error> {
-                RawExponential::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(RawBackoff::Exponential)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl JsonSchema for RawBackoff {
-    fn schema_name() -> Cow<'static, str> {
-        "Backoff".into()
-    }
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let exp = generator.subschema_for::<RawExponential>();
-        json_schema!({
-            "description": "\"none\" (retry at once) or exponential backoff with jitter",
-            "oneOf": [ { "const": "none" }, exp ]
-        })
-    }
 }
 
 /// Who shares a budget or breaker.

@@ -9,18 +9,18 @@ use std::collections::HashMap;
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::{
-    Backoff, Discipline, Dist, Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet,
-    QueueConfig, RateLimit, RateProfile, RateStep,
+    Discipline, Dist, Fault, FaultEffect, Faults, Outage, QueueConfig, RateLimit, RateProfile,
+    RateStep,
 };
 
 use super::check::MAX_AMOUNT;
-use super::check::{Caller, Checker, written};
+use super::check::{Caller, Checker, written, zero_dist};
 use super::error::{Problem, num, quote};
-use super::policy::{breaker, budget, bulkhead, hedge, idempotency_key, throttle};
+use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
 use super::schema::*;
 use super::{
-    Call, Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario,
-    Server, ServerKind, Service, Workload,
+    Call, Clients, ClosedWorkload, Limits, Network, Policy, Scenario, Server, ServerKind, Service,
+    Workload,
 };
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
@@ -29,16 +29,12 @@ use super::{
 pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
 /// The most replications a file may ask for.
 pub const MAX_REPLICATIONS: u64 = 1_000_000;
-/// Default number of attempts, including the first.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
 pub const DEFAULT_BUCKETS: u64 = 200;
 
 // Bounds that keep every number a run computes finite and simulated time far from its end
 // (a u64 of nanoseconds, about 584 years). Durations are bounded in `units`.
 
-/// The largest finite `policy.retry.max_attempts`.
-pub const MAX_ATTEMPTS: u64 = 1000;
 /// The largest service-time factor of a fault window.
 pub const MAX_SERVICE_TIME_FACTOR: f64 = 1000.0;
 /// The largest `server.slowdown_per_inflight` (it is added once per attempt in service).
@@ -74,11 +70,6 @@ pub fn label_from_path(path: &str) -> String {
     } else {
         label
     }
-}
-
-/// A distribution that is always zero, as the scenario format writes it.
-fn zero_dist() -> RawDist {
-    RawDist::Constant(written(SimDuration::ZERO))
 }
 
 /// The rules of the settings that belong to the whole file: `name` (where it is text), which
@@ -1126,19 +1117,9 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         .deadline
         .as_ref()
         .and_then(|d| c.positive_duration(&format!("{at}.deadline"), d));
-    let retry = raw.retry.get_or_insert_with(RawRetry::default);
-    let max_attempts = max_attempts(c, at, &mut retry.max_attempts);
-    let retry_on = retry_on(c, at, &mut retry.retry_on);
-    let backoff = backoff(c, at, &mut retry.backoff);
-    let retry_after = match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
-        RawRetryAfter::Ignore => RetryAfter::Ignore,
-        RawRetryAfter::Honor => RetryAfter::Honor,
-    };
+    let retry = retry::check(c, at, &mut raw.retry);
     let bulkhead = raw.bulkhead.as_mut().map(|b| bulkhead::check(c, at, b));
-    let fallback = raw.fallback.as_mut().map(|f| {
-        let latency = f.latency.get_or_insert_with(zero_dist);
-        c.dist(&format!("{at}.fallback.latency"), latency)
-    });
+    let fallback = raw.fallback.as_mut().map(|f| fallback::check(c, at, f));
     if caller == Caller::Clients {
         clients_policy_keys(c, at, raw);
     }
@@ -1150,12 +1131,7 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .breaker
             .as_mut()
             .map(|b| breaker::check(c, at, b, caller)),
-        retry: RetryPolicy {
-            max_attempts,
-            retry_on,
-            backoff,
-            retry_after,
-        },
+        retry,
         bulkhead,
         fallback,
         propagate_deadline: caller == Caller::Service
@@ -1170,112 +1146,6 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .adaptive_throttle
             .as_mut()
             .and_then(|t| throttle::check(c, at, t)),
-    }
-}
-
-/// `retry.max_attempts` of the policy `at`: `None` for unlimited.
-fn max_attempts(c: &mut Checker, at: &str, raw: &mut Option<Count>) -> Option<u32> {
-    match *raw {
-        None => {
-            *raw = Some(Count::Finite(u64::from(DEFAULT_MAX_ATTEMPTS)));
-            Some(DEFAULT_MAX_ATTEMPTS)
-        }
-        Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(0)) => {
-            c.err(
-                &format!("{at}.retry.max_attempts"),
-                "must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
-            );
-            Some(1)
-        }
-        Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
-            c.err(
-                &format!("{at}.retry.max_attempts"),
-                format!(
-                    "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
-                ),
-            );
-            None
-        }
-        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
-    }
-}
-
-/// `retry.retry_on` of the policy `at`.
-fn retry_on(c: &mut Checker, at: &str, raw: &mut Option<Vec<RawAttemptOutcome>>) -> OutcomeSet {
-    match raw {
-        None => {
-            let set = OutcomeSet::default_retryable();
-            let listed = ATTEMPT_OUTCOMES.iter().copied();
-            *raw = Some(
-                listed
-                    .filter(|o| set.contains(attempt_outcome(*o)))
-                    .collect(),
-            );
-            set
-        }
-        Some(list) => {
-            for (i, o) in list.iter().enumerate() {
-                if matches!(o, RawAttemptOutcome::Success | RawAttemptOutcome::Permanent) {
-                    c.err(
-                        &format!("{at}.retry.retry_on[{i}]"),
-                        format!(
-                            "{} is never retried; list only timeout, error, rejected, throttled, conflict or bulkhead_full",
-                            attempt_outcome(*o)
-                        ),
-                    );
-                }
-            }
-            list.iter().map(|o| attempt_outcome(*o)).collect()
-        }
-    }
-}
-
-/// `retry.backoff` of the policy `at`.
-fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
-    match raw.get_or_insert(RawBackoff::None(NoneWord::NONE)) {
-        RawBackoff::None(_) => Backoff::None,
-        RawBackoff::Exponential(e) => {
-            let p = format!("{at}.retry.backoff");
-            let base = c.duration(&format!("{p}.base"), &e.base);
-            let cap = c.duration(&format!("{p}.cap"), &e.cap);
-            let multiplier = *e.multiplier.get_or_insert(2.0);
-            if !multiplier.is_finite() || multiplier < 1.0 {
-                c.err(
-                    &format!("{p}.multiplier"),
-                    format!(
-                        "must be a number >= 1 (got {}); backoff never shrinks",
-                        num(multiplier)
-                    ),
-                );
-            }
-            if let (Some(base), Some(cap)) = (base, cap)
-                && cap < base
-            {
-                c.err(
-                    &format!("{p}.cap"),
-                    format!("must not be shorter than base (got cap {cap}, base {base})"),
-                );
-            }
-            let jitter = match e.jitter {
-                RawJitter::None => Jitter::None,
-                RawJitter::Full => Jitter::Full,
-                RawJitter::Equal => Jitter::Equal,
-                RawJitter::Decorrelated => Jitter::Decorrelated,
-            };
-            if jitter == Jitter::Decorrelated && base == Some(SimDuration::ZERO) {
-                c.err(
-                    &format!("{p}.base"),
-                    "must be longer than zero for decorrelated jitter, which grows from base",
-                );
-            }
-            Backoff::exponential(
-                base.unwrap_or_default(),
-                multiplier,
-                cap.unwrap_or_default(),
-                jitter,
-            )
-        }
     }
 }
 
@@ -1342,31 +1212,6 @@ fn rate_limit(c: &mut Checker, at: &str, raw: &RawRateLimit) -> RateLimit {
             .retry_after
             .as_ref()
             .and_then(|d| c.duration(&format!("{p}.retry_after"), d)),
-    }
-}
-
-/// Every outcome `retry.retry_on` may name, in the order a filled-in default lists them.
-const ATTEMPT_OUTCOMES: [RawAttemptOutcome; 8] = [
-    RawAttemptOutcome::Success,
-    RawAttemptOutcome::Error,
-    RawAttemptOutcome::Rejected,
-    RawAttemptOutcome::Throttled,
-    RawAttemptOutcome::Timeout,
-    RawAttemptOutcome::Conflict,
-    RawAttemptOutcome::Permanent,
-    RawAttemptOutcome::BulkheadFull,
-];
-
-fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
-    match o {
-        RawAttemptOutcome::Success => Outcome::Success,
-        RawAttemptOutcome::Error => Outcome::Error,
-        RawAttemptOutcome::Rejected => Outcome::Rejected,
-        RawAttemptOutcome::Throttled => Outcome::Throttled,
-        RawAttemptOutcome::Timeout => Outcome::Timeout,
-        RawAttemptOutcome::Conflict => Outcome::Conflict,
-        RawAttemptOutcome::Permanent => Outcome::Permanent,
-        RawAttemptOutcome::BulkheadFull => Outcome::BulkheadFull,
     }
 }
 

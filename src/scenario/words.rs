@@ -6,14 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
-};
+use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
+use super::{Policy, RetryAfter, Scenario, Server, ServerKind, Workload};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::{
-    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
-    Fault, FaultEffect, Jitter, Outage, QueueConfig, RateLimit, Scope,
-};
+use crate::model::{Discipline, Dist, Fault, FaultEffect, Outage, QueueConfig, RateLimit, Scope};
 
 /// The scenario in words, one sentence per part.
 pub fn describe(s: &Scenario) -> Vec<String> {
@@ -112,21 +108,11 @@ fn policy_lines(p: &Policy) -> Vec<String> {
     if let Some(d) = p.deadline {
         lines.push(format!("Requests give up {d} after they start (deadline)."));
     }
-    lines.push(match p.retry.max_attempts {
-        Some(1) => "No retries: one attempt per request.".to_string(),
-        Some(m) => format!("Up to {m} attempts per request."),
-        None => "Unlimited attempts per request.".to_string(),
-    });
-    lines.extend(p.budget.as_ref().map(budget_line));
-    lines.extend(p.breaker.as_ref().map(breaker_line));
-    if p.retry.max_attempts != Some(1) {
-        lines.push(
-            backoff_words(&p.retry.backoff)
-                .map_or("Retries go out at once (no backoff).".to_string(), |w| {
-                    format!("{}.", capitalized(&w))
-                }),
-        );
-    }
+    let (attempts, backoff) = retry::sentences(&p.retry);
+    lines.push(attempts);
+    lines.extend(p.budget.as_ref().map(budget::sentence));
+    lines.extend(p.breaker.as_ref().map(breaker::sentence));
+    lines.extend(backoff);
     lines.extend(
         repeat_words(p)
             .iter()
@@ -136,98 +122,11 @@ fn policy_lines(p: &Policy) -> Vec<String> {
 }
 
 /// Whose a budget or breaker is.
-fn scope(s: Scope) -> &'static str {
+pub(in crate::scenario) fn scope(s: Scope) -> &'static str {
     match s {
         Scope::PerClient => "each client its own",
         Scope::Shared => "one shared by all clients",
     }
-}
-
-/// A retry budget in one sentence.
-fn budget_line(b: &BudgetConfig) -> String {
-    let what = match b.kind {
-        BudgetKind::TokenBucket {
-            max_tokens,
-            token_ratio,
-        } => format!(
-            "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
-        ),
-        BudgetKind::RetryQuota {
-            initial,
-            retry_cost,
-            timeout_cost,
-            success_refund,
-        } => format!(
-            "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
-        ),
-        BudgetKind::Ratio {
-            percent,
-            min_per_s,
-            window,
-        } => {
-            let floor = if min_per_s > 0.0 {
-                format!(" plus {min_per_s} per second")
-            } else {
-                String::new()
-            };
-            format!(
-                "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
-                100.0 * percent
-            )
-        }
-    };
-    format!(
-        "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
-        scope(b.scope)
-    )
-}
-
-/// A circuit breaker in one sentence.
-fn breaker_line(b: &BreakerConfig) -> String {
-    let window = match b.window {
-        BreakerWindow::Count(n) => format!("the last {n} attempts"),
-        BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
-    };
-    let slow = match b.slow_call {
-        Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
-        None => String::new(),
-    };
-    let gate = match b.mode {
-        BreakerMode::All => "An open breaker refuses every attempt",
-        BreakerMode::Retries => {
-            "First attempts always pass; an open (or half-open) breaker refuses retries"
-        }
-    };
-    format!(
-        "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
-        scope(b.scope),
-        100.0 * b.failure_rate_threshold,
-        b.minimum_calls,
-        b.open_duration,
-        b.half_open_calls
-    )
-}
-
-/// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
-/// jitter"; `None` for retries that go out at once.
-fn backoff_words(b: &Backoff) -> Option<String> {
-    let Backoff::Exponential {
-        base,
-        multiplier,
-        cap,
-        jitter,
-        ..
-    } = b
-    else {
-        return None;
-    };
-    let jitter = match jitter {
-        Jitter::None => "without jitter".to_string(),
-        j => format!("with {} jitter", j.name()),
-    };
-    Some(format!(
-        "backoff from {base}, x{multiplier} per retry, capped at {cap}, {jitter}"
-    ))
 }
 
 /// A call graph in words: who calls whom and how often, each service's server, and each
@@ -319,46 +218,11 @@ fn call_policy_words(p: &super::Policy) -> String {
     if let Some(d) = p.deadline {
         parts.push(format!("the call gives up {d} after it starts"));
     }
-    parts.push(match p.retry.max_attempts {
-        Some(1) => "no retries".to_string(),
-        Some(m) => format!("up to {m} attempts"),
-        None => "unlimited attempts".to_string(),
-    });
-    if p.retry.max_attempts != Some(1) {
-        parts
-            .push(backoff_words(&p.retry.backoff).unwrap_or_else(|| "retries at once".to_string()));
-    }
-    if let Some(b) = &p.budget {
-        let kind = match b.kind {
-            BudgetKind::TokenBucket { .. } => "a token bucket",
-            BudgetKind::RetryQuota { .. } => "a retry quota",
-            BudgetKind::Ratio { .. } => "a ratio budget",
-        };
-        parts.push(format!("retries limited by {kind}"));
-    }
-    if p.breaker.is_some() {
-        parts.push("a circuit breaker".to_string());
-    }
-    if let Some(b) = &p.bulkhead {
-        let wait = if b.max_wait == SimDuration::ZERO {
-            "an attempt beyond fails `bulkhead_full` at once".to_string()
-        } else {
-            format!(
-                "an attempt beyond waits up to {} for a permit, then fails `bulkhead_full`",
-                b.max_wait
-            )
-        };
-        parts.push(format!(
-            "a bulkhead of {} attempts in flight ({wait})",
-            b.max_concurrent
-        ));
-    }
-    if let Some(d) = &p.fallback {
-        parts.push(format!(
-            "a call that fails for good is answered by a fallback after {} (the request then ends degraded: neither a success nor a failure)",
-            words(d)
-        ));
-    }
+    parts.extend(retry::phrases(&p.retry));
+    parts.extend(p.budget.as_ref().map(budget::phrase));
+    parts.extend(p.breaker.as_ref().map(|_| "a circuit breaker".to_string()));
+    parts.extend(p.bulkhead.as_ref().map(bulkhead::phrase));
+    parts.extend(p.fallback.as_ref().map(fallback::phrase));
     if p.propagate_deadline {
         parts.push("the caller's remaining time caps the call's deadline".to_string());
     }
@@ -370,56 +234,20 @@ fn call_policy_words(p: &super::Policy) -> String {
 /// phrase each; none for a policy that sets none of them.
 fn repeat_words(p: &Policy) -> Vec<String> {
     let mut parts = Vec::new();
-    if let Some(h) = &p.hedge {
-        let delay = match h.delay {
-            HedgeDelay::Fixed(d) => d.to_string(),
-            HedgeDelay::Percentile { quantile, window } => format!(
-                "the {} latency of the last {window} answered attempts",
-                percentile_text(quantile)
-            ),
-        };
-        let mut text = format!(
-            "hedged after {delay}, at most {} hedge{} per attempt",
-            h.max_hedges,
-            if h.max_hedges == 1 { "" } else { "s" }
-        );
-        if let Some(b) = h.budget {
-            let _ = write!(text, ", hedges capped at {} % of calls", percent(b));
-        }
-        if h.cancel {
-            text.push_str(", abandoned attempts cancelled");
-        }
-        parts.push(text);
-    }
+    parts.extend(p.hedge.as_ref().map(hedge::phrase));
     if !p.idempotent {
         parts.push(
             "not idempotent: repeated executions are counted as duplicate side effects".to_string(),
         );
     }
-    if let Some(k) = &p.idempotency_key {
-        let answer = if k.cost == SimDuration::ZERO {
-            "at once".to_string()
-        } else {
-            format!("in {}", k.cost)
-        };
-        parts.push(format!(
-            "idempotency keys remembered for {}, a repeat answered {answer}",
-            k.ttl
-        ));
-    }
-    if let Some(t) = &p.adaptive_throttle {
-        parts.push(format!(
-            "adaptive throttling (K = {}, window {}): an attempt is rejected locally, ending its request `throttled_locally`, with probability max(0, (requests - K × accepts) / (requests + 1)) over the window",
-            t.k(),
-            t.window
-        ));
-    }
+    parts.extend(p.idempotency_key.as_ref().map(idempotency_key::phrase));
+    parts.extend(p.adaptive_throttle.as_ref().map(throttle::phrase));
     parts
 }
 
 /// A share as a percentage with at most three decimals and no trailing zeros: 0.05 -> "5",
 /// not the "5.000000000000001" that 100 * 0.05 prints.
-fn percent(share: f64) -> String {
+pub(in crate::scenario) fn percent(share: f64) -> String {
     let text = format!("{:.3}", 100.0 * share);
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -548,7 +376,7 @@ fn fault_line(f: &Fault, who: Option<&str>) -> String {
 }
 
 /// A distribution in words.
-fn words(d: &Dist) -> String {
+pub(in crate::scenario) fn words(d: &Dist) -> String {
     match d {
         Dist::Constant(c) => format!("{c}"),
         Dist::Exponential { mean, .. } => format!("an exponential time with mean {mean}"),
@@ -596,7 +424,7 @@ pub fn capitalized(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::LoadOptions;
+    use crate::scenario::{HedgeDelay, LoadOptions};
 
     fn scenario(text: &str) -> Scenario {
         let e = crate::scenario::load_str(text, "s.json", &LoadOptions::default()).unwrap();
