@@ -4,16 +4,14 @@
 //! rules and words are written in one module; names are Markdown-escaped here ([`escape`]),
 //! which report.md uses for every name it prints.
 
-use std::fmt::Write as _;
-
 use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
-use super::{Policy, RetryAfter, Scenario, Server, ServerKind, Workload};
-use crate::engine::{SimDuration, SimTime};
-use crate::model::{Discipline, Dist, Fault, FaultEffect, Outage, QueueConfig, RateLimit, Scope};
+use super::{Policy, Scenario};
+use super::{clients, server};
+use crate::model::{Dist, Scope};
 
 /// The scenario in words, one sentence per part.
 pub fn describe(s: &Scenario) -> Vec<String> {
-    let mut lines = vec![clients_line(s)];
+    let mut lines = vec![clients::sentence(s)];
     if !s.network.latency.is_zero() {
         lines.push(format!(
             "Network: every one-way message takes {}.",
@@ -23,7 +21,7 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     if s.is_graph() {
         lines.extend(graph_lines(s));
     } else {
-        lines.extend(server_lines(
+        lines.extend(server::lines(
             s.server(),
             Some(s.policy.retry.retry_after),
             None,
@@ -46,56 +44,6 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     }
     lines.extend(policy);
     lines
-}
-
-/// The clients and their workload in one sentence.
-fn clients_line(s: &Scenario) -> String {
-    let n = s.clients.count;
-    match &s.clients.workload {
-        Workload::Open(p) => {
-            let steps = if p.steps.is_empty() {
-                String::new()
-            } else {
-                let parts: Vec<String> = p
-                    .steps
-                    .iter()
-                    .map(|st| {
-                        format!(
-                            "{} {}/s at {}",
-                            if st.ramp { "ramping to" } else { "then" },
-                            st.rate_per_s,
-                            st.at
-                        )
-                    })
-                    .collect();
-                format!(" ({})", parts.join(", "))
-            };
-            format!(
-                "Clients: {n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
-                p.base_rate, s.duration
-            )
-        }
-        Workload::Closed(c) => {
-            let k = c
-                .requests_per_client
-                .map_or(format!("requests until {}", s.duration), |k| {
-                    format!("{k} request{}", if k == 1 { "" } else { "s" })
-                });
-            let start = if c.start.is_zero() {
-                "all starting at once".to_string()
-            } else {
-                format!("starting after {}", words(&c.start))
-            };
-            let think = if c.think_time.is_zero() {
-                String::new()
-            } else {
-                format!(", thinking {} between requests", words(&c.think_time))
-            };
-            format!(
-                "Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}."
-            )
-        }
-    }
 }
 
 /// The clients' policy, one sentence per part: timeout, deadline, attempts, budget, breaker,
@@ -183,7 +131,7 @@ fn graph_lines(s: &Scenario) -> Vec<String> {
             name(i)
         };
         let retry_after = (i == 0).then_some(s.policy.retry.retry_after);
-        lines.extend(server_lines(&service.server, retry_after, Some(&who)));
+        lines.extend(server::lines(&service.server, retry_after, Some(&who)));
     }
     for (i, service) in s.services.iter().enumerate() {
         for c in &service.calls {
@@ -252,129 +200,6 @@ pub(in crate::scenario) fn percent(share: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A server in words, one sentence per part: `who` is `None` for the one server of a
-/// single-server scenario (the words it always had), else a call graph's service in bold.
-/// `retry_after` is the clients' setting when they are the only callers.
-fn server_lines(
-    server: &Server,
-    retry_after: Option<RetryAfter>,
-    who: Option<&str>,
-) -> Vec<String> {
-    let name = who.map_or("Server".to_string(), |w| format!("Service {w}"));
-    let mut lines = vec![match &server.kind {
-        ServerKind::Queue(q) => queue_line(q, &name),
-        ServerKind::Occ => format!(
-            "{name}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts."
-        ),
-    }];
-    if server.permanent_error_rate > 0.0 {
-        lines.push(format!(
-            "{}{} % of requests are bad (4xx) and never retried.",
-            who.map_or(String::new(), |w| format!("At {w}, ")),
-            100.0 * server.permanent_error_rate
-        ));
-    }
-    if let Some(r) = &server.rate_limit {
-        lines.push(rate_limit_line(r, retry_after, who));
-    }
-    lines.extend(server.faults.windows().iter().map(|f| fault_line(f, who)));
-    lines
-}
-
-/// A queueing server in one sentence: its workers, waiting room and order, service time and
-/// what can go wrong in service.
-fn queue_line(q: &QueueConfig, name: &str) -> String {
-    let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
-        format!("{c} worker{}", if c == 1 { "" } else { "s" })
-    });
-    let room = q
-        .queue_limit
-        .map_or("an unlimited waiting room".to_string(), |l| {
-            format!("{l} waiting places")
-        });
-    let order = match q.discipline {
-        Discipline::Fifo => String::new(),
-        Discipline::Lifo => ", newest first (LIFO)".to_string(),
-        Discipline::Codel { target, interval } => format!(
-            ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
-        ),
-        Discipline::AdaptiveLifo { interval } => format!(
-            ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
-        ),
-    };
-    let mut line = format!(
-        "{name}: {workers} with {room}{order}; service takes {}",
-        words(&q.service_time)
-    );
-    if q.slowdown_per_inflight > SimDuration::ZERO {
-        let _ = write!(
-            line,
-            " plus {} per attempt already in service",
-            q.slowdown_per_inflight
-        );
-    }
-    if q.error_rate > 0.0 {
-        let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
-    }
-    if q.drop_expired {
-        line.push_str("; attempts whose client gave up are dropped unserved");
-    }
-    line.push('.');
-    line
-}
-
-/// A rate limit in one sentence, with whether the callers honour its Retry-After.
-fn rate_limit_line(r: &RateLimit, retry_after: Option<RetryAfter>, who: Option<&str>) -> String {
-    let after = match (r.retry_after, retry_after) {
-        (None, _) => String::new(),
-        (Some(d), Some(RetryAfter::Honor)) => {
-            format!(" with Retry-After {d}, which clients honour (they wait at least that long)")
-        }
-        (Some(d), Some(RetryAfter::Ignore)) => {
-            format!(" with Retry-After {d}, which clients ignore")
-        }
-        (Some(d), None) => format!(" with Retry-After {d}"),
-    };
-    match who {
-        None => format!(
-            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-            r.rate_per_s, r.burst
-        ),
-        Some(w) => format!(
-            "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-            r.rate_per_s, r.burst
-        ),
-    }
-}
-
-/// A fault window in one sentence.
-fn fault_line(f: &Fault, who: Option<&str>) -> String {
-    let effect = match f.effect {
-        FaultEffect::Outage(Outage::Reject) => {
-            "an outage: every attempt is answered `error` at once".to_string()
-        }
-        FaultEffect::Outage(Outage::Drop) => {
-            "an outage: attempts vanish without an answer, so clients wait for their timeout"
-                .to_string()
-        }
-        FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
-        FaultEffect::ServiceTimeFactor(x) => {
-            format!("service that starts in the window takes {x}x as long")
-        }
-        FaultEffect::Concurrency(0) => {
-            "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
-        }
-        FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
-        FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
-    };
-    format!(
-        "Fault{} from {} to {}: {effect}.",
-        who.map_or(String::new(), |w| format!(" at {w}")),
-        f.from - SimTime::ZERO,
-        f.to - SimTime::ZERO
-    )
-}
-
 /// A distribution in words.
 pub(in crate::scenario) fn words(d: &Dist) -> String {
     match d {
@@ -424,6 +249,7 @@ pub fn capitalized(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::SimDuration;
     use crate::scenario::{HedgeDelay, LoadOptions};
 
     fn scenario(text: &str) -> Scenario {
