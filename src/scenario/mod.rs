@@ -8,6 +8,7 @@
 //! summarised. A [`Scenario`] cannot be wrong: the simulation takes it as is and never checks
 //! a range again.
 
+mod cautions;
 mod check;
 mod clients;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod words;
 
 /// The hedge delay is a model value; scenario files name it under `policy.hedge`.
 pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
+pub use cautions::{Caution, cautions};
 pub use clients::{Clients, ClosedWorkload, Workload};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
