@@ -394,6 +394,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         sweep: sweep_option(&args.sweep)?,
     };
     let experiments = load_all(&args.files, &options)?;
+    warn_cautions(&args.files, &experiments);
     // Every output folder is checked before anything is simulated.
     let several = experiments.len() > 1;
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -708,7 +709,18 @@ fn check_files(files: &[PathBuf]) -> anyhow::Result<()> {
         )
         .context("cannot write to stdout")?;
     }
+    warn_cautions(files, &experiments);
     Ok(())
+}
+
+/// Prints each file's cautions (settings that are valid but most likely not meant) to
+/// stderr as warnings: they never stop a run.
+fn warn_cautions(files: &[PathBuf], experiments: &[Experiment]) {
+    for (file, e) in files.iter().zip(experiments) {
+        for c in crate::scenario::cautions(e) {
+            eprintln!("warning: {}: {c}", file.display());
+        }
+    }
 }
 
 fn plural(n: usize) -> &'static str {

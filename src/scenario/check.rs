@@ -258,3 +258,9 @@ fn read_scope(c: &mut Checker, p: &str, s: Option<RawScope>, caller: Caller) -> 
         _ => Scope::PerClient,
     }
 }
+
+/// A distribution that is always zero, as the scenario format writes it: the default a
+/// setting writes back where the file gives no distribution.
+pub(super) fn zero_dist() -> RawDist {
+    RawDist::Constant(written(SimDuration::ZERO))
+}

@@ -8,12 +8,15 @@
 //! summarised. A [`Scenario`] cannot be wrong: the simulation takes it as is and never checks
 //! a range again.
 
+mod cautions;
 mod check;
+mod clients;
 pub mod error;
 mod load;
 mod locate;
 pub mod policy;
 pub mod schema;
+pub mod server;
 mod shape;
 mod units;
 mod validate;
@@ -21,12 +24,16 @@ pub mod words;
 
 /// The hedge delay is a model value; scenario files name it under `policy.hedge`.
 pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
+pub use cautions::{Caution, cautions};
+pub use clients::{Clients, ClosedWorkload, Workload};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, load_file, load_str, set_path};
 pub use policy::bulkhead::BulkheadConfig;
 pub use policy::hedge::HedgeConfig;
 pub use policy::idempotency_key::IdempotencyKey;
+pub use policy::retry::{RetryAfter, RetryPolicy};
 pub use policy::throttle::ThrottleConfig;
+pub use server::{Server, ServerKind};
 pub use units::{parse_duration, percentile_text};
 pub use validate::label_from_path;
 
@@ -34,10 +41,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{SimDuration, SimTime};
-use crate::model::{
-    Backoff, BreakerConfig, BudgetConfig, Dist, Faults, OutcomeSet, QueueConfig, RateLimit,
-    RateProfile,
-};
+use crate::model::{BreakerConfig, BudgetConfig, Dist};
 
 /// Everything one scenario file asks for: every variant at every sweep value, each replicated.
 #[derive(Debug, Clone)]
@@ -357,53 +361,11 @@ impl Scenario {
     }
 }
 
-/// `clients`.
-#[derive(Debug, Clone)]
-pub struct Clients {
-    /// Number of clients (>= 1).
-    pub count: u32,
-    /// How they issue requests.
-    pub workload: Workload,
-}
-
-/// `clients.workload`.
-#[derive(Debug, Clone)]
-pub enum Workload {
-    /// Poisson arrivals with a total rate profile.
-    Open(RateProfile),
-    /// One request at a time per client.
-    Closed(ClosedWorkload),
-}
-
-/// `clients.workload.closed`.
-#[derive(Debug, Clone)]
-pub struct ClosedWorkload {
-    /// Requests per client; `None`: until `duration`.
-    pub requests_per_client: Option<u64>,
-    /// Wait between a request's end and the next one's start.
-    pub think_time: Dist,
-    /// Delay of each client's first request.
-    pub start: Dist,
-}
-
 /// `network`.
 #[derive(Debug, Clone)]
 pub struct Network {
     /// Delay of every one-way message.
     pub latency: Dist,
-}
-
-/// `server`.
-#[derive(Debug, Clone)]
-pub struct Server {
-    /// What kind of server, with its settings.
-    pub kind: ServerKind,
-    /// Probability that a logical request is bad (every attempt ends `permanent`).
-    pub permanent_error_rate: f64,
-    /// Fault windows (queue servers only; empty otherwise).
-    pub faults: Faults,
-    /// The admission rate limit (queue servers only).
-    pub rate_limit: Option<RateLimit>,
 }
 
 /// One service of a call graph: a server, and the calls every attempt it serves makes to
@@ -437,15 +399,6 @@ pub struct Call {
     pub policy: Policy,
 }
 
-/// The server kinds.
-#[derive(Debug, Clone)]
-pub enum ServerKind {
-    /// Workers with a waiting room.
-    Queue(QueueConfig),
-    /// One row written with optimistic concurrency control.
-    Occ,
-}
-
 /// `policy`.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -477,28 +430,6 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
-}
-
-/// `policy.retry`.
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    /// Total attempts including the first (>= 1); `None` is unlimited.
-    pub max_attempts: Option<u32>,
-    /// Attempt outcomes that are retried (never contains `permanent` or `success`).
-    pub retry_on: OutcomeSet,
-    /// Delay before each retry.
-    pub backoff: Backoff,
-    /// Whether a server's Retry-After is honoured.
-    pub retry_after: RetryAfter,
-}
-
-/// `policy.retry.retry_after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
-    /// Wait max(backoff, Retry-After).
-    Honor,
-    /// Use the backoff alone.
-    Ignore,
 }
 
 /// `limits`.

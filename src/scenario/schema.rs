@@ -14,12 +14,23 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::clients::{RawClients, RawClosed, RawOpen, RawRateStep, RawWorkload};
 pub use super::policy::breaker::{RawBreaker, RawBreakerMode, RawBreakerWindow};
 pub use super::policy::budget::{RawBudget, RawRatio, RawRetryQuota, RawTokenBucket};
 pub use super::policy::bulkhead::RawBulkhead;
+pub use super::policy::fallback::RawFallback;
 pub use super::policy::hedge::RawHedge;
 pub use super::policy::idempotency_key::{RawIdempotencyKey, RawKeySettings};
+pub use super::policy::retry::{
+    NoneWord, RawAttemptOutcome, RawBackoff, RawExponential, RawJitter, RawRetry, RawRetryAfter,
+};
 pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
+pub use super::server::RawServerKind;
+pub use super::server::discipline::{
+    RawAdaptiveLifo, RawCodel, RawDiscipline, RawDisciplineSettings, RawDisciplineWord,
+};
+pub use super::server::faults::{RawFault, RawOutage};
+pub use super::server::rate_limit::RawRateLimit;
 
 /// A whole scenario file.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -72,71 +83,6 @@ pub struct RawScenario {
     /// Safety limits that stop a run which would otherwise grow without bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<RawLimits>,
-}
-
-/// `clients`: how many clients there are and how they issue logical requests.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawClients {
-    /// Number of clients (at least 1). Each owns its own budget and breaker state.
-    pub count: u64,
-    /// Open (Poisson arrivals) or closed (one request at a time per client).
-    pub workload: RawWorkload,
-    /// The service the clients call, by name (with `services` only; required with more than
-    /// one service).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entry: Option<String>,
-}
-
-/// `clients.workload`.
-// Read once per file; boxing the larger variant would only make the schema code noisier.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum RawWorkload {
-    /// Independent Poisson sources; the total rate is `rate_per_s`.
-    Open(RawOpen),
-    /// Each client issues one logical request at a time.
-    Closed(RawClosed),
-}
-
-/// `clients.workload.open`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawOpen {
-    /// Total arrival rate of logical requests, per second, over all clients.
-    pub rate_per_s: f64,
-    /// Changes of the total rate over time: steps, or linear ramps with `"ramp": true`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<Vec<RawRateStep>>,
-}
-
-/// One point of an open workload's rate profile.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRateStep {
-    /// When the new rate applies (or, for a ramp, is reached).
-    pub at: DurationText,
-    /// Total rate per second from `at` on.
-    pub rate_per_s: f64,
-    /// Ramp linearly from the previous point instead of stepping.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ramp: Option<bool>,
-}
-
-/// `clients.workload.closed`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawClosed {
-    /// Logical requests per client; omitted: keep going until `duration`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_per_client: Option<u64>,
-    /// Wait between the end of one request and the start of the next (default 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think_time: Option<RawDist>,
-    /// Delay of each client's first request (default 0: a thundering herd).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<RawDist>,
 }
 
 /// A distribution of durations.
@@ -192,73 +138,6 @@ pub struct RawNetwork {
     /// Delay of every one-way message, drawn independently per hop (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<RawDist>,
-}
-
-/// `server.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawServerKind {
-    /// Workers with a waiting room.
-    Queue,
-    /// One database row with optimistic concurrency control.
-    Occ,
-}
-
-/// `server.discipline`: a word, or a shedding discipline with its settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawDiscipline {
-    /// "fifo", "lifo", "codel" or "adaptive_lifo" (the last two with their defaults).
-    Word(RawDisciplineWord),
-    /// {"codel": {...}} or {"adaptive_lifo": {...}}.
-    Settings(RawDisciplineSettings),
-}
-
-/// The disciplines by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawDisciplineWord {
-    /// First come, first served.
-    Fifo,
-    /// Last come, first served.
-    Lifo,
-    /// Controlled delay with the default target and interval.
-    Codel,
-    /// Adaptive LIFO with the default interval.
-    AdaptiveLifo,
-}
-
-/// A shedding discipline written as an object: one key naming it.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum RawDisciplineSettings {
-    /// Controlled delay: shed at dequeue an attempt that waited too long.
-    Codel(RawCodel),
-    /// Newest first while the queue stands, oldest first otherwise.
-    AdaptiveLifo(RawAdaptiveLifo),
-}
-
-/// `discipline.codel`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawCodel {
-    /// The longest wait while the queue stands (default "5ms").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<DurationText>,
-    /// How long the waiting room must stay non-empty for the queue to stand, and the
-    /// longest wait otherwise (default "100ms").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<DurationText>,
-}
-
-/// `discipline.adaptive_lifo`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawAdaptiveLifo {
-    /// How long the waiting room must stay non-empty for the queue to stand (default
-    /// "100ms").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<DurationText>,
 }
 
 /// Declares a struct with every key of a server followed by `extra` keys: `server` and each
@@ -442,51 +321,6 @@ impl JsonSchema for RawServices {
     }
 }
 
-/// `server.rate_limit`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRateLimit {
-    /// Tokens added per second.
-    pub rate_per_s: f64,
-    /// Bucket size.
-    pub burst: f64,
-    /// Retry-After carried by `throttled` answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<DurationText>,
-}
-
-/// `server.faults[i].outage`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawOutage {
-    /// Every arrival is answered `error` at once.
-    Reject,
-    /// No answer at all: clients time out.
-    Drop,
-}
-
-/// One fault window with exactly one effect.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawFault {
-    /// Start of the window.
-    pub from: DurationText,
-    /// End of the window (exclusive).
-    pub to: DurationText,
-    /// An outage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outage: Option<RawOutage>,
-    /// Error probability inside the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<f64>,
-    /// Service-time multiplier for attempts that start service inside the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_time_factor: Option<f64>,
-    /// Workers inside the window; 0 is a stall.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<u64>,
-}
-
 /// `policy`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -531,151 +365,6 @@ pub struct RawPolicy {
     /// or {"k", "window"}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_throttle: Option<RawAdaptiveThrottle>,
-}
-
-/// `fallback`: what answers a call that failed for good.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawFallback {
-    /// How long the fallback takes to answer (default {"constant": "0ms"}).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<RawDist>,
-}
-
-/// Outcome classes of one attempt, as named in `retry_on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawAttemptOutcome {
-    /// The attempt succeeded (listing it is an error).
-    Success,
-    /// 5xx.
-    Error,
-    /// The server was full (503).
-    Rejected,
-    /// Rate limited (429).
-    Throttled,
-    /// The client gave up waiting.
-    Timeout,
-    /// An optimistic-concurrency write lost.
-    Conflict,
-    /// 4xx: never retried (listing it is an error).
-    Permanent,
-    /// A full bulkhead gave no permit within its `max_wait` (not retried by default).
-    BulkheadFull,
-}
-
-/// `policy.retry.retry_after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawRetryAfter {
-    /// Wait at least the server's Retry-After.
-    Honor,
-    /// Ignore Retry-After.
-    Ignore,
-}
-
-/// `policy.retry`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawRetry {
-    /// Total attempts including the first (default 3), or "unlimited".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_attempts: Option<Count>,
-    /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
-    /// conflict; bulkhead_full may be added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_on: Option<Vec<RawAttemptOutcome>>,
-    /// "none" (retry at once, the default) or exponential backoff.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backoff: Option<RawBackoff>,
-    /// "honor" (default) or "ignore" the server's Retry-After.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<RawRetryAfter>,
-}
-
-/// `policy.retry.backoff`: the string "none" or an exponential schedule.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum RawBackoff {
-    /// Retry at once.
-    None(NoneWord),
-    /// raw(k) = min(cap, base * multiplier^(k-1)), then jitter.
-    Exponential(RawExponential),
-}
-
-/// The word "none".
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct NoneWord(&'static str);
-
-impl NoneWord {
-    /// The word "none".
-    pub const NONE: NoneWord = NoneWord("none");
-}
-
-/// Exponential backoff settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawExponential {
-    /// Delay before the first retry (before jitter).
-    pub base: DurationText,
-    /// Growth factor per retry (default 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multiplier: Option<f64>,
-    /// Largest delay (before jitter).
-    pub cap: DurationText,
-    /// "none", "full", "equal" or "decorrelated".
-    pub jitter: RawJitter,
-}
-
-/// Jitter kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RawJitter {
-    /// raw(k).
-    None,
-    /// U[0, raw(k)].
-    Full,
-    /// raw(k)/2 + U[0, raw(k)/2].
-    Equal,
-    /// s_k = min(cap, U[base, 3 s_(k-1)]), s_0 = base.
-    Decorrelated,
-}
-
-impl<'de> Deserialize<'de> for RawBackoff {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawBackoff;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(r#""none" or an object {"base", "multiplier", "cap", "jitter"}"#)
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawBackoff, E> {
-                if s == "none" {
-                    Ok(RawBackoff::None(NoneWord("none")))
-                } else {
-                    Err(E::invalid_value(de::Unexpected::Str(s), &self))
-                }
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackoff, A::Error> {
-                RawExponential::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(RawBackoff::Exponential)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl JsonSchema for RawBackoff {
-    fn schema_name() -> Cow<'static, str> {
-        "Backoff".into()
-    }
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let exp = generator.subschema_for::<RawExponential>();
-        json_schema!({
-            "description": "\"none\" (retry at once) or exponential backoff with jitter",
-            "oneOf": [ { "const": "none" }, exp ]
-        })
-    }
 }
 
 /// Who shares a budget or breaker.

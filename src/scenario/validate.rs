@@ -7,48 +7,19 @@
 
 use std::collections::HashMap;
 
-use crate::engine::{SimDuration, SimTime};
-use crate::model::{
-    Backoff, Discipline, Dist, Fault, FaultEffect, Faults, Jitter, Outage, Outcome, OutcomeSet,
-    QueueConfig, RateLimit, RateProfile, RateStep,
-};
+use crate::engine::SimDuration;
 
-use super::check::MAX_AMOUNT;
-use super::check::{Caller, Checker, written};
+use super::check::{Caller, Checker, written, zero_dist};
 use super::error::{Problem, num, quote};
-use super::policy::{breaker, budget, bulkhead, hedge, idempotency_key, throttle};
+use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
 use super::schema::*;
-use super::{
-    Call, Clients, ClosedWorkload, Limits, Network, Policy, RetryAfter, RetryPolicy, Scenario,
-    Server, ServerKind, Service, Workload,
-};
+use super::{Call, Limits, Network, Policy, Scenario, ServerKind, Service};
+use super::{clients, server};
 
-/// Most clients of a closed workload: each has its first request scheduled from the start, so
-/// memory grows with the count whatever `limits.max_in_flight` says (about 1.2 GB a replication
-/// in progress at the bound).
-pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
 /// The most replications a file may ask for.
 pub const MAX_REPLICATIONS: u64 = 1_000_000;
-/// Default number of attempts, including the first.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Default number of time-series buckets over `duration`.
 pub const DEFAULT_BUCKETS: u64 = 200;
-
-// Bounds that keep every number a run computes finite and simulated time far from its end
-// (a u64 of nanoseconds, about 584 years). Durations are bounded in `units`.
-
-/// The largest finite `policy.retry.max_attempts`.
-pub const MAX_ATTEMPTS: u64 = 1000;
-/// The largest service-time factor of a fault window.
-pub const MAX_SERVICE_TIME_FACTOR: f64 = 1000.0;
-/// The largest `server.slowdown_per_inflight` (it is added once per attempt in service).
-pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
-
-/// The longest wait in a standing queue under `codel` by default (`target`).
-pub const DEFAULT_CODEL_TARGET: SimDuration = SimDuration::from_millis(5);
-/// How long the waiting room must stay non-empty for the queue to stand, by default
-/// (`interval` of `codel` and `adaptive_lifo`).
-pub const DEFAULT_SHED_INTERVAL: SimDuration = SimDuration::from_millis(100);
 
 /// The name a sweep axis gets without a `label`: its path's last two keys (and the list
 /// indices among or just before them), joined by spaces, with underscores read as spaces.
@@ -74,11 +45,6 @@ pub fn label_from_path(path: &str) -> String {
     } else {
         label
     }
-}
-
-/// A distribution that is always zero, as the scenario format writes it.
-fn zero_dist() -> RawDist {
-    RawDist::Constant(written(SimDuration::ZERO))
 }
 
 /// The rules of the settings that belong to the whole file: `name` (where it is text), which
@@ -123,7 +89,7 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
     // Values that cannot be read are `None` here, and the rules that compare them with
     // others are skipped: one mistake, one message.
     let (duration, max_time, bucket) = run_length(&mut c, raw);
-    let clients = clients(&mut c, &mut raw.clients);
+    let clients = clients::check(&mut c, &mut raw.clients);
     let latency = raw
         .network
         .get_or_insert(RawNetwork { latency: None })
@@ -146,9 +112,9 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
         no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
     }
     let limits = limits(&mut c, &mut raw.limits);
-    closed_within_limits(&mut c, &clients, &limits);
+    clients::closed_within_limits(&mut c, &clients, &limits);
     drop_outages(&mut c, raw);
-    closed_against_breaker(&mut c, &clients, &policy);
+    clients::closed_against_breaker(&mut c, &clients, &policy);
     if c.problems.is_empty() {
         Ok(Scenario {
             // Without a problem, every value was read.
@@ -233,103 +199,6 @@ fn limits(c: &mut Checker, raw: &mut Option<RawLimits>) -> Limits {
     limits
 }
 
-/// A closed workload keeps a request of every client in flight from the start: its client
-/// count is bounded by `limits.max_in_flight` and by memory.
-fn closed_within_limits(c: &mut Checker, clients: &Clients, limits: &Limits) {
-    if !matches!(clients.workload, Workload::Closed(_)) || c.failed("clients.count") {
-        return;
-    }
-    if !c.failed("limits.max_in_flight") && u64::from(clients.count) > limits.max_in_flight {
-        c.err(
-            "clients.count",
-            format!(
-                "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
-                clients.count, limits.max_in_flight
-            ),
-        );
-    }
-    if !c.failed("clients.count") && clients.count > MAX_CLOSED_CLIENTS {
-        c.err(
-            "clients.count",
-            format!(
-                "a closed workload schedules every client's first request at the start (about 115 bytes per client for each replication in progress), so it takes at most {MAX_CLOSED_CLIENTS} clients (got {}); an open workload has no such bound",
-                clients.count
-            ),
-        );
-    }
-}
-
-/// Under a breaker in mode "all", an endless closed workload without think time would start
-/// requests at one instant without end.
-fn closed_against_breaker(c: &mut Checker, clients: &Clients, policy: &Policy) {
-    if let Workload::Closed(closed) = &clients.workload
-        && closed.requests_per_client.is_none()
-        && closed.think_time.is_zero()
-        && !c.failed("clients.workload.closed.think_time")
-        && policy
-            .breaker
-            .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
-    {
-        c.err(
-            "clients.workload.closed.think_time",
-            "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
-        );
-    }
-}
-
-fn clients(c: &mut Checker, raw: &mut RawClients) -> Clients {
-    let count = c.count_u32("clients.count", raw.count, 1);
-    let workload = match &mut raw.workload {
-        RawWorkload::Open(open) => {
-            let base = c.rate("clients.workload.open.rate_per_s", open.rate_per_s);
-            let mut steps = Vec::new();
-            let mut last_at: Option<SimDuration> = None;
-            for (i, step) in open.profile.iter_mut().flatten().enumerate() {
-                let p = format!("clients.workload.open.profile[{i}]");
-                let at = c.duration(&format!("{p}.at"), &step.at);
-                if let (Some(prev), Some(at)) = (last_at, at)
-                    && at <= prev
-                {
-                    c.err(
-                        &format!("{p}.at"),
-                        format!("must be later than the previous point (got {at} after {prev})"),
-                    );
-                }
-                // A point that cannot be read is compared with nothing, before or after.
-                last_at = at;
-                let rate_per_s = c.rate(&format!("{p}.rate_per_s"), step.rate_per_s);
-                steps.push(RateStep {
-                    at: at.unwrap_or_default(),
-                    rate_per_s,
-                    ramp: *step.ramp.get_or_insert(false),
-                });
-            }
-            Workload::Open(RateProfile::new(base, steps))
-        }
-        RawWorkload::Closed(closed) => {
-            let path = "clients.workload.closed";
-            if closed.requests_per_client == Some(0) {
-                c.err(
-                    &format!("{path}.requests_per_client"),
-                    "must be at least 1 (got 0); omit it to keep clients busy until duration",
-                );
-            }
-            Workload::Closed(ClosedWorkload {
-                requests_per_client: closed.requests_per_client,
-                think_time: c.dist(
-                    &format!("{path}.think_time"),
-                    closed.think_time.get_or_insert_with(zero_dist),
-                ),
-                start: c.dist(
-                    &format!("{path}.start"),
-                    closed.start.get_or_insert_with(zero_dist),
-                ),
-            })
-        }
-    };
-    Clients { count, workload }
-}
-
 /// The most services of a call graph.
 pub const MAX_SERVICES: usize = 64;
 /// The most calls one service makes.
@@ -358,7 +227,7 @@ fn services(c: &mut Checker, raw: &mut RawScenario, duration: Option<SimDuration
         let raw_server = raw.server.get_or_insert_with(RawServer::default);
         return vec![Service {
             name: "server".to_owned(),
-            server: server(c, "server", raw_server, duration),
+            server: server::check(c, "server", raw_server, duration),
             calls: Vec::new(),
             parallel: false,
         }];
@@ -369,7 +238,7 @@ fn services(c: &mut Checker, raw: &mut RawScenario, duration: Option<SimDuration
             "cannot be used together with \"server\": a file describes one server or a graph of services; put the server's keys under a name in \"services\" and remove \"server\" (a variant patch removes it with \"server\": null)",
         );
         // Its own problems are still worth knowing.
-        server(c, "server", &mut s.clone(), duration);
+        server::check(c, "server", &mut s.clone(), duration);
     }
     graph(c, &mut list.0, &mut raw.clients.entry, duration)
 }
@@ -569,7 +438,7 @@ fn service(
 ) -> (Service, Vec<Option<usize>>) {
     let at = service_path(name);
     let mut raw_server = raw.server();
-    let server = server(c, &at, &mut raw_server, duration);
+    let server = server::check(c, &at, &mut raw_server, duration);
     raw.set_server(raw_server);
     if !matches!(server.kind, ServerKind::Occ) {
         raw.call_mode.get_or_insert(RawCallMode::Sequential);
@@ -886,236 +755,6 @@ fn drop_outages(c: &mut Checker, raw: &RawScenario) {
     }
 }
 
-/// The server `at` (`server`, or `services.<name>` for a service) describes.
-fn server(c: &mut Checker, at: &str, raw: &mut RawServer, duration: Option<SimDuration>) -> Server {
-    let permanent_error_rate = c.probability(
-        &format!("{at}.permanent_error_rate"),
-        raw.permanent_error_rate,
-    );
-    raw.permanent_error_rate = Some(permanent_error_rate);
-    if raw.kind == Some(RawServerKind::Occ) {
-        let queue_only = [
-            ("concurrency", raw.concurrency.is_some()),
-            ("queue_limit", raw.queue_limit.is_some()),
-            ("discipline", raw.discipline.is_some()),
-            ("service_time", raw.service_time.is_some()),
-            ("slowdown_per_inflight", raw.slowdown_per_inflight.is_some()),
-            ("error_rate", raw.error_rate.is_some()),
-            ("drop_expired", raw.drop_expired.is_some()),
-            ("rate_limit", raw.rate_limit.is_some()),
-            ("faults", raw.faults.as_ref().is_some_and(|f| !f.is_empty())),
-        ];
-        for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
-            c.err(
-                &format!("{at}.{key}"),
-                "applies to a queue server only; an occ server is one row whose reads are instant and whose writes conflict",
-            );
-        }
-        return Server {
-            kind: ServerKind::Occ,
-            permanent_error_rate,
-            faults: Faults::default(),
-            rate_limit: None,
-        };
-    }
-    raw.kind = Some(RawServerKind::Queue);
-    let concurrency = match *raw.concurrency.get_or_insert(Count::Finite(1)) {
-        Count::Unlimited(_) => None,
-        Count::Finite(n) => Some(c.count_u32(&format!("{at}.concurrency"), n, 1)),
-    };
-    let queue_limit = match *raw.queue_limit.get_or_insert(Count::UNLIMITED) {
-        Count::Unlimited(_) => None,
-        Count::Finite(n) => Some(c.count_u32(&format!("{at}.queue_limit"), n, 0)),
-    };
-    let service_time = match &raw.service_time {
-        Some(d) => c.dist(&format!("{at}.service_time"), d),
-        None => {
-            c.err(
-                &format!("{at}.service_time"),
-                "is required for a queue server, e.g. {\"exponential\": {\"mean\": \"10ms\"}}",
-            );
-            Dist::ZERO
-        }
-    };
-    let slowdown_per_inflight = raw
-        .slowdown_per_inflight
-        .get_or_insert_with(|| written(SimDuration::ZERO));
-    let slowdown_per_inflight = c
-        .duration(
-            &format!("{at}.slowdown_per_inflight"),
-            slowdown_per_inflight,
-        )
-        .unwrap_or_default();
-    if slowdown_per_inflight > MAX_SLOWDOWN {
-        c.err(
-            &format!("{at}.slowdown_per_inflight"),
-            format!(
-                "must be at most 10s (got {slowdown_per_inflight}): it is added once for every attempt in service, so a longer one would run simulated time out"
-            ),
-        );
-    }
-    Server {
-        kind: ServerKind::Queue(QueueConfig {
-            concurrency,
-            queue_limit,
-            discipline: discipline(c, &format!("{at}.discipline"), &mut raw.discipline),
-            service_time,
-            slowdown_per_inflight,
-            error_rate: *raw
-                .error_rate
-                .insert(c.probability(&format!("{at}.error_rate"), raw.error_rate)),
-            drop_expired: *raw.drop_expired.get_or_insert(false),
-        }),
-        permanent_error_rate,
-        faults: faults(c, at, raw.faults.as_deref().unwrap_or_default(), duration),
-        rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit(c, at, r)),
-    }
-}
-
-/// `discipline` at `path`: a word takes the defaults; `codel`'s and `adaptive_lifo`'s
-/// durations are longer than zero, and `codel`'s target shorter than its interval.
-fn discipline(c: &mut Checker, path: &str, raw: &mut Option<RawDiscipline>) -> Discipline {
-    let discipline = read_discipline(c, path, raw.as_ref());
-    // The discipline that runs, with its settings filled in.
-    *raw = Some(match discipline {
-        Discipline::Fifo => RawDiscipline::Word(RawDisciplineWord::Fifo),
-        Discipline::Lifo => RawDiscipline::Word(RawDisciplineWord::Lifo),
-        Discipline::Codel { target, interval } => {
-            RawDiscipline::Settings(RawDisciplineSettings::Codel(RawCodel {
-                target: Some(written(target)),
-                interval: Some(written(interval)),
-            }))
-        }
-        Discipline::AdaptiveLifo { interval } => {
-            RawDiscipline::Settings(RawDisciplineSettings::AdaptiveLifo(RawAdaptiveLifo {
-                interval: Some(written(interval)),
-            }))
-        }
-    });
-    discipline
-}
-
-/// [`discipline`], read.
-fn read_discipline(c: &mut Checker, path: &str, raw: Option<&RawDiscipline>) -> Discipline {
-    let mut read = |key: &str, d: Option<&DurationText>, default: SimDuration| match d {
-        None => Some(default),
-        Some(d) => c.positive_duration(&format!("{path}.{key}"), d),
-    };
-    let (codel, adaptive) = match raw {
-        None | Some(RawDiscipline::Word(RawDisciplineWord::Fifo)) => return Discipline::Fifo,
-        Some(RawDiscipline::Word(RawDisciplineWord::Lifo)) => return Discipline::Lifo,
-        Some(RawDiscipline::Word(RawDisciplineWord::Codel)) => (Some(RawCodel::default()), None),
-        Some(RawDiscipline::Word(RawDisciplineWord::AdaptiveLifo)) => {
-            (None, Some(RawAdaptiveLifo::default()))
-        }
-        Some(RawDiscipline::Settings(RawDisciplineSettings::Codel(k))) => (Some(k.clone()), None),
-        Some(RawDiscipline::Settings(RawDisciplineSettings::AdaptiveLifo(k))) => {
-            (None, Some(k.clone()))
-        }
-    };
-    if let Some(k) = codel {
-        let target = read("codel.target", k.target.as_ref(), DEFAULT_CODEL_TARGET);
-        let interval = read("codel.interval", k.interval.as_ref(), DEFAULT_SHED_INTERVAL);
-        let (Some(target), Some(interval)) = (target, interval) else {
-            return Discipline::Fifo;
-        };
-        if target >= interval {
-            c.err(
-                &format!("{path}.codel.target"),
-                format!(
-                    "must be shorter than the interval (got target {target}, interval {interval}): the target bounds the wait in a standing queue, the interval the wait right after the queue was empty; lower target or raise interval"
-                ),
-            );
-        }
-        return Discipline::Codel { target, interval };
-    }
-    let k = adaptive.unwrap_or_default();
-    match read(
-        "adaptive_lifo.interval",
-        k.interval.as_ref(),
-        DEFAULT_SHED_INTERVAL,
-    ) {
-        Some(interval) => Discipline::AdaptiveLifo { interval },
-        None => Discipline::Fifo,
-    }
-}
-
-fn faults(c: &mut Checker, at: &str, raw: &[RawFault], duration: Option<SimDuration>) -> Faults {
-    let mut windows = Vec::new();
-    for (i, f) in raw.iter().enumerate() {
-        let p = format!("{at}.faults[{i}]");
-        let from = c.duration(&format!("{p}.from"), &f.from);
-        let to = c.duration(&format!("{p}.to"), &f.to);
-        if let (Some(from), Some(to)) = (from, to)
-            && to <= from
-        {
-            c.err(
-                &format!("{p}.to"),
-                format!("must be later than from (got from {from}, to {to})"),
-            );
-        }
-        if let (Some(from), Some(duration)) = (from, duration)
-            && from >= duration
-        {
-            c.err(
-                &format!("{p}.from"),
-                format!(
-                    "must be before duration (got {from}, duration {duration}): no new requests arrive after it, so the fault would test nothing"
-                ),
-            );
-        }
-        let mut effects = Vec::new();
-        if let Some(o) = f.outage {
-            effects.push(FaultEffect::Outage(match o {
-                RawOutage::Reject => Outage::Reject,
-                RawOutage::Drop => Outage::Drop,
-            }));
-        }
-        if let Some(rate) = f.error_rate {
-            let rate = c.probability(&format!("{p}.error_rate"), Some(rate));
-            effects.push(FaultEffect::ErrorRate(rate));
-        }
-        if let Some(x) = f.service_time_factor {
-            if !(x > 0.0 && x <= MAX_SERVICE_TIME_FACTOR) {
-                c.err(
-                    &format!("{p}.service_time_factor"),
-                    format!(
-                        "must be a number > 0 and at most 1000 (got {}); 3 makes service three times slower",
-                        num(x)
-                    ),
-                );
-            }
-            effects.push(FaultEffect::ServiceTimeFactor(x));
-        }
-        if let Some(n) = f.concurrency {
-            effects.push(FaultEffect::Concurrency(c.count_u32(
-                &format!("{p}.concurrency"),
-                n,
-                0,
-            )));
-        }
-        match effects.as_slice() {
-            [effect] => windows.push(Fault {
-                from: SimTime::ZERO + from.unwrap_or_default(),
-                to: SimTime::ZERO + to.unwrap_or_default(),
-                effect: *effect,
-            }),
-            [] => c.err(
-                &p,
-                "needs one effect: \"outage\" (\"reject\" or \"drop\"), \"error_rate\", \"service_time_factor\" or \"concurrency\"",
-            ),
-            _ => c.err(
-                &p,
-                format!(
-                    "has {} effects; a window has exactly one (write overlapping windows for several)",
-                    effects.len()
-                ),
-            ),
-        }
-    }
-    Faults::new(windows)
-}
-
 /// The policy `at` (`policy`, or a call's `services.<name>.calls[i].policy`) describes.
 fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Policy {
     let timeout = raw
@@ -1126,19 +765,9 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         .deadline
         .as_ref()
         .and_then(|d| c.positive_duration(&format!("{at}.deadline"), d));
-    let retry = raw.retry.get_or_insert_with(RawRetry::default);
-    let max_attempts = max_attempts(c, at, &mut retry.max_attempts);
-    let retry_on = retry_on(c, at, &mut retry.retry_on);
-    let backoff = backoff(c, at, &mut retry.backoff);
-    let retry_after = match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
-        RawRetryAfter::Ignore => RetryAfter::Ignore,
-        RawRetryAfter::Honor => RetryAfter::Honor,
-    };
+    let retry = retry::check(c, at, &mut raw.retry);
     let bulkhead = raw.bulkhead.as_mut().map(|b| bulkhead::check(c, at, b));
-    let fallback = raw.fallback.as_mut().map(|f| {
-        let latency = f.latency.get_or_insert_with(zero_dist);
-        c.dist(&format!("{at}.fallback.latency"), latency)
-    });
+    let fallback = raw.fallback.as_mut().map(|f| fallback::check(c, at, f));
     if caller == Caller::Clients {
         clients_policy_keys(c, at, raw);
     }
@@ -1150,12 +779,7 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .breaker
             .as_mut()
             .map(|b| breaker::check(c, at, b, caller)),
-        retry: RetryPolicy {
-            max_attempts,
-            retry_on,
-            backoff,
-            retry_after,
-        },
+        retry,
         bulkhead,
         fallback,
         propagate_deadline: caller == Caller::Service
@@ -1170,112 +794,6 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .adaptive_throttle
             .as_mut()
             .and_then(|t| throttle::check(c, at, t)),
-    }
-}
-
-/// `retry.max_attempts` of the policy `at`: `None` for unlimited.
-fn max_attempts(c: &mut Checker, at: &str, raw: &mut Option<Count>) -> Option<u32> {
-    match *raw {
-        None => {
-            *raw = Some(Count::Finite(u64::from(DEFAULT_MAX_ATTEMPTS)));
-            Some(DEFAULT_MAX_ATTEMPTS)
-        }
-        Some(Count::Unlimited(_)) => None,
-        Some(Count::Finite(0)) => {
-            c.err(
-                &format!("{at}.retry.max_attempts"),
-                "must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
-            );
-            Some(1)
-        }
-        Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
-            c.err(
-                &format!("{at}.retry.max_attempts"),
-                format!(
-                    "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
-                ),
-            );
-            None
-        }
-        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
-    }
-}
-
-/// `retry.retry_on` of the policy `at`.
-fn retry_on(c: &mut Checker, at: &str, raw: &mut Option<Vec<RawAttemptOutcome>>) -> OutcomeSet {
-    match raw {
-        None => {
-            let set = OutcomeSet::default_retryable();
-            let listed = ATTEMPT_OUTCOMES.iter().copied();
-            *raw = Some(
-                listed
-                    .filter(|o| set.contains(attempt_outcome(*o)))
-                    .collect(),
-            );
-            set
-        }
-        Some(list) => {
-            for (i, o) in list.iter().enumerate() {
-                if matches!(o, RawAttemptOutcome::Success | RawAttemptOutcome::Permanent) {
-                    c.err(
-                        &format!("{at}.retry.retry_on[{i}]"),
-                        format!(
-                            "{} is never retried; list only timeout, error, rejected, throttled, conflict or bulkhead_full",
-                            attempt_outcome(*o)
-                        ),
-                    );
-                }
-            }
-            list.iter().map(|o| attempt_outcome(*o)).collect()
-        }
-    }
-}
-
-/// `retry.backoff` of the policy `at`.
-fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
-    match raw.get_or_insert(RawBackoff::None(NoneWord::NONE)) {
-        RawBackoff::None(_) => Backoff::None,
-        RawBackoff::Exponential(e) => {
-            let p = format!("{at}.retry.backoff");
-            let base = c.duration(&format!("{p}.base"), &e.base);
-            let cap = c.duration(&format!("{p}.cap"), &e.cap);
-            let multiplier = *e.multiplier.get_or_insert(2.0);
-            if !multiplier.is_finite() || multiplier < 1.0 {
-                c.err(
-                    &format!("{p}.multiplier"),
-                    format!(
-                        "must be a number >= 1 (got {}); backoff never shrinks",
-                        num(multiplier)
-                    ),
-                );
-            }
-            if let (Some(base), Some(cap)) = (base, cap)
-                && cap < base
-            {
-                c.err(
-                    &format!("{p}.cap"),
-                    format!("must not be shorter than base (got cap {cap}, base {base})"),
-                );
-            }
-            let jitter = match e.jitter {
-                RawJitter::None => Jitter::None,
-                RawJitter::Full => Jitter::Full,
-                RawJitter::Equal => Jitter::Equal,
-                RawJitter::Decorrelated => Jitter::Decorrelated,
-            };
-            if jitter == Jitter::Decorrelated && base == Some(SimDuration::ZERO) {
-                c.err(
-                    &format!("{p}.base"),
-                    "must be longer than zero for decorrelated jitter, which grows from base",
-                );
-            }
-            Backoff::exponential(
-                base.unwrap_or_default(),
-                multiplier,
-                cap.unwrap_or_default(),
-                jitter,
-            )
-        }
     }
 }
 
@@ -1320,53 +838,6 @@ fn no_hedge_at_occ(c: &mut Checker, at: &str, raw: &RawPolicy, to: &str) {
             &format!("{at}.idempotency_key"),
             format!("{why}; remove idempotency_key"),
         );
-    }
-}
-
-fn rate_limit(c: &mut Checker, at: &str, raw: &RawRateLimit) -> RateLimit {
-    let p = format!("{at}.rate_limit");
-    let rate_per_s = c.rate(&format!("{p}.rate_per_s"), raw.rate_per_s);
-    if !(1.0..=MAX_AMOUNT).contains(&raw.burst) {
-        c.err(
-            &format!("{p}.burst"),
-            format!(
-                "must be at least 1 and at most 1e9 (got {}); it is how many attempts pass at once",
-                num(raw.burst)
-            ),
-        );
-    }
-    RateLimit {
-        rate_per_s,
-        burst: raw.burst,
-        retry_after: raw
-            .retry_after
-            .as_ref()
-            .and_then(|d| c.duration(&format!("{p}.retry_after"), d)),
-    }
-}
-
-/// Every outcome `retry.retry_on` may name, in the order a filled-in default lists them.
-const ATTEMPT_OUTCOMES: [RawAttemptOutcome; 8] = [
-    RawAttemptOutcome::Success,
-    RawAttemptOutcome::Error,
-    RawAttemptOutcome::Rejected,
-    RawAttemptOutcome::Throttled,
-    RawAttemptOutcome::Timeout,
-    RawAttemptOutcome::Conflict,
-    RawAttemptOutcome::Permanent,
-    RawAttemptOutcome::BulkheadFull,
-];
-
-fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
-    match o {
-        RawAttemptOutcome::Success => Outcome::Success,
-        RawAttemptOutcome::Error => Outcome::Error,
-        RawAttemptOutcome::Rejected => Outcome::Rejected,
-        RawAttemptOutcome::Throttled => Outcome::Throttled,
-        RawAttemptOutcome::Timeout => Outcome::Timeout,
-        RawAttemptOutcome::Conflict => Outcome::Conflict,
-        RawAttemptOutcome::Permanent => Outcome::Permanent,
-        RawAttemptOutcome::BulkheadFull => Outcome::BulkheadFull,
     }
 }
 

@@ -4,20 +4,14 @@
 //! rules and words are written in one module; names are Markdown-escaped here ([`escape`]),
 //! which report.md uses for every name it prints.
 
-use std::fmt::Write as _;
-
-use super::{
-    HedgeDelay, Policy, RetryAfter, Scenario, Server, ServerKind, Workload, percentile_text,
-};
-use crate::engine::{SimDuration, SimTime};
-use crate::model::{
-    Backoff, BreakerConfig, BreakerMode, BreakerWindow, BudgetConfig, BudgetKind, Discipline, Dist,
-    Fault, FaultEffect, Jitter, Outage, QueueConfig, RateLimit, Scope,
-};
+use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
+use super::{Policy, Scenario};
+use super::{clients, server};
+use crate::model::{Dist, Scope};
 
 /// The scenario in words, one sentence per part.
 pub fn describe(s: &Scenario) -> Vec<String> {
-    let mut lines = vec![clients_line(s)];
+    let mut lines = vec![clients::sentence(s)];
     if !s.network.latency.is_zero() {
         lines.push(format!(
             "Network: every one-way message takes {}.",
@@ -27,7 +21,7 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     if s.is_graph() {
         lines.extend(graph_lines(s));
     } else {
-        lines.extend(server_lines(
+        lines.extend(server::lines(
             s.server(),
             Some(s.policy.retry.retry_after),
             None,
@@ -52,56 +46,6 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     lines
 }
 
-/// The clients and their workload in one sentence.
-fn clients_line(s: &Scenario) -> String {
-    let n = s.clients.count;
-    match &s.clients.workload {
-        Workload::Open(p) => {
-            let steps = if p.steps.is_empty() {
-                String::new()
-            } else {
-                let parts: Vec<String> = p
-                    .steps
-                    .iter()
-                    .map(|st| {
-                        format!(
-                            "{} {}/s at {}",
-                            if st.ramp { "ramping to" } else { "then" },
-                            st.rate_per_s,
-                            st.at
-                        )
-                    })
-                    .collect();
-                format!(" ({})", parts.join(", "))
-            };
-            format!(
-                "Clients: {n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
-                p.base_rate, s.duration
-            )
-        }
-        Workload::Closed(c) => {
-            let k = c
-                .requests_per_client
-                .map_or(format!("requests until {}", s.duration), |k| {
-                    format!("{k} request{}", if k == 1 { "" } else { "s" })
-                });
-            let start = if c.start.is_zero() {
-                "all starting at once".to_string()
-            } else {
-                format!("starting after {}", words(&c.start))
-            };
-            let think = if c.think_time.is_zero() {
-                String::new()
-            } else {
-                format!(", thinking {} between requests", words(&c.think_time))
-            };
-            format!(
-                "Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}."
-            )
-        }
-    }
-}
-
 /// The clients' policy, one sentence per part: timeout, deadline, attempts, budget, breaker,
 /// backoff, then hedging, idempotency and throttling.
 fn policy_lines(p: &Policy) -> Vec<String> {
@@ -112,21 +56,11 @@ fn policy_lines(p: &Policy) -> Vec<String> {
     if let Some(d) = p.deadline {
         lines.push(format!("Requests give up {d} after they start (deadline)."));
     }
-    lines.push(match p.retry.max_attempts {
-        Some(1) => "No retries: one attempt per request.".to_string(),
-        Some(m) => format!("Up to {m} attempts per request."),
-        None => "Unlimited attempts per request.".to_string(),
-    });
-    lines.extend(p.budget.as_ref().map(budget_line));
-    lines.extend(p.breaker.as_ref().map(breaker_line));
-    if p.retry.max_attempts != Some(1) {
-        lines.push(
-            backoff_words(&p.retry.backoff)
-                .map_or("Retries go out at once (no backoff).".to_string(), |w| {
-                    format!("{}.", capitalized(&w))
-                }),
-        );
-    }
+    let (attempts, backoff) = retry::sentences(&p.retry);
+    lines.push(attempts);
+    lines.extend(p.budget.as_ref().map(budget::sentence));
+    lines.extend(p.breaker.as_ref().map(breaker::sentence));
+    lines.extend(backoff);
     lines.extend(
         repeat_words(p)
             .iter()
@@ -136,98 +70,11 @@ fn policy_lines(p: &Policy) -> Vec<String> {
 }
 
 /// Whose a budget or breaker is.
-fn scope(s: Scope) -> &'static str {
+pub(in crate::scenario) fn scope(s: Scope) -> &'static str {
     match s {
         Scope::PerClient => "each client its own",
         Scope::Shared => "one shared by all clients",
     }
-}
-
-/// A retry budget in one sentence.
-fn budget_line(b: &BudgetConfig) -> String {
-    let what = match b.kind {
-        BudgetKind::TokenBucket {
-            max_tokens,
-            token_ratio,
-        } => format!(
-            "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
-        ),
-        BudgetKind::RetryQuota {
-            initial,
-            retry_cost,
-            timeout_cost,
-            success_refund,
-        } => format!(
-            "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
-        ),
-        BudgetKind::Ratio {
-            percent,
-            min_per_s,
-            window,
-        } => {
-            let floor = if min_per_s > 0.0 {
-                format!(" plus {min_per_s} per second")
-            } else {
-                String::new()
-            };
-            format!(
-                "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
-                100.0 * percent
-            )
-        }
-    };
-    format!(
-        "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
-        scope(b.scope)
-    )
-}
-
-/// A circuit breaker in one sentence.
-fn breaker_line(b: &BreakerConfig) -> String {
-    let window = match b.window {
-        BreakerWindow::Count(n) => format!("the last {n} attempts"),
-        BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
-    };
-    let slow = match b.slow_call {
-        Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
-        None => String::new(),
-    };
-    let gate = match b.mode {
-        BreakerMode::All => "An open breaker refuses every attempt",
-        BreakerMode::Retries => {
-            "First attempts always pass; an open (or half-open) breaker refuses retries"
-        }
-    };
-    format!(
-        "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
-        scope(b.scope),
-        100.0 * b.failure_rate_threshold,
-        b.minimum_calls,
-        b.open_duration,
-        b.half_open_calls
-    )
-}
-
-/// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
-/// jitter"; `None` for retries that go out at once.
-fn backoff_words(b: &Backoff) -> Option<String> {
-    let Backoff::Exponential {
-        base,
-        multiplier,
-        cap,
-        jitter,
-        ..
-    } = b
-    else {
-        return None;
-    };
-    let jitter = match jitter {
-        Jitter::None => "without jitter".to_string(),
-        j => format!("with {} jitter", j.name()),
-    };
-    Some(format!(
-        "backoff from {base}, x{multiplier} per retry, capped at {cap}, {jitter}"
-    ))
 }
 
 /// A call graph in words: who calls whom and how often, each service's server, and each
@@ -284,7 +131,7 @@ fn graph_lines(s: &Scenario) -> Vec<String> {
             name(i)
         };
         let retry_after = (i == 0).then_some(s.policy.retry.retry_after);
-        lines.extend(server_lines(&service.server, retry_after, Some(&who)));
+        lines.extend(server::lines(&service.server, retry_after, Some(&who)));
     }
     for (i, service) in s.services.iter().enumerate() {
         for c in &service.calls {
@@ -319,46 +166,11 @@ fn call_policy_words(p: &super::Policy) -> String {
     if let Some(d) = p.deadline {
         parts.push(format!("the call gives up {d} after it starts"));
     }
-    parts.push(match p.retry.max_attempts {
-        Some(1) => "no retries".to_string(),
-        Some(m) => format!("up to {m} attempts"),
-        None => "unlimited attempts".to_string(),
-    });
-    if p.retry.max_attempts != Some(1) {
-        parts
-            .push(backoff_words(&p.retry.backoff).unwrap_or_else(|| "retries at once".to_string()));
-    }
-    if let Some(b) = &p.budget {
-        let kind = match b.kind {
-            BudgetKind::TokenBucket { .. } => "a token bucket",
-            BudgetKind::RetryQuota { .. } => "a retry quota",
-            BudgetKind::Ratio { .. } => "a ratio budget",
-        };
-        parts.push(format!("retries limited by {kind}"));
-    }
-    if p.breaker.is_some() {
-        parts.push("a circuit breaker".to_string());
-    }
-    if let Some(b) = &p.bulkhead {
-        let wait = if b.max_wait == SimDuration::ZERO {
-            "an attempt beyond fails `bulkhead_full` at once".to_string()
-        } else {
-            format!(
-                "an attempt beyond waits up to {} for a permit, then fails `bulkhead_full`",
-                b.max_wait
-            )
-        };
-        parts.push(format!(
-            "a bulkhead of {} attempts in flight ({wait})",
-            b.max_concurrent
-        ));
-    }
-    if let Some(d) = &p.fallback {
-        parts.push(format!(
-            "a call that fails for good is answered by a fallback after {} (the request then ends degraded: neither a success nor a failure)",
-            words(d)
-        ));
-    }
+    parts.extend(retry::phrases(&p.retry));
+    parts.extend(p.budget.as_ref().map(budget::phrase));
+    parts.extend(p.breaker.as_ref().map(|_| "a circuit breaker".to_string()));
+    parts.extend(p.bulkhead.as_ref().map(bulkhead::phrase));
+    parts.extend(p.fallback.as_ref().map(fallback::phrase));
     if p.propagate_deadline {
         parts.push("the caller's remaining time caps the call's deadline".to_string());
     }
@@ -370,185 +182,26 @@ fn call_policy_words(p: &super::Policy) -> String {
 /// phrase each; none for a policy that sets none of them.
 fn repeat_words(p: &Policy) -> Vec<String> {
     let mut parts = Vec::new();
-    if let Some(h) = &p.hedge {
-        let delay = match h.delay {
-            HedgeDelay::Fixed(d) => d.to_string(),
-            HedgeDelay::Percentile { quantile, window } => format!(
-                "the {} latency of the last {window} answered attempts",
-                percentile_text(quantile)
-            ),
-        };
-        let mut text = format!(
-            "hedged after {delay}, at most {} hedge{} per attempt",
-            h.max_hedges,
-            if h.max_hedges == 1 { "" } else { "s" }
-        );
-        if let Some(b) = h.budget {
-            let _ = write!(text, ", hedges capped at {} % of calls", percent(b));
-        }
-        if h.cancel {
-            text.push_str(", abandoned attempts cancelled");
-        }
-        parts.push(text);
-    }
+    parts.extend(p.hedge.as_ref().map(hedge::phrase));
     if !p.idempotent {
         parts.push(
             "not idempotent: repeated executions are counted as duplicate side effects".to_string(),
         );
     }
-    if let Some(k) = &p.idempotency_key {
-        let answer = if k.cost == SimDuration::ZERO {
-            "at once".to_string()
-        } else {
-            format!("in {}", k.cost)
-        };
-        parts.push(format!(
-            "idempotency keys remembered for {}, a repeat answered {answer}",
-            k.ttl
-        ));
-    }
-    if let Some(t) = &p.adaptive_throttle {
-        parts.push(format!(
-            "adaptive throttling (K = {}, window {}): an attempt is rejected locally, ending its request `throttled_locally`, with probability max(0, (requests - K × accepts) / (requests + 1)) over the window",
-            t.k(),
-            t.window
-        ));
-    }
+    parts.extend(p.idempotency_key.as_ref().map(idempotency_key::phrase));
+    parts.extend(p.adaptive_throttle.as_ref().map(throttle::phrase));
     parts
 }
 
 /// A share as a percentage with at most three decimals and no trailing zeros: 0.05 -> "5",
 /// not the "5.000000000000001" that 100 * 0.05 prints.
-fn percent(share: f64) -> String {
+pub(in crate::scenario) fn percent(share: f64) -> String {
     let text = format!("{:.3}", 100.0 * share);
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A server in words, one sentence per part: `who` is `None` for the one server of a
-/// single-server scenario (the words it always had), else a call graph's service in bold.
-/// `retry_after` is the clients' setting when they are the only callers.
-fn server_lines(
-    server: &Server,
-    retry_after: Option<RetryAfter>,
-    who: Option<&str>,
-) -> Vec<String> {
-    let name = who.map_or("Server".to_string(), |w| format!("Service {w}"));
-    let mut lines = vec![match &server.kind {
-        ServerKind::Queue(q) => queue_line(q, &name),
-        ServerKind::Occ => format!(
-            "{name}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts."
-        ),
-    }];
-    if server.permanent_error_rate > 0.0 {
-        lines.push(format!(
-            "{}{} % of requests are bad (4xx) and never retried.",
-            who.map_or(String::new(), |w| format!("At {w}, ")),
-            100.0 * server.permanent_error_rate
-        ));
-    }
-    if let Some(r) = &server.rate_limit {
-        lines.push(rate_limit_line(r, retry_after, who));
-    }
-    lines.extend(server.faults.windows().iter().map(|f| fault_line(f, who)));
-    lines
-}
-
-/// A queueing server in one sentence: its workers, waiting room and order, service time and
-/// what can go wrong in service.
-fn queue_line(q: &QueueConfig, name: &str) -> String {
-    let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
-        format!("{c} worker{}", if c == 1 { "" } else { "s" })
-    });
-    let room = q
-        .queue_limit
-        .map_or("an unlimited waiting room".to_string(), |l| {
-            format!("{l} waiting places")
-        });
-    let order = match q.discipline {
-        Discipline::Fifo => String::new(),
-        Discipline::Lifo => ", newest first (LIFO)".to_string(),
-        Discipline::Codel { target, interval } => format!(
-            ", oldest first with CoDel shedding: once the waiting room has held attempts for {interval} without a break, an attempt that waited longer than {target} is shed when its turn comes ({interval} right after the room was empty), answered rejected like a full server's refusal"
-        ),
-        Discipline::AdaptiveLifo { interval } => format!(
-            ", adaptive LIFO: oldest first, newest first once the waiting room has held attempts for {interval} without a break (nothing is shed)"
-        ),
-    };
-    let mut line = format!(
-        "{name}: {workers} with {room}{order}; service takes {}",
-        words(&q.service_time)
-    );
-    if q.slowdown_per_inflight > SimDuration::ZERO {
-        let _ = write!(
-            line,
-            " plus {} per attempt already in service",
-            q.slowdown_per_inflight
-        );
-    }
-    if q.error_rate > 0.0 {
-        let _ = write!(line, "; {} % of served attempts fail", 100.0 * q.error_rate);
-    }
-    if q.drop_expired {
-        line.push_str("; attempts whose client gave up are dropped unserved");
-    }
-    line.push('.');
-    line
-}
-
-/// A rate limit in one sentence, with whether the callers honour its Retry-After.
-fn rate_limit_line(r: &RateLimit, retry_after: Option<RetryAfter>, who: Option<&str>) -> String {
-    let after = match (r.retry_after, retry_after) {
-        (None, _) => String::new(),
-        (Some(d), Some(RetryAfter::Honor)) => {
-            format!(" with Retry-After {d}, which clients honour (they wait at least that long)")
-        }
-        (Some(d), Some(RetryAfter::Ignore)) => {
-            format!(" with Retry-After {d}, which clients ignore")
-        }
-        (Some(d), None) => format!(" with Retry-After {d}"),
-    };
-    match who {
-        None => format!(
-            "Rate limit: the server admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-            r.rate_per_s, r.burst
-        ),
-        Some(w) => format!(
-            "Rate limit at {w}: it admits {} attempts/s in bursts of up to {}; the rest are answered 429 `throttled` at once{after}.",
-            r.rate_per_s, r.burst
-        ),
-    }
-}
-
-/// A fault window in one sentence.
-fn fault_line(f: &Fault, who: Option<&str>) -> String {
-    let effect = match f.effect {
-        FaultEffect::Outage(Outage::Reject) => {
-            "an outage: every attempt is answered `error` at once".to_string()
-        }
-        FaultEffect::Outage(Outage::Drop) => {
-            "an outage: attempts vanish without an answer, so clients wait for their timeout"
-                .to_string()
-        }
-        FaultEffect::ErrorRate(p) => format!("{} % of served attempts fail", 100.0 * p),
-        FaultEffect::ServiceTimeFactor(x) => {
-            format!("service that starts in the window takes {x}x as long")
-        }
-        FaultEffect::Concurrency(0) => {
-            "a stall: nothing new starts service, arrivals wait (or are rejected when the waiting room is full)".to_string()
-        }
-        FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
-        FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
-    };
-    format!(
-        "Fault{} from {} to {}: {effect}.",
-        who.map_or(String::new(), |w| format!(" at {w}")),
-        f.from - SimTime::ZERO,
-        f.to - SimTime::ZERO
-    )
-}
-
 /// A distribution in words.
-fn words(d: &Dist) -> String {
+pub(in crate::scenario) fn words(d: &Dist) -> String {
     match d {
         Dist::Constant(c) => format!("{c}"),
         Dist::Exponential { mean, .. } => format!("an exponential time with mean {mean}"),
@@ -596,7 +249,8 @@ pub fn capitalized(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::LoadOptions;
+    use crate::engine::SimDuration;
+    use crate::scenario::{HedgeDelay, LoadOptions};
 
     fn scenario(text: &str) -> Scenario {
         let e = crate::scenario::load_str(text, "s.json", &LoadOptions::default()).unwrap();

@@ -10,6 +10,7 @@ use crate::model::{BreakerConfig, BreakerMode, BreakerWindow};
 use crate::scenario::check::{Caller, Checker, scope, written};
 use crate::scenario::error::num;
 use crate::scenario::schema::{DurationText, RawScope};
+use crate::scenario::words::scope as scope_words;
 
 /// `policy.breaker`, with Resilience4j's semantics.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -184,4 +185,30 @@ pub(in crate::scenario) fn check(
         },
         scope: scope(c, p, &mut raw.scope, caller),
     }
+}
+
+/// A circuit breaker in one sentence, for the clients' policy.
+pub(in crate::scenario) fn sentence(b: &BreakerConfig) -> String {
+    let window = match b.window {
+        BreakerWindow::Count(n) => format!("the last {n} attempts"),
+        BreakerWindow::Time(d) => format!("the attempts of the last {d}"),
+    };
+    let slow = match b.slow_call {
+        Some((d, rate)) => format!(", or {} % take longer than {d}", 100.0 * rate),
+        None => String::new(),
+    };
+    let gate = match b.mode {
+        BreakerMode::All => "An open breaker refuses every attempt",
+        BreakerMode::Retries => {
+            "First attempts always pass; an open (or half-open) breaker refuses retries"
+        }
+    };
+    format!(
+        "Circuit breaker ({}): opens when {} % of {window} fail (once it has seen {}){slow}, stays open {}, then lets {} trial attempts through. {gate}, ending the request `breaker_open`.",
+        scope_words(b.scope),
+        100.0 * b.failure_rate_threshold,
+        b.minimum_calls,
+        b.open_duration,
+        b.half_open_calls
+    )
 }

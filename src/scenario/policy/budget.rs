@@ -10,6 +10,7 @@ use crate::model::{BudgetConfig, BudgetKind};
 use crate::scenario::check::{Caller, Checker, scope, written};
 use crate::scenario::error::num;
 use crate::scenario::schema::{DurationText, RawScope};
+use crate::scenario::words::scope as scope_words;
 
 /// `policy.budget`: a scope and exactly one kind of budget.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -151,4 +152,53 @@ pub(in crate::scenario) fn check(
         kind,
         scope: scope(c, p, &mut raw.scope, caller),
     }
+}
+
+/// A retry budget in one sentence, for the clients' policy.
+pub(in crate::scenario) fn sentence(b: &BudgetConfig) -> String {
+    let what = match b.kind {
+        BudgetKind::TokenBucket {
+            max_tokens,
+            token_ratio,
+        } => format!(
+            "a token bucket (gRPC retry throttling) of {max_tokens} tokens; a failed attempt takes one, a success gives back {token_ratio}, and retries go out only while more than half are left"
+        ),
+        BudgetKind::RetryQuota {
+            initial,
+            retry_cost,
+            timeout_cost,
+            success_refund,
+        } => format!(
+            "a retry quota (AWS SDK standard mode) of {initial}; a retry costs {retry_cost} ({timeout_cost} after a timeout), a success refunds what its last retry cost or {success_refund} without retries"
+        ),
+        BudgetKind::Ratio {
+            percent,
+            min_per_s,
+            window,
+        } => {
+            let floor = if min_per_s > 0.0 {
+                format!(" plus {min_per_s} per second")
+            } else {
+                String::new()
+            };
+            format!(
+                "a ratio budget: retries in the last {window} may not exceed {} % of the requests started in it{floor}",
+                100.0 * percent
+            )
+        }
+    };
+    format!(
+        "Retry budget ({}): {what}. A denied retry ends the request `budget_exhausted`.",
+        scope_words(b.scope)
+    )
+}
+
+/// A retry budget in a phrase, for a call's policy.
+pub(in crate::scenario) fn phrase(b: &BudgetConfig) -> String {
+    let kind = match b.kind {
+        BudgetKind::TokenBucket { .. } => "a token bucket",
+        BudgetKind::RetryQuota { .. } => "a retry quota",
+        BudgetKind::Ratio { .. } => "a ratio budget",
+    };
+    format!("retries limited by {kind}")
 }

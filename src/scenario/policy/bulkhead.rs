@@ -61,3 +61,19 @@ pub(in crate::scenario) fn check(
             .unwrap_or_default(),
     }
 }
+
+/// A bulkhead in a phrase, for a call's policy.
+pub(in crate::scenario) fn phrase(b: &BulkheadConfig) -> String {
+    let wait = if b.max_wait == SimDuration::ZERO {
+        "an attempt beyond fails `bulkhead_full` at once".to_string()
+    } else {
+        format!(
+            "an attempt beyond waits up to {} for a permit, then fails `bulkhead_full`",
+            b.max_wait
+        )
+    };
+    format!(
+        "a bulkhead of {} attempts in flight ({wait})",
+        b.max_concurrent
+    )
+}

@@ -12,6 +12,7 @@ use crate::model::{HEDGE_MIN_SAMPLES, HedgeDelay};
 use crate::scenario::check::Checker;
 use crate::scenario::error::{num, short};
 use crate::scenario::units::{parse_duration, parse_percentile};
+use crate::scenario::words::percent;
 
 /// `policy.hedge`: hedged requests.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -159,4 +160,27 @@ pub(in crate::scenario) fn check(c: &mut Checker, at: &str, raw: &mut RawHedge) 
         cancel: *raw.cancel.get_or_insert(false),
         budget: raw.budget,
     }
+}
+
+/// Hedging in a phrase: the delay, how many hedges, the budget and cancellation.
+pub(in crate::scenario) fn phrase(h: &HedgeConfig) -> String {
+    let delay = match h.delay {
+        HedgeDelay::Fixed(d) => d.to_string(),
+        HedgeDelay::Percentile { quantile, window } => format!(
+            "the {} latency of the last {window} answered attempts",
+            crate::scenario::percentile_text(quantile)
+        ),
+    };
+    let mut text = format!(
+        "hedged after {delay}, at most {} hedge{} per attempt",
+        h.max_hedges,
+        if h.max_hedges == 1 { "" } else { "s" }
+    );
+    if let Some(b) = h.budget {
+        text.push_str(&format!(", hedges capped at {} % of calls", percent(b)));
+    }
+    if h.cancel {
+        text.push_str(", abandoned attempts cancelled");
+    }
+    text
 }

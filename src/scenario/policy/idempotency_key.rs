@@ -92,3 +92,16 @@ fn read_idempotency_key(
         }),
     }
 }
+
+/// Idempotency keys in a phrase: how long a key is remembered and what a repeat costs.
+pub(in crate::scenario) fn phrase(k: &IdempotencyKey) -> String {
+    let answer = if k.cost == SimDuration::ZERO {
+        "at once".to_string()
+    } else {
+        format!("in {}", k.cost)
+    };
+    format!(
+        "idempotency keys remembered for {}, a repeat answered {answer}",
+        k.ttl
+    )
+}

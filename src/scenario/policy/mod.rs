@@ -1,13 +1,16 @@
-//! The settings of a call policy that each live in one file: the raw type a scenario file
-//! writes (with its JSON Schema words), the checked type the simulation takes, and `check`,
-//! the rules between them, which also writes the defaults back into the raw setting (so
-//! `scenario.resolved.json` shows them). A new setting is a file here, a field in
-//! `schema::RawPolicy` and in `Policy`, and one line in `validate::policy` that calls its
-//! `check`.
+//! The settings of a call policy, each in one file: the raw type a scenario file writes (with
+//! its JSON Schema words), the checked type the simulation takes, `check`, the rules between
+//! them, which also writes the defaults back into the raw setting (so
+//! `scenario.resolved.json` shows them), and the words report.md says of it (`sentence` for
+//! the clients' policy, `phrase` for a call's). A new setting is a file here, a field in
+//! `schema::RawPolicy` and in `Policy`, one line in `validate::policy` that calls its `check`
+//! and one in `words` that says it.
 
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod fallback;
 pub mod hedge;
 pub mod idempotency_key;
+pub mod retry;
 pub mod throttle;

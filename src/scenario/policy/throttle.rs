@@ -137,3 +137,12 @@ fn read_adaptive_throttle(
     };
     Some(ThrottleConfig { k_micros, window })
 }
+
+/// Adaptive throttling in a phrase, with its rule.
+pub(in crate::scenario) fn phrase(t: &ThrottleConfig) -> String {
+    format!(
+        "adaptive throttling (K = {}, window {}): an attempt is rejected locally, ending its request `throttled_locally`, with probability max(0, (requests - K × accepts) / (requests + 1)) over the window",
+        t.k(),
+        t.window
+    )
+}

@@ -1,0 +1,384 @@
+//! `policy.retry`: how many attempts a request or call makes, which attempt outcomes it
+//! retries, how long it waits before each retry and whether it honours a server's
+//! Retry-After, in one place: the raw setting a scenario file writes, the checked
+//! [`RetryPolicy`] the simulation takes, the rules and defaults between them (validation writes
+//! the defaults back into the raw setting) and the words report.md says of it. The backoff
+//! itself is `crate::model::backoff`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::SimDuration;
+use crate::model::{Backoff, Jitter, Outcome, OutcomeSet};
+use crate::scenario::check::Checker;
+use crate::scenario::error::num;
+use crate::scenario::schema::{Count, DurationText};
+
+/// Default number of attempts, including the first.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+/// The largest finite `policy.retry.max_attempts`: a request's retries cannot outlast
+/// simulated time.
+pub const MAX_ATTEMPTS: u64 = 1000;
+
+/// Outcome classes of one attempt, as named in `retry_on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawAttemptOutcome {
+    /// The attempt succeeded (listing it is an error).
+    Success,
+    /// 5xx.
+    Error,
+    /// The server was full (503).
+    Rejected,
+    /// Rate limited (429).
+    Throttled,
+    /// The client gave up waiting.
+    Timeout,
+    /// An optimistic-concurrency write lost.
+    Conflict,
+    /// 4xx: never retried (listing it is an error).
+    Permanent,
+    /// A full bulkhead gave no permit within its `max_wait` (not retried by default).
+    BulkheadFull,
+}
+
+/// `policy.retry.retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawRetryAfter {
+    /// Wait at least the server's Retry-After.
+    Honor,
+    /// Ignore Retry-After.
+    Ignore,
+}
+
+/// `policy.retry`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetry {
+    /// Total attempts including the first (default 3), or "unlimited".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<Count>,
+    /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
+    /// conflict; bulkhead_full may be added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RawAttemptOutcome>>,
+    /// "none" (retry at once, the default) or exponential backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<RawBackoff>,
+    /// "honor" (default) or "ignore" the server's Retry-After.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<RawRetryAfter>,
+}
+
+/// `policy.retry.backoff`: the string "none" or an exponential schedule.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RawBackoff {
+    /// Retry at once.
+    None(NoneWord),
+    /// raw(k) = min(cap, base * multiplier^(k-1)), then jitter.
+    Exponential(RawExponential),
+}
+
+/// The word "none".
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct NoneWord(&'static str);
+
+impl NoneWord {
+    /// The word "none".
+    pub const NONE: NoneWord = NoneWord("none");
+}
+
+/// Exponential backoff settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawExponential {
+    /// Delay before the first retry (before jitter).
+    pub base: DurationText,
+    /// Growth factor per retry (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// Largest delay (before jitter).
+    pub cap: DurationText,
+    /// "none", "full", "equal" or "decorrelated".
+    pub jitter: RawJitter,
+}
+
+/// Jitter kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawJitter {
+    /// raw(k).
+    None,
+    /// U[0, raw(k)].
+    Full,
+    /// raw(k)/2 + U[0, raw(k)/2].
+    Equal,
+    /// s_k = min(cap, U[base, 3 s_(k-1)]), s_0 = base.
+    Decorrelated,
+}
+
+impl<'de> Deserialize<'de> for RawBackoff {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawBackoff;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#""none" or an object {"base", "multiplier", "cap", "jitter"}"#)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawBackoff, E> {
+                if s == "none" {
+                    Ok(RawBackoff::None(NoneWord("none")))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(s), &self))
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackoff, A::Error> {
+                RawExponential::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawBackoff::Exponential)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawBackoff {
+    fn schema_name() -> Cow<'static, str> {
+        "Backoff".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let exp = generator.subschema_for::<RawExponential>();
+        json_schema!({
+            "description": "\"none\" (retry at once) or exponential backoff with jitter",
+            "oneOf": [ { "const": "none" }, exp ]
+        })
+    }
+}
+
+/// `policy.retry`.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Total attempts including the first (>= 1); `None` is unlimited.
+    pub max_attempts: Option<u32>,
+    /// Attempt outcomes that are retried (never contains `permanent` or `success`).
+    pub retry_on: OutcomeSet,
+    /// Delay before each retry.
+    pub backoff: Backoff,
+    /// Whether a server's Retry-After is honoured.
+    pub retry_after: RetryAfter,
+}
+
+/// `policy.retry.retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// Wait max(backoff, Retry-After).
+    Honor,
+    /// Use the backoff alone.
+    Ignore,
+}
+
+/// `retry` of the policy `at`, its defaults written back into `raw`.
+pub(in crate::scenario) fn check(
+    c: &mut Checker,
+    at: &str,
+    raw: &mut Option<RawRetry>,
+) -> RetryPolicy {
+    let retry = raw.get_or_insert_with(RawRetry::default);
+    RetryPolicy {
+        max_attempts: max_attempts(c, at, &mut retry.max_attempts),
+        retry_on: retry_on(c, at, &mut retry.retry_on),
+        backoff: backoff(c, at, &mut retry.backoff),
+        retry_after: match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
+            RawRetryAfter::Ignore => RetryAfter::Ignore,
+            RawRetryAfter::Honor => RetryAfter::Honor,
+        },
+    }
+}
+
+/// `retry.max_attempts` of the policy `at`: `None` for unlimited.
+fn max_attempts(c: &mut Checker, at: &str, raw: &mut Option<Count>) -> Option<u32> {
+    match *raw {
+        None => {
+            *raw = Some(Count::Finite(u64::from(DEFAULT_MAX_ATTEMPTS)));
+            Some(DEFAULT_MAX_ATTEMPTS)
+        }
+        Some(Count::Unlimited(_)) => None,
+        Some(Count::Finite(0)) => {
+            c.err(
+                &format!("{at}.retry.max_attempts"),
+                "must be at least 1 (got 0); it counts the first attempt, so 1 means no retries",
+            );
+            Some(1)
+        }
+        Some(Count::Finite(n)) if n > MAX_ATTEMPTS => {
+            c.err(
+                &format!("{at}.retry.max_attempts"),
+                format!(
+                    "must be at most 1000 (got {n}), so that a request's retries cannot outlast simulated time; write \"unlimited\" for no limit"
+                ),
+            );
+            None
+        }
+        Some(Count::Finite(n)) => Some(c.count_u32(&format!("{at}.retry.max_attempts"), n, 1)),
+    }
+}
+
+/// `retry.retry_on` of the policy `at`.
+fn retry_on(c: &mut Checker, at: &str, raw: &mut Option<Vec<RawAttemptOutcome>>) -> OutcomeSet {
+    match raw {
+        None => {
+            let set = OutcomeSet::default_retryable();
+            let listed = ATTEMPT_OUTCOMES.iter().copied();
+            *raw = Some(
+                listed
+                    .filter(|o| set.contains(attempt_outcome(*o)))
+                    .collect(),
+            );
+            set
+        }
+        Some(list) => {
+            for (i, o) in list.iter().enumerate() {
+                if matches!(o, RawAttemptOutcome::Success | RawAttemptOutcome::Permanent) {
+                    c.err(
+                        &format!("{at}.retry.retry_on[{i}]"),
+                        format!(
+                            "{} is never retried; list only timeout, error, rejected, throttled, conflict or bulkhead_full",
+                            attempt_outcome(*o)
+                        ),
+                    );
+                }
+            }
+            list.iter().map(|o| attempt_outcome(*o)).collect()
+        }
+    }
+}
+
+/// `retry.backoff` of the policy `at`.
+fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
+    match raw.get_or_insert(RawBackoff::None(NoneWord::NONE)) {
+        RawBackoff::None(_) => Backoff::None,
+        RawBackoff::Exponential(e) => {
+            let p = format!("{at}.retry.backoff");
+            let base = c.duration(&format!("{p}.base"), &e.base);
+            let cap = c.duration(&format!("{p}.cap"), &e.cap);
+            let multiplier = *e.multiplier.get_or_insert(2.0);
+            if !multiplier.is_finite() || multiplier < 1.0 {
+                c.err(
+                    &format!("{p}.multiplier"),
+                    format!(
+                        "must be a number >= 1 (got {}); backoff never shrinks",
+                        num(multiplier)
+                    ),
+                );
+            }
+            if let (Some(base), Some(cap)) = (base, cap)
+                && cap < base
+            {
+                c.err(
+                    &format!("{p}.cap"),
+                    format!("must not be shorter than base (got cap {cap}, base {base})"),
+                );
+            }
+            let jitter = match e.jitter {
+                RawJitter::None => Jitter::None,
+                RawJitter::Full => Jitter::Full,
+                RawJitter::Equal => Jitter::Equal,
+                RawJitter::Decorrelated => Jitter::Decorrelated,
+            };
+            if jitter == Jitter::Decorrelated && base == Some(SimDuration::ZERO) {
+                c.err(
+                    &format!("{p}.base"),
+                    "must be longer than zero for decorrelated jitter, which grows from base",
+                );
+            }
+            Backoff::exponential(
+                base.unwrap_or_default(),
+                multiplier,
+                cap.unwrap_or_default(),
+                jitter,
+            )
+        }
+    }
+}
+
+/// Every outcome `retry.retry_on` may name, in the order a filled-in default lists them.
+const ATTEMPT_OUTCOMES: [RawAttemptOutcome; 8] = [
+    RawAttemptOutcome::Success,
+    RawAttemptOutcome::Error,
+    RawAttemptOutcome::Rejected,
+    RawAttemptOutcome::Throttled,
+    RawAttemptOutcome::Timeout,
+    RawAttemptOutcome::Conflict,
+    RawAttemptOutcome::Permanent,
+    RawAttemptOutcome::BulkheadFull,
+];
+
+fn attempt_outcome(o: RawAttemptOutcome) -> Outcome {
+    match o {
+        RawAttemptOutcome::Success => Outcome::Success,
+        RawAttemptOutcome::Error => Outcome::Error,
+        RawAttemptOutcome::Rejected => Outcome::Rejected,
+        RawAttemptOutcome::Throttled => Outcome::Throttled,
+        RawAttemptOutcome::Timeout => Outcome::Timeout,
+        RawAttemptOutcome::Conflict => Outcome::Conflict,
+        RawAttemptOutcome::Permanent => Outcome::Permanent,
+        RawAttemptOutcome::BulkheadFull => Outcome::BulkheadFull,
+    }
+}
+
+/// The clients' retries in sentences: how many attempts, then (when there are retries) the
+/// backoff.
+pub(in crate::scenario) fn sentences(r: &RetryPolicy) -> (String, Option<String>) {
+    let attempts = match r.max_attempts {
+        Some(1) => "No retries: one attempt per request.".to_string(),
+        Some(m) => format!("Up to {m} attempts per request."),
+        None => "Unlimited attempts per request.".to_string(),
+    };
+    let backoff = (r.max_attempts != Some(1)).then(|| {
+        backoff_words(&r.backoff).map_or("Retries go out at once (no backoff).".to_string(), |w| {
+            format!("{}.", crate::scenario::words::capitalized(&w))
+        })
+    });
+    (attempts, backoff)
+}
+
+/// A call's retries in phrases: how many attempts, then (when there are retries) the
+/// backoff.
+pub(in crate::scenario) fn phrases(r: &RetryPolicy) -> Vec<String> {
+    let mut parts = vec![match r.max_attempts {
+        Some(1) => "no retries".to_string(),
+        Some(m) => format!("up to {m} attempts"),
+        None => "unlimited attempts".to_string(),
+    }];
+    if r.max_attempts != Some(1) {
+        parts.push(backoff_words(&r.backoff).unwrap_or_else(|| "retries at once".to_string()));
+    }
+    parts
+}
+
+/// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
+/// jitter"; `None` for retries that go out at once.
+pub(in crate::scenario) fn backoff_words(b: &Backoff) -> Option<String> {
+    let Backoff::Exponential {
+        base,
+        multiplier,
+        cap,
+        jitter,
+        ..
+    } = b
+    else {
+        return None;
+    };
+    let jitter = match jitter {
+        Jitter::None => "without jitter".to_string(),
+        j => format!("with {} jitter", j.name()),
+    };
+    Some(format!(
+        "backoff from {base}, x{multiplier} per retry, capped at {cap}, {jitter}"
+    ))
+}
