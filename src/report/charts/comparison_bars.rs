@@ -271,7 +271,7 @@ impl Chart for ComparisonBars {
 
     fn caption(&self, run: &Run) -> String {
         let mut text = String::from(
-            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up. A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, mostly before the collapse, so a short bar there is no sign of speed.",
+            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up. A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.",
         );
         if run.ran().iter().any(|v| can_degrade(&v.scenario)) {
             text.push_str(" A request a fallback answered is degraded: neither a success nor a failure, and its answer counts in the latency of answers.");
@@ -503,7 +503,7 @@ fn draw_panel<DB: DrawingBackend>(area: &Area<DB>, panel: &Panel, cut: &[bool]) 
             }
             (Kind::Share, Some((m, _))) => vec![share_text(m)],
             (_, None) => vec!["n/a".to_string()],
-            (Kind::Plain, Some((m, _))) if m == 0.0 => vec!["0".to_string()],
+            (Kind::Plain, Some((0.0, _))) => vec!["0".to_string()],
             (Kind::Plain, Some(_)) => Vec::new(),
         };
         let alarm = bar.failed.is_some_and(|f| f > COLLAPSED);
@@ -521,7 +521,7 @@ fn draw_panel<DB: DrawingBackend>(area: &Area<DB>, panel: &Panel, cut: &[bool]) 
             .color(&ink)
             .pos(Pos::new(HPos::Center, VPos::Bottom));
         // A label stands over the bar's whisker; a share near the top of its 0-100 axis has
-        // no room there and is written inside the bar, in white.
+        // no room there and is written inside the bar, in white, under the whisker.
         let above = (mean + half).min(top);
         let inside = panel.kind == Kind::Share && above > 0.85 * top;
         let (at, style, step, first) = if inside {
@@ -532,7 +532,9 @@ fn draw_panel<DB: DrawingBackend>(area: &Area<DB>, panel: &Panel, cut: &[bool]) 
             let style = TextStyle::from((FONT, size).into_font())
                 .color(&WHITE)
                 .pos(Pos::new(HPos::Center, VPos::Top));
-            ((j as f64 + 0.5, mean.min(top)), style, 1, 4)
+            // Below the whisker's lower end, so the two never cross.
+            let under = (mean - half).clamp(0.0, top);
+            ((j as f64 + 0.5, under), style, 1, 4)
         } else {
             ((j as f64 + 0.5, above), style, -1, -3)
         };
