@@ -810,6 +810,20 @@ impl Metric {
     };
     /// Requests that failed with `bulkhead_full` (call graphs only).
     pub const FAILED_BULKHEAD_FULL: Metric = metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full);
+    /// The share of logical requests a fallback answered ([`Metrics::degraded_rate`]; call
+    /// graphs only, and only in a variant's means and half-widths).
+    pub const DEGRADED_RATE: Metric = Metric {
+        key: "degraded_rate",
+        label: "degraded",
+        unit: Unit::Percent,
+        scale: 100.0,
+        decimals: 1,
+        better: Better::Lower,
+        needs: Needs::Nothing,
+        get: |m| m.degraded_rate,
+        raw: |m| m.degraded_rate.unwrap_or(0.0),
+        set: |m, x| m.degraded_rate = Some(x),
+    };
 }
 
 /// The counts of policies a scenario may not use (hedging, idempotency keys, duplicate side

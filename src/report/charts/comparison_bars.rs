@@ -1,5 +1,8 @@
 //! Headline metrics side by side: a panel per metric, a bar per variant with its 95 %
-//! confidence interval as an error bar.
+//! confidence interval as an error bar. Shares sit on a fixed 0-100 % axis; every latency bar
+//! carries the share of the variant's requests that failed, and the latency of answers of a
+//! variant that failed most of its requests is drawn hatched, so that a collapse never reads
+//! as speed. Panels of a policy's counts appear only where some variant has the policy.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -7,39 +10,255 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, axis_ticks, variant_color};
-use super::{Chart, Run, Table};
+use super::{Chart, Run, SIZE, Table};
 use crate::metrics::Metric;
+use crate::scenario::Scenario;
 
-/// The metrics compared. Latency is the latency of successful requests: a policy that fails
-/// fast must not look fast.
-const PANELS: [Metric; 5] = [
-    Metric::ATTEMPTS,
-    Metric::AMPLIFICATION,
-    Metric::SUCCESS_RATE,
-    Metric::SUCCESS_P99,
-    Metric::COMPLETION,
+/// A variant that failed more than this share of its requests (in %) is drawn hatched in the
+/// latency of answers: its few answers came before the collapse.
+const COLLAPSED: f64 = 50.0;
+
+/// The counts that are a policy's point, each with a panel when some variant can make it.
+const POLICY_PANELS: [Metric; 8] = [
+    Metric::DUPLICATES,
+    Metric::HEDGES,
+    Metric::SHED,
+    Metric::THROTTLED,
+    Metric::FAILED_THROTTLED_LOCALLY,
+    Metric::FAILED_BULKHEAD_FULL,
+    Metric::BUDGET_DENIALS,
+    Metric::BREAKER_REFUSALS,
 ];
+
+/// Pixels of one row of panels.
+const ROW: u32 = 290;
+/// Pixels of the title band.
+const TITLE: u32 = 44;
+/// Pixels of the band that explains the hatched bars, when some bar is hatched.
+const NOTE: u32 = 26;
+/// Font size of the labels over the bars.
+const LABEL_FONT: u32 = 12;
 
 /// The comparison figure.
 pub struct ComparisonBars;
 
-/// A variant's name and (mean, 95 % half-width) of one metric, `None` where the metric does
-/// not apply (success latency where nothing succeeded).
-type Bar = (String, Option<(f64, f64)>);
+/// How a panel is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A share of requests, in %, on a fixed 0-100 axis, each bar labelled with its value.
+    Share,
+    /// A latency, each bar labelled with the variant's failure share; `answers` when it
+    /// counts only requests that got an answer, whose bars are hatched for a collapsed
+    /// variant.
+    Latency {
+        /// Whether failed requests are left out of the latency.
+        answers: bool,
+    },
+    /// Anything else: work, amplification, completion, a policy's count.
+    Plain,
+}
 
-/// Per panel: the metric's title and each variant's bar.
-pub struct Bars(Vec<(String, Vec<Bar>)>);
+/// One variant's bar in a panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// The variant's name.
+    pub variant: String,
+    /// (mean, 95 % half-width), `None` where the metric does not apply (latency of answers
+    /// where nothing was answered, a count of a policy the variant does not have).
+    pub value: Option<(f64, f64)>,
+    /// In a latency panel, the share of the variant's requests that failed, in %.
+    pub failed: Option<f64>,
+}
+
+/// One panel: its title, how it is drawn and a bar per variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// The metric's title with its unit.
+    pub title: String,
+    /// How it is drawn.
+    pub kind: Kind,
+    /// A bar per variant, in file order.
+    pub bars: Vec<Bar>,
+}
+
+/// Every panel, in the order drawn (left to right, then top to bottom).
+pub struct Bars(Vec<Panel>);
+
+impl Bars {
+    /// Whether some bar is drawn hatched: a collapsed variant's latency of answers.
+    fn any_collapsed(&self) -> bool {
+        self.0
+            .iter()
+            .any(|p| p.bars.iter().any(|b| collapsed(p, b)))
+    }
+}
 
 impl Table for Bars {
     fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
-        w.write_record(["metric", "variant", "mean", "ci95"])?;
-        for (title, bars) in &self.0 {
-            for (name, bar) in bars {
-                let (mean, half) = bar.unwrap_or((0.0, 0.0));
-                w.write_record([title, name, &mean.to_string(), &half.to_string()])?;
+        w.write_record(["panel", "variant", "mean", "ci95", "failed_percent"])?;
+        let text = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+        for panel in &self.0 {
+            for bar in &panel.bars {
+                w.write_record([
+                    panel.title.as_str(),
+                    &bar.variant,
+                    &text(bar.value.map(|v| v.0)),
+                    &text(bar.value.map(|v| v.1)),
+                    &text(bar.failed),
+                ])?;
             }
         }
         Ok(())
+    }
+}
+
+/// Whether some call of `scenario` has a fallback, so that a request can end degraded.
+fn can_degrade(scenario: &Scenario) -> bool {
+    std::iter::once(&scenario.policy)
+        .chain(
+            scenario
+                .services
+                .iter()
+                .flat_map(|s| &s.calls)
+                .map(|c| &c.policy),
+        )
+        .any(|p| p.fallback.is_some())
+}
+
+/// Whether some service of `scenario` calls another: work and amplification then count the
+/// entry service only.
+fn has_calls(scenario: &Scenario) -> bool {
+    scenario.services.iter().any(|s| !s.calls.is_empty())
+}
+
+/// Whether `scenario` can make the policy count `k` at all.
+fn can_produce(k: &Metric, scenario: &Scenario) -> bool {
+    if *k == Metric::THROTTLED {
+        // The entry's rate limit throttles; `server.*` counts are the entry's.
+        scenario.services[0].server.rate_limit.is_some()
+    } else if *k == Metric::FAILED_BULKHEAD_FULL {
+        scenario
+            .services
+            .iter()
+            .flat_map(|s| &s.calls)
+            .any(|c| c.policy.bulkhead.is_some())
+    } else {
+        crate::report::produces(k, scenario)
+    }
+}
+
+/// The top of a panel's axis: 100 for a share, else room above the highest whisker (and, in
+/// a latency panel, for the labels over the bars); 1 for a panel of zeros.
+pub fn axis_top(panel: &Panel) -> f64 {
+    let room = match panel.kind {
+        Kind::Share => return 100.0,
+        Kind::Latency { .. } => 1.3,
+        Kind::Plain => 1.12,
+    };
+    let top = panel
+        .bars
+        .iter()
+        .filter_map(|b| b.value.map(|(m, h)| m + h))
+        .fold(0.0, f64::max);
+    if top > 0.0 { top * room } else { 1.0 }
+}
+
+/// A share in % as the labels print it: whole percents, a decimal under 10 % (and just under
+/// 100 %, which must not read as 100).
+fn share_text(pct: f64) -> String {
+    if pct > 0.0 && pct < 0.1 {
+        "<0.1 %".to_string()
+    } else if pct > 99.9 && pct < 100.0 {
+        ">99.9 %".to_string()
+    } else if pct > 99.0 && pct < 100.0 {
+        format!("{:.1} %", (pct * 10.0).floor() / 10.0)
+    } else if pct > 0.0 && pct < 10.0 {
+        format!("{pct:.1} %")
+    } else {
+        format!("{pct:.0} %")
+    }
+}
+
+/// Whether a bar of `panel` stands for a variant that failed most of its requests, in a
+/// panel where that makes the bar misleading: the latency of answers.
+fn collapsed(panel: &Panel, bar: &Bar) -> bool {
+    panel.kind == Kind::Latency { answers: true } && bar.failed.is_some_and(|f| f > COLLAPSED)
+}
+
+/// `text` at the largest size from [`LABEL_FONT`] down to 9 that fits `width` pixels, or
+/// without its " %" at 9 when none does.
+fn fit(text: &str, width: u32) -> (String, u32) {
+    (9..=LABEL_FONT)
+        .rev()
+        .find(|&size| canvas::text_width(text, size) <= width)
+        .map_or_else(
+            || (text.trim_end_matches(" %").to_string(), 9),
+            |size| (text.to_string(), size),
+        )
+}
+
+/// Columns and rows of a grid of `panels` panels, each wide enough for `variants` bars with
+/// their labels, at most four across, the rows filled evenly.
+fn grid(panels: usize, variants: usize) -> (usize, usize) {
+    let panels = panels.max(1);
+    let slot = |c: usize| (SIZE.0 as usize / c).saturating_sub(80) / variants.max(1);
+    let most = (1..=4usize)
+        .rev()
+        .find(|&c| slot(c) >= 32)
+        .unwrap_or(1)
+        .min(panels);
+    let rows = panels.div_ceil(most);
+    (panels.div_ceil(rows), rows)
+}
+
+/// The pixels the legend's rows take, as [`canvas::legend`] lays them out.
+fn legend_height(labels: &[String], width: u32) -> u32 {
+    let mut rows = 1;
+    let mut x = 16;
+    for label in labels {
+        let w = 32 + canvas::text_width(label, 15) + 22;
+        if x + w > width && x > 16 {
+            rows += 1;
+            x = 16;
+        }
+        x += w;
+    }
+    rows * 22 + 8
+}
+
+impl ComparisonBars {
+    /// The panels a run gets, with their metrics and kinds.
+    fn panels(run: &Run) -> Vec<(Metric, Kind)> {
+        let ran = run.ran();
+        let mut panels = vec![
+            (Metric::SUCCESS_RATE, Kind::Share),
+            (Metric::FAILURE_RATE, Kind::Share),
+        ];
+        if ran.iter().any(|v| can_degrade(&v.scenario)) {
+            panels.insert(1, (Metric::DEGRADED_RATE, Kind::Share));
+        }
+        panels.extend([
+            (Metric::SUCCESS_P99, Kind::Latency { answers: true }),
+            (Metric::LATENCY_P99, Kind::Latency { answers: false }),
+            (Metric::ATTEMPTS, Kind::Plain),
+            (Metric::AMPLIFICATION, Kind::Plain),
+            (Metric::COMPLETION, Kind::Plain),
+        ]);
+        for k in POLICY_PANELS {
+            if ran.iter().any(|v| can_produce(&k, &v.scenario)) {
+                panels.push((k, Kind::Plain));
+            }
+        }
+        panels
+    }
+
+    /// The variants' names as the legend shows them.
+    fn labels(run: &Run) -> Vec<String> {
+        run.point()
+            .variants
+            .iter()
+            .map(super::display_name)
+            .collect()
     }
 }
 
@@ -51,22 +270,59 @@ impl Chart for ComparisonBars {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.graph() {
-            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. In this call graph, work and amplification count the attempts at the entry service only: the services behind it are in the per-service table, call-graph and service-load-over-time."
-        } else {
-            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval."
+        let mut text = String::from(
+            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up. A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.",
+        );
+        if run.ran().iter().any(|v| can_degrade(&v.scenario)) {
+            text.push_str(" A request a fallback answered is degraded: neither a success nor a failure, and its answer counts in the latency of answers.");
         }
-        .to_string()
+        text.push_str(" A policy's count gets a panel when some variant has the policy; a variant without it shows n/a.");
+        if run.ran().iter().any(|v| has_calls(&v.scenario)) {
+            text.push_str(" In this call graph, work and amplification count the attempts at the entry service only: the services behind it are in the per-service table, call-graph and service-load-over-time.");
+        }
+        text
+    }
+
+    fn size(&self, run: &Run) -> (u32, u32) {
+        let panels = ComparisonBars::panels(run);
+        let (_, rows) = grid(panels.len(), run.point().variants.len());
+        // The band that explains hatched bars is there only when some bar is hatched.
+        let note = self
+            .table(run)
+            .map_or(NOTE, |t| if t.any_collapsed() { NOTE } else { 0 });
+        let head = TITLE + legend_height(&ComparisonBars::labels(run), SIZE.0) + note;
+        (SIZE.0, head + rows as u32 * ROW)
     }
 
     fn table(&self, run: &Run) -> Result<Bars> {
-        let graph = run.graph();
-        let panel = |k: Metric| {
-            let bars = run.point().variants.iter();
-            let bars = bars.map(|v| (v.name.clone(), k.estimate(&v.metrics, &v.ci95)));
-            (super::metric_title(&k, graph), bars.collect())
+        let degrade = run.ran().iter().any(|v| can_degrade(&v.scenario));
+        let variants = &run.point().variants;
+        let ran = run.ran();
+        let panel = |(k, kind): (Metric, Kind)| {
+            let bars = variants
+                .iter()
+                .zip(ran)
+                .map(|(v, scenario)| {
+                    let applies =
+                        !POLICY_PANELS.contains(&k) || can_produce(&k, &scenario.scenario);
+                    Bar {
+                        variant: v.name.clone(),
+                        value: k.estimate(&v.metrics, &v.ci95).filter(|_| applies),
+                        failed: matches!(kind, Kind::Latency { .. })
+                            .then(|| Metric::FAILURE_RATE.scaled(&v.metrics))
+                            .flatten(),
+                    }
+                })
+                .collect();
+            Panel {
+                title: super::metric_title(&k, degrade),
+                kind,
+                bars,
+            }
         };
-        Ok(Bars(PANELS.into_iter().map(panel).collect()))
+        Ok(Bars(
+            ComparisonBars::panels(run).into_iter().map(panel).collect(),
+        ))
     }
 
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Bars, root: &Area<DB>) -> Result<()> {
@@ -88,38 +344,81 @@ impl Chart for ComparisonBars {
                 ""
             }
         );
-        let body = canvas::titled(root, &title, 44, 20)?;
+        let body = canvas::titled(root, &title, TITLE, 20)?;
         let keys = canvas::variant_keys(variants, false);
-        let panels = canvas::legend(&body, &keys)?;
-        let areas = panels.split_evenly((1, PANELS.len()));
-        for ((title, bars), area) in table.0.iter().zip(&areas) {
-            let cut: Vec<bool> = variants.iter().map(|v| v.is_truncated()).collect();
-            draw_panel(area, title, bars, &cut)?;
+        let below = canvas::legend(&body, &keys)?;
+        let panels = if table.any_collapsed() {
+            let (note, panels) = below.split_vertically(NOTE);
+            draw_note(&note)?;
+            panels
+        } else {
+            below
+        };
+        let (cols, rows) = grid(table.0.len(), variants.len());
+        let areas = panels.split_evenly((rows, cols));
+        let cut: Vec<bool> = variants.iter().map(|v| v.is_truncated()).collect();
+        for (panel, area) in table.0.iter().zip(&areas) {
+            draw_panel(area, panel, &cut)?;
         }
         Ok(())
     }
 }
 
-/// One metric's panel: a bar per variant (pale with a border where `cut`, truncated), with
-/// its whisker.
-fn draw_panel<DB: DrawingBackend>(
+/// The band under the legend that says what a hatched bar is.
+fn draw_note<DB: DrawingBackend>(area: &Area<DB>) -> Result<()> {
+    let grey = RGBColor(90, 90, 90);
+    let (x0, y0, x1, y1) = (16, 4, 38, 19);
+    area.draw(&Rectangle::new(
+        [(x0, y0), (x1, y1)],
+        grey.mix(0.25).filled(),
+    ))
+    .drawn()?;
+    hatch(area, (x0, y0, x1, y1), grey)?;
+    area.draw(&Rectangle::new([(x0, y0), (x1, y1)], grey.stroke_width(1)))
+        .drawn()?;
+    let text = format!(
+        "hatched: failed more than {COLLAPSED:.0} % of its requests; its latency of answers counts only the few it answered"
+    );
+    area.draw(&Text::new(text, (x1 + 10, y0), (FONT, 14)))
+        .drawn()?;
+    Ok(())
+}
+
+/// Diagonal lines across the pixel rectangle (x0, y0, x1, y1) of `area`.
+fn hatch<DB: DrawingBackend>(
     area: &Area<DB>,
-    title: &str,
-    bars: &[Bar],
-    cut: &[bool],
+    (x0, y0, x1, y1): (i32, i32, i32, i32),
+    color: RGBColor,
 ) -> Result<()> {
-    let top = bars
-        .iter()
-        .filter_map(|(_, b)| b.map(|(m, h)| m + h))
-        .fold(0.0, f64::max);
-    // An all-zero panel still gets a readable axis (not six ticks all "0").
-    let top = if top > 0.0 { top * 1.12 } else { 1.0 };
+    // Lines x + y = c, which rise to the right; each is cut to the rectangle.
+    let mut c = x0 + y0 + 4;
+    while c < x1 + y1 {
+        let start = x0.max(c - y1);
+        let end = x1.min(c - y0);
+        if start < end {
+            area.draw(&PathElement::new(
+                vec![(start, c - start), (end, c - end)],
+                color.stroke_width(2),
+            ))
+            .drawn()?;
+        }
+        c += 8;
+    }
+    Ok(())
+}
+
+/// One metric's panel: a bar per variant (pale with a border where `cut`, truncated; pale,
+/// hatched and bordered where collapsed), with its whisker and, for shares and latencies, its
+/// label.
+fn draw_panel<DB: DrawingBackend>(area: &Area<DB>, panel: &Panel, cut: &[bool]) -> Result<()> {
+    let bars = &panel.bars;
+    let top = axis_top(panel);
     let y_ticks = axis_ticks(top);
     let mut chart = ChartBuilder::on(area)
         .margin(8)
-        .caption(title, (FONT, 15))
+        .caption(&panel.title, (FONT, 15))
         .x_label_area_size(8)
-        .y_label_area_size(56)
+        .y_label_area_size(52)
         .build_cartesian_2d(0.0..bars.len() as f64, super::style::span(0.0, top))
         .drawn()?;
     chart
@@ -133,36 +432,41 @@ fn draw_panel<DB: DrawingBackend>(
         .bold_line_style(BLACK.mix(0.08))
         .draw()
         .drawn()?;
-    for (j, (_, bar)) in bars.iter().enumerate() {
+    // The width of one variant's slot in pixels decides whether a label takes one line or two.
+    let slot = (chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0).max(1);
+    let base = area.get_base_pixel();
+    for (j, bar) in bars.iter().enumerate() {
         let color = variant_color(j);
-        let (mean, half) = bar.unwrap_or((0.0, 0.0));
-        // A bar of 0 has no height, and a metric that does not apply has no bar: say so, or
-        // the panel looks empty.
-        if bar.is_none() || mean == 0.0 {
-            let style = TextStyle::from((FONT, 12).into_font())
-                .color(&color)
-                .pos(Pos::new(HPos::Center, VPos::Bottom));
-            let text = if bar.is_none() { "n/a" } else { "0" };
-            let at = (j as f64 + 0.5, top * 0.01);
-            chart
-                .draw_series(std::iter::once(Text::new(text, at, style)))
-                .drawn()?;
-        }
-        let corners = [(j as f64 + 0.15, 0.0), (j as f64 + 0.85, mean)];
-        // A truncated variant's bar is pale with a border: its numbers stop at the limit.
-        let fill = if cut[j] {
+        let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
+        let corners = [(j as f64 + 0.15, 0.0), (j as f64 + 0.85, mean.min(top))];
+        let down = collapsed(panel, bar);
+        // A truncated or collapsed variant's bar is pale with a border; a collapsed one is
+        // hatched as well.
+        let fill = if cut[j] || down {
             color.mix(0.3).filled()
         } else {
             color.filled()
         };
         let mut shapes = vec![Rectangle::new(corners, fill)];
-        if cut[j] {
+        if cut[j] || down {
             shapes.push(Rectangle::new(corners, color.stroke_width(2)));
         }
         chart.draw_series(shapes).drawn()?;
+        if down && mean > 0.0 {
+            let (a, b) = (
+                chart.backend_coord(&corners[0]),
+                chart.backend_coord(&corners[1]),
+            );
+            let rect = (a.0 - base.0, b.1 - base.1, b.0 - base.0, a.1 - base.1);
+            hatch(area, rect, color)?;
+        }
         if half > 0.0 {
             // A whisker with caps; no marker, which would hide a short interval.
-            let (xm, lo, hi) = (j as f64 + 0.5, (mean - half).max(0.0), mean + half);
+            let (xm, lo, hi) = (
+                j as f64 + 0.5,
+                (mean - half).max(0.0),
+                (mean + half).min(top),
+            );
             let (c0, c1) = (j as f64 + 0.38, j as f64 + 0.62);
             let whisker = [
                 vec![(xm, lo), (xm, hi)],
@@ -177,6 +481,270 @@ fn draw_panel<DB: DrawingBackend>(
                 )
                 .drawn()?;
         }
+        // What a bar's label says: its share, or the variant's failure share over a latency;
+        // "n/a" where the metric does not apply, "0" where a plain bar has no height.
+        let mut lines: Vec<String> = match (panel.kind, bar.value) {
+            (Kind::Latency { .. }, value) => {
+                let fails = bar.failed.map_or("fails ?".to_string(), |f| {
+                    format!("fails {}", share_text(f))
+                });
+                let mut lines = if value.is_none() {
+                    vec!["n/a".to_string()]
+                } else {
+                    Vec::new()
+                };
+                if canvas::text_width(&fails, LABEL_FONT) as i32 + 4 <= slot {
+                    lines.push(fails);
+                } else {
+                    let (word, share) = fails.split_once(' ').unwrap_or(("fails", "?"));
+                    lines.extend([word.to_string(), share.to_string()]);
+                }
+                lines
+            }
+            (Kind::Share, Some((m, _))) => vec![share_text(m)],
+            (_, None) => vec!["n/a".to_string()],
+            (Kind::Plain, Some((0.0, _))) => vec!["0".to_string()],
+            (Kind::Plain, Some(_)) => Vec::new(),
+        };
+        let alarm = bar.failed.is_some_and(|f| f > COLLAPSED);
+        let ink = if alarm {
+            RGBColor(180, 0, 0)
+        } else {
+            RGBColor(40, 40, 40)
+        };
+        let font = if alarm {
+            (FONT, LABEL_FONT).into_font().style(FontStyle::Bold)
+        } else {
+            (FONT, LABEL_FONT).into_font()
+        };
+        let style = TextStyle::from(font)
+            .color(&ink)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        // A label stands over the bar's whisker; a share near the top of its 0-100 axis has
+        // no room there and is written inside the bar, in white, under the whisker.
+        let above = (mean + half).min(top);
+        let inside = panel.kind == Kind::Share && above > 0.85 * top;
+        let (at, style, step, first) = if inside {
+            // Inside, the label must fit the bar: a smaller size, or the number alone.
+            let width = (slot as f64 * 0.7) as u32;
+            let (text, size) = fit(&lines.join(" "), width);
+            lines = vec![text];
+            let style = TextStyle::from((FONT, size).into_font())
+                .color(&WHITE)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            // Below the whisker's lower end, so the two never cross.
+            let under = (mean - half).clamp(0.0, top);
+            ((j as f64 + 0.5, under), style, 1, 4)
+        } else {
+            ((j as f64 + 0.5, above), style, -1, -3)
+        };
+        let line = LABEL_FONT as i32 + 2;
+        if !inside {
+            lines.reverse();
+        }
+        for (i, text) in lines.into_iter().enumerate() {
+            let dy = first + step * line * i as i32;
+            let label = EmptyElement::at(at) + Text::new(text, (0, dy), style.clone());
+            chart.draw_series(std::iter::once(label)).drawn()?;
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::charts::{Figure, ImageFormat};
+    use crate::scenario::{LoadOptions, load_str};
+
+    /// A single server that stalls from 0.5 s to the end for "stall" (it collapses: most
+    /// requests fail, and its few successes came before the stall), not for "healthy"; and
+    /// "stall, budget" with a retry budget.
+    const STALL: &str = r#"{"name": "c", "seed": 3, "replications": 2, "duration": "4s",
+      "clients": {"count": 20, "workload": {"open": {"rate_per_s": 50}}},
+      "server": {"concurrency": 2, "service_time": {"constant": "5ms"},
+                 "faults": [{"from": "500ms", "to": "4s", "concurrency": 0}]},
+      "policy": {"timeout": "100ms", "retry": {"max_attempts": 2}},
+      "variants": [
+        {"name": "stall", "patch": {}},
+        {"name": "healthy", "patch": {"server": {"faults": []}}},
+        {"name": "stall, budget", "patch": {"policy": {"budget": {"ratio": {"percent": 0.1}}}}}
+      ]}"#;
+
+    /// A service a calling b, which stalls from 0.5 s to 1.5 s; `fallback` gives a -> b a
+    /// fallback in the second variant.
+    fn graph(fallback: bool) -> String {
+        let second = if fallback {
+            r#"{"timeout": "50ms", "fallback": {}}"#
+        } else {
+            r#"{"timeout": "60ms"}"#
+        };
+        format!(
+            r#"{{"name": "g", "seed": 1, "replications": 2, "duration": "2s",
+          "clients": {{"count": 10, "workload": {{"open": {{"rate_per_s": 50}}}}, "entry": "a"}},
+          "policy": {{"timeout": "200ms", "retry": {{"max_attempts": 2}}}},
+          "services": {{
+            "a": {{"concurrency": 4, "service_time": {{"constant": "1ms"}},
+                  "calls": [{{"to": "b", "policy": {{"timeout": "50ms"}}}}]}},
+            "b": {{"concurrency": 1, "service_time": {{"constant": "1ms"}},
+                  "faults": [{{"from": "500ms", "to": "1500ms", "concurrency": 0}}]}}
+          }},
+          "variants": [
+            {{"name": "plain", "patch": {{}}}},
+            {{"name": "second", "patch": {{"services": {{"a": {{"calls": [{{"to": "b", "policy": {second}}}]}}}}}}}}
+          ]}}"#
+        )
+    }
+
+    /// The comparison figure of `text`: its panels' titles, its CSV's records and the image.
+    fn render(text: &str) -> (Vec<String>, Vec<Vec<String>>, image::DynamicImage) {
+        let experiment = load_str(text, "t", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let titles = ComparisonBars
+            .table(&run)
+            .unwrap()
+            .0
+            .into_iter()
+            .map(|p| p.title)
+            .collect();
+        let figure = Figure::render(&ComparisonBars, &run, ImageFormat::Png).unwrap();
+        let mut reader = csv::Reader::from_reader(figure.csv.as_slice());
+        let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(
+            header,
+            ["panel", "variant", "mean", "ci95", "failed_percent"]
+        );
+        let records = reader
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect();
+        (
+            titles,
+            records,
+            image::load_from_memory(&figure.image).unwrap(),
+        )
+    }
+
+    /// The record of `panel` and `variant`.
+    fn cell<'a>(records: &'a [Vec<String>], panel: &str, variant: &str) -> &'a [String] {
+        records
+            .iter()
+            .find(|r| r[0] == panel && r[1] == variant)
+            .unwrap_or_else(|| panic!("no {panel} / {variant} in {records:?}"))
+    }
+
+    /// The latency of answers ranked a collapsed variant fastest with no mark: its table
+    /// carries each latency bar's failure share, and the latency of all requests beside it.
+    #[test]
+    fn a_collapsed_variants_latency_carries_its_failure_share() {
+        let (titles, records, png) = render(STALL);
+        assert!(
+            titles.contains(&"p99 success latency (ms)".to_string()),
+            "{titles:?}"
+        );
+        assert!(
+            titles.contains(&"p99 latency, all (ms)".to_string()),
+            "{titles:?}"
+        );
+        let num = |r: &[String], i: usize| r[i].parse::<f64>().unwrap();
+        let failed = num(cell(&records, "failed (%)", "stall"), 2);
+        assert!(failed > COLLAPSED, "the stall collapses: {failed}");
+        for panel in ["p99 success latency (ms)", "p99 latency, all (ms)"] {
+            for variant in ["stall", "healthy"] {
+                let share = num(cell(&records, panel, variant), 4);
+                let rate = num(cell(&records, "failed (%)", variant), 2);
+                assert_eq!(share, rate, "{panel} / {variant}");
+            }
+        }
+        // Counting failures at the time they gave up, the collapsed variant is the slow one.
+        let all = |v: &str| num(cell(&records, "p99 latency, all (ms)", v), 2);
+        assert!(all("stall") > all("healthy"));
+        // Shares and counts carry no failure share.
+        assert_eq!(cell(&records, "success (%)", "stall")[4], "");
+        assert!(png.width() >= 1000);
+    }
+
+    #[test]
+    fn shares_are_drawn_on_a_fixed_0_to_100_axis() {
+        let panel = |kind, mean| Panel {
+            title: "t".to_string(),
+            kind,
+            bars: vec![Bar {
+                variant: "v".to_string(),
+                value: Some((mean, 0.5)),
+                failed: None,
+            }],
+        };
+        assert_eq!(axis_top(&panel(Kind::Share, 9.9)), 100.0);
+        assert_eq!(axis_top(&panel(Kind::Share, 0.0)), 100.0);
+        assert!((axis_top(&panel(Kind::Plain, 9.5)) - 11.2).abs() < 1e-9);
+        let latency = axis_top(&panel(Kind::Latency { answers: true }, 9.5));
+        assert!(latency > 11.2, "room for the failure labels: {latency}");
+        let empty = Panel {
+            bars: Vec::new(),
+            ..panel(Kind::Plain, 0.0)
+        };
+        assert_eq!(
+            axis_top(&empty),
+            1.0,
+            "a panel of nothing still gets an axis"
+        );
+    }
+
+    #[test]
+    fn degraded_and_failed_panels_come_with_a_fallback() {
+        let (titles, records, _) = render(&graph(true));
+        assert!(titles.contains(&"degraded (%)".to_string()), "{titles:?}");
+        assert!(titles.contains(&"failed (%)".to_string()), "{titles:?}");
+        assert!(
+            titles.contains(&"p99 latency of answers (ms)".to_string()),
+            "{titles:?}"
+        );
+        let degraded = |v: &str| cell(&records, "degraded (%)", v)[2].parse::<f64>().unwrap();
+        assert_eq!(degraded("plain"), 0.0);
+        assert!(degraded("second") > 0.0);
+        let (titles, _, _) = render(&graph(false));
+        assert!(
+            !titles.iter().any(|t| t.starts_with("degraded")),
+            "{titles:?}"
+        );
+        assert!(titles.contains(&"failed (%)".to_string()), "{titles:?}");
+        assert!(
+            titles.contains(&"p99 success latency (ms)".to_string()),
+            "{titles:?}"
+        );
+    }
+
+    #[test]
+    fn a_policy_panel_appears_only_where_some_variant_has_the_policy() {
+        let (titles, records, _) = render(STALL);
+        assert!(titles.contains(&"budget denials".to_string()), "{titles:?}");
+        for absent in ["hedges", "shed", "breaker refusals", "duplicate executions"] {
+            assert!(
+                !titles.contains(&absent.to_string()),
+                "{absent}: {titles:?}"
+            );
+        }
+        // A variant without a budget has no denials to count: n/a, not 0.
+        assert_eq!(cell(&records, "budget denials", "stall")[2], "");
+        assert!(!cell(&records, "budget denials", "stall, budget")[2].is_empty());
+        let (titles, _, _) = render(&graph(true));
+        assert!(
+            !titles.contains(&"budget denials".to_string()),
+            "{titles:?}"
+        );
+    }
+
+    #[test]
+    fn panels_wrap_into_rows_that_keep_each_bar_readable() {
+        assert_eq!(grid(5, 3), (3, 2));
+        assert_eq!(grid(7, 3), (4, 2));
+        assert_eq!(grid(8, 5), (4, 2));
+        assert_eq!(grid(10, 10), (2, 5));
+        assert_eq!(grid(1, 1), (1, 1));
+    }
 }
