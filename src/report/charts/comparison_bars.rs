@@ -12,6 +12,7 @@ use super::canvas::{self, Area, Drawn};
 use super::style::{FONT, axis_ticks, variant_color};
 use super::{Chart, Run, SIZE, Table};
 use crate::metrics::Metric;
+use crate::report::shape;
 use crate::scenario::Scenario;
 
 /// A variant that failed more than this share of its requests (in %) is drawn hatched in the
@@ -85,6 +86,22 @@ pub struct Panel {
 pub struct Bars(Vec<Panel>);
 
 impl Bars {
+    /// The top of each panel's axis ([`axis_top`]), except that the latency panels share
+    /// one: the latency of answers and of all requests are read against each other.
+    pub fn tops(&self) -> Vec<f64> {
+        let is_latency = |p: &Panel| matches!(p.kind, Kind::Latency { .. });
+        let latency = self
+            .0
+            .iter()
+            .filter(|p| is_latency(p))
+            .map(axis_top)
+            .fold(0.0, f64::max);
+        self.0
+            .iter()
+            .map(|p| if is_latency(p) { latency } else { axis_top(p) })
+            .collect()
+    }
+
     /// Whether some bar is drawn hatched: a collapsed variant's latency of answers.
     fn any_collapsed(&self) -> bool {
         self.0
@@ -110,25 +127,6 @@ impl Table for Bars {
         }
         Ok(())
     }
-}
-
-/// Whether some call of `scenario` has a fallback, so that a request can end degraded.
-fn can_degrade(scenario: &Scenario) -> bool {
-    std::iter::once(&scenario.policy)
-        .chain(
-            scenario
-                .services
-                .iter()
-                .flat_map(|s| &s.calls)
-                .map(|c| &c.policy),
-        )
-        .any(|p| p.fallback.is_some())
-}
-
-/// Whether some service of `scenario` calls another: work and amplification then count the
-/// entry service only.
-fn has_calls(scenario: &Scenario) -> bool {
-    scenario.services.iter().any(|s| !s.calls.is_empty())
 }
 
 /// Whether `scenario` can make the policy count `k` at all.
@@ -234,7 +232,7 @@ impl ComparisonBars {
             (Metric::SUCCESS_RATE, Kind::Share),
             (Metric::FAILURE_RATE, Kind::Share),
         ];
-        if ran.iter().any(|v| can_degrade(&v.scenario)) {
+        if ran.iter().any(|v| shape::can_degrade(&v.scenario)) {
             panels.insert(1, (Metric::DEGRADED_RATE, Kind::Share));
         }
         panels.extend([
@@ -273,11 +271,11 @@ impl Chart for ComparisonBars {
         let mut text = String::from(
             "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up. A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.",
         );
-        if run.ran().iter().any(|v| can_degrade(&v.scenario)) {
+        if run.ran().iter().any(|v| shape::can_degrade(&v.scenario)) {
             text.push_str(" A request a fallback answered is degraded: neither a success nor a failure, and its answer counts in the latency of answers.");
         }
         text.push_str(" A policy's count gets a panel when some variant has the policy; a variant without it shows n/a.");
-        if run.ran().iter().any(|v| has_calls(&v.scenario)) {
+        if run.ran().iter().any(|v| shape::has_calls(&v.scenario)) {
             text.push_str(" In this call graph, work and amplification count the attempts at the entry service only: the services behind it are in the per-service table, call-graph and service-load-over-time.");
         }
         text
@@ -295,7 +293,7 @@ impl Chart for ComparisonBars {
     }
 
     fn table(&self, run: &Run) -> Result<Bars> {
-        let degrade = run.ran().iter().any(|v| can_degrade(&v.scenario));
+        let degrade = run.ran().iter().any(|v| shape::can_degrade(&v.scenario));
         let variants = &run.point().variants;
         let ran = run.ran();
         let panel = |(k, kind): (Metric, Kind)| {
@@ -303,8 +301,13 @@ impl Chart for ComparisonBars {
                 .iter()
                 .zip(ran)
                 .map(|(v, scenario)| {
-                    let applies =
-                        !POLICY_PANELS.contains(&k) || can_produce(&k, &scenario.scenario);
+                    // A count of a policy the variant does not have, or a degraded share
+                    // where nothing can answer degraded, does not apply: n/a, not 0.
+                    let applies = if POLICY_PANELS.contains(&k) {
+                        can_produce(&k, &scenario.scenario)
+                    } else {
+                        k != Metric::DEGRADED_RATE || shape::can_degrade(&scenario.scenario)
+                    };
                     Bar {
                         variant: v.name.clone(),
                         value: k.estimate(&v.metrics, &v.ci95).filter(|_| applies),
@@ -357,8 +360,8 @@ impl Chart for ComparisonBars {
         let (cols, rows) = grid(table.0.len(), variants.len());
         let areas = panels.split_evenly((rows, cols));
         let cut: Vec<bool> = variants.iter().map(|v| v.is_truncated()).collect();
-        for (panel, area) in table.0.iter().zip(&areas) {
-            draw_panel(area, panel, &cut)?;
+        for ((panel, top), area) in table.0.iter().zip(table.tops()).zip(&areas) {
+            draw_panel(area, panel, top, &cut)?;
         }
         Ok(())
     }
@@ -407,12 +410,16 @@ fn hatch<DB: DrawingBackend>(
     Ok(())
 }
 
-/// One metric's panel: a bar per variant (pale with a border where `cut`, truncated; pale,
+/// One metric's panel, on an axis from 0 to `top`: a bar per variant (pale with a border where `cut`, truncated; pale,
 /// hatched and bordered where collapsed), with its whisker and, for shares and latencies, its
 /// label.
-fn draw_panel<DB: DrawingBackend>(area: &Area<DB>, panel: &Panel, cut: &[bool]) -> Result<()> {
+fn draw_panel<DB: DrawingBackend>(
+    area: &Area<DB>,
+    panel: &Panel,
+    top: f64,
+    cut: &[bool],
+) -> Result<()> {
     let bars = &panel.bars;
-    let top = axis_top(panel);
     let y_ticks = axis_ticks(top);
     let mut chart = ChartBuilder::on(area)
         .margin(8)
@@ -696,6 +703,30 @@ mod tests {
     }
 
     #[test]
+    fn the_two_latency_panels_share_their_axis() {
+        let panel = |kind, mean| Panel {
+            title: "t".to_string(),
+            kind,
+            bars: vec![Bar {
+                variant: "v".to_string(),
+                value: Some((mean, 0.0)),
+                failed: Some(10.0),
+            }],
+        };
+        let bars = Bars(vec![
+            panel(Kind::Share, 40.0),
+            panel(Kind::Latency { answers: true }, 60.0),
+            panel(Kind::Latency { answers: false }, 2000.0),
+            panel(Kind::Plain, 5.0),
+        ]);
+        let tops = bars.tops();
+        assert_eq!(tops[1], tops[2], "answers and all on one axis");
+        assert_eq!(tops[2], axis_top(&bars.0[2]));
+        assert_eq!(tops[0], 100.0);
+        assert_eq!(tops[3], axis_top(&bars.0[3]));
+    }
+
+    #[test]
     fn degraded_and_failed_panels_come_with_a_fallback() {
         let (titles, records, _) = render(&graph(true));
         assert!(titles.contains(&"degraded (%)".to_string()), "{titles:?}");
@@ -704,9 +735,10 @@ mod tests {
             titles.contains(&"p99 latency of answers (ms)".to_string()),
             "{titles:?}"
         );
-        let degraded = |v: &str| cell(&records, "degraded (%)", v)[2].parse::<f64>().unwrap();
-        assert_eq!(degraded("plain"), 0.0);
-        assert!(degraded("second") > 0.0);
+        // A variant without a fallback cannot answer degraded: n/a, not 0.
+        assert_eq!(cell(&records, "degraded (%)", "plain")[2], "");
+        let degraded = cell(&records, "degraded (%)", "second")[2].parse::<f64>();
+        assert!(degraded.unwrap() > 0.0);
         let (titles, _, _) = render(&graph(false));
         assert!(
             !titles.iter().any(|t| t.starts_with("degraded")),

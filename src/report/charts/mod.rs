@@ -265,12 +265,6 @@ impl<'a> Run<'a> {
         shape::any_has_calls(shape::scenarios(self.experiment))
     }
 
-    /// What `comparison_bars` still asks: its caption's question, [`Run::has_calls`]. Its
-    /// metric titles' question is [`Run::can_degrade`]; once it asks each, this goes.
-    pub fn graph(&self) -> bool {
-        self.has_calls()
-    }
-
     /// ", mean of N replications" with more than one, else nothing.
     pub fn mean_of(&self) -> String {
         if self.experiment.replications > 1 {
