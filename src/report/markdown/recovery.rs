@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 
 use super::escape;
 use super::findings::unawaited;
+use crate::engine::{SimDuration, SimTime};
 use crate::metrics::RecoveryMetrics;
 use crate::metrics::VariantResult;
+use crate::metrics::series::{COLUMNS, Column};
 use crate::scenario::Scenario;
 
 /// The "Recovery" section: for each variant, in words, the goodput before the trigger, the
@@ -71,7 +73,15 @@ pub(super) fn recovery_section(
             r.below_90_s,
             pm(h.below_90_s),
         );
-        let _ = writeln!(out, "{line} {}", episode_load(&r, v, server));
+        let _ = write!(out, "{line} {}", episode_load(&r, v, server));
+        match storm_load(v, s, server) {
+            Some(storm) => {
+                let _ = writeln!(out, " {storm}");
+            }
+            None => {
+                let _ = writeln!(out);
+            }
+        }
     }
 }
 
@@ -152,6 +162,83 @@ fn episode_load(r: &RecoveryMetrics, v: &VariantResult, server: &str) -> String 
     )
 }
 
+/// The load during the triggers, read from the mean time series: the most retries per second
+/// the clients sent in a bucket that overlaps a trigger and their mean over those buckets, and
+/// the most attempts per second each service received. `None` when no bucket overlaps one.
+fn storm_load(v: &VariantResult, s: &Scenario, server: &str) -> Option<String> {
+    let during = trigger_buckets(s, v.bucket, v.series.len());
+    if during.is_empty() {
+        return None;
+    }
+    let per_s = 1e9 / v.bucket.as_nanos() as f64;
+    let peak = |rows: &[[f64; COLUMNS]], col: Column| {
+        during
+            .iter()
+            .map(|&i| rows[i][col as usize] * per_s)
+            .fold(0.0, f64::max)
+    };
+    let retries = during
+        .iter()
+        .map(|&i| v.series[i][Column::Retries as usize])
+        .sum::<f64>()
+        * per_s
+        / during.len() as f64;
+    let hedged = s.policy.hedge.is_some();
+    let mut text = format!(
+        "During the trigger the clients sent up to {:.0} retries/s{} ({retries:.0}/s on average over it), and ",
+        peak(&v.series, Column::Retries),
+        if hedged { ", hedges included" } else { "" }
+    );
+    let below: Vec<String> = s
+        .services
+        .iter()
+        .zip(&v.service_series)
+        .skip(1)
+        .filter(|(_, series)| series.rows.len() == v.series.len())
+        .map(|(service, series)| {
+            format!(
+                "**{}** up to {:.0}/s",
+                escape(&service.name),
+                peak(&series.rows, Column::Attempts)
+            )
+        })
+        .collect();
+    let _ = write!(
+        text,
+        "{server} received up to {:.0} attempts/s",
+        peak(&v.series, Column::Attempts)
+    );
+    if !below.is_empty() {
+        let (last, init) = below.split_last().expect("not empty");
+        if init.is_empty() {
+            let _ = write!(text, " and {last}");
+        } else {
+            let _ = write!(text, ", {} and {last}", init.join(", "));
+        }
+    }
+    let _ = write!(
+        text,
+        " (the busiest {} bucket, in the mean over replications).",
+        v.bucket
+    );
+    Some(text)
+}
+
+/// The indices of the time-series buckets (of width `bucket`, `rows` of them) that overlap
+/// one of `s`'s triggers.
+fn trigger_buckets(s: &Scenario, bucket: SimDuration, rows: usize) -> Vec<usize> {
+    let w = bucket.as_nanos().max(1);
+    let triggers = s.triggers();
+    (0..rows)
+        .filter(|&i| {
+            let (lo, hi) = (i as u64 * w, (i as u64 + 1) * w);
+            triggers.iter().any(|t| {
+                (t.from - SimTime::ZERO).as_nanos() < hi && (t.to - SimTime::ZERO).as_nanos() > lo
+            })
+        })
+        .collect()
+}
+
 fn seconds(ms: f64) -> String {
     if ms >= 10_000.0 {
         format!("{:.0} s", ms / 1000.0)
@@ -159,5 +246,42 @@ fn seconds(ms: f64) -> String {
         format!("{:.1} s", ms / 1000.0)
     } else {
         format!("{ms:.0} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{LoadOptions, load_str};
+
+    #[test]
+    fn the_recovery_line_gives_the_retries_and_attempts_per_second_during_the_trigger() {
+        let text = r#"{"name": "o", "seed": 3, "replications": 2, "duration": "6s",
+            "clients": {"count": 50, "workload": {"open": {"rate_per_s": 200}}},
+            "server": {"concurrency": 8, "service_time": {"constant": "5ms"},
+                       "faults": [{"from": "2s", "to": "3s", "outage": "reject"}]},
+            "policy": {"timeout": "1s", "retry": {"max_attempts": 3}},
+            "metrics": {"bucket": "250ms"}}"#;
+        let e = load_str(text, "o.json", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&e, 1, &|| {});
+        let v = &result.points[0].variants[0];
+        let s = &e.points[0].variants[0].scenario;
+        let line = storm_load(v, s, "the server").unwrap();
+        // Every attempt in the outage is answered `error` at once and retried at once: in a
+        // bucket of the outage the clients send two retries per request started.
+        let during = trigger_buckets(s, v.bucket, v.series.len());
+        assert_eq!(during.len(), 4, "the buckets from 2 s to 3 s");
+        let per_s = 4.0;
+        let peak = during
+            .iter()
+            .map(|&i| v.series[i][Column::Retries as usize] * per_s)
+            .fold(0.0, f64::max);
+        assert!(peak > 300.0, "two retries per request at 200/s: {peak}");
+        assert!(
+            line.contains(&format!("up to {peak:.0} retries/s")),
+            "{line}"
+        );
+        assert!(line.contains("the server received up to"), "{line}");
+        assert!(line.contains("the busiest 250ms bucket"), "{line}");
     }
 }
