@@ -203,7 +203,11 @@ impl PartsFold {
             m.services.len(),
             "one set of services per variant"
         );
-        debug_assert_eq!(self.calls.len(), m.calls.len(), "one set of calls per variant");
+        debug_assert_eq!(
+            self.calls.len(),
+            m.calls.len(),
+            "one set of calls per variant"
+        );
         debug_assert_eq!(self.series.len(), run.service_series.len());
         for (moments, s) in self.services.iter_mut().zip(&m.services) {
             for (k, mo) in ServiceMetric::ALL.iter().zip(moments.iter_mut()) {
@@ -573,7 +577,10 @@ mod tests {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
         assert_eq!(f.metrics.requests, 2.0);
         assert!((f.ci95.requests - 12.706).abs() < 1e-2);
-        assert_eq!((f.metrics.entry().served, f.ci95.entry().served), (2.0, 0.0));
+        assert_eq!(
+            (f.metrics.entry().served, f.ci95.entry().served),
+            (2.0, 0.0)
+        );
         assert_eq!(Metric::SERVED.get(&f.metrics), Some(2.0));
     }
 

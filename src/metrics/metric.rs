@@ -93,8 +93,7 @@ failed! {
         breaker_open: BreakerOpen,
         /// The request's deadline passed.
         deadline_exceeded: DeadlineExceeded,
-        /// A full bulkhead refused a call (call graphs only; absent from a single server's
-        /// summary).
+        /// A full bulkhead refused a call between services (absent when none did).
         #[serde(default, skip_serializing_if = "is_zero")]
         bulkhead_full: BulkheadFull,
         /// The client's adaptive throttle rejected the request locally (absent when none was).
@@ -103,7 +102,7 @@ failed! {
     }
 }
 
-/// Whether a count is zero, for fields that only call graphs have.
+/// Whether a count is zero, for counts left out of summary.json when they are.
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -819,7 +818,7 @@ impl Metric {
     ];
 }
 
-/// One number of a service or of a call edge of a call graph: where it lives in
+/// One number of a service or of a call edge between services: where it lives in
 /// [`super::ServiceMetrics`] or [`super::CallMetrics`], what it is called and how it is
 /// printed. The fold over replications, the per-service and per-call tables (terminal and
 /// report.md), sweep.csv and the graph figures read them through [`ServiceMetric::ALL`] and
@@ -1076,10 +1075,12 @@ mod tests {
         }
         let doc = serde_json::to_value(&m).unwrap();
         for (i, k) in all.iter().enumerate() {
-            let at = json_path(k.key).split('.').try_fold(&doc, |d, s| match s.parse() {
-                Ok(i) => d.get::<usize>(i),
-                Err(_) => d.get(s),
-            });
+            let at = json_path(k.key)
+                .split('.')
+                .try_fold(&doc, |d, s| match s.parse() {
+                    Ok(i) => d.get::<usize>(i),
+                    Err(_) => d.get(s),
+                });
             assert_eq!(
                 at.and_then(serde_json::Value::as_f64),
                 Some(i as f64 + 1.0),
@@ -1235,10 +1236,12 @@ mod tests {
         };
         let empty = serde_json::to_value(&m).unwrap();
         let at = |doc, key: &str| {
-            json_path(key).split('.').try_fold(doc, |d: &serde_json::Value, s| match s.parse() {
-                Ok(i) => d.get::<usize>(i),
-                Err(_) => d.get(s),
-            })
+            json_path(key)
+                .split('.')
+                .try_fold(doc, |d: &serde_json::Value, s| match s.parse() {
+                    Ok(i) => d.get::<usize>(i),
+                    Err(_) => d.get(s),
+                })
         };
         assert!(
             leaves(&m)

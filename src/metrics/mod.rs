@@ -14,11 +14,11 @@ pub mod series;
 pub use aggregate::{
     Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
 };
-pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
     RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves,
 };
+pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
 

@@ -3,7 +3,7 @@
 //! the numbers read from them ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services`
 //! and `calls`).
 //!
-//! Every run is a graph: a single-server scenario is one service (the entry) called by the
+//! Every run is a graph, and a single-server scenario is one service (the entry) called by the
 //! clients, with no calls between services. [`super::Counters`] describes the clients and
 //! their calls to the entry; these describe every service, the entry first (the recovery
 //! analysis and the `server.*` metrics read it), and every call edge between services.

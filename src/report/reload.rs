@@ -9,8 +9,8 @@
 //! Everything is checked before anything renders: the files are of one run (with a
 //! manifest.json, each file's SHA-256 and the run id; without one, as written by versions
 //! before it, name, seed, replications and version agree), summary.json, the resolved
-//! scenario and the CSV files name the same sweep points and variants (and a call graph's
-//! services and calls), every CSV has the header this version writes and a full row, and every number is finite and in its range
+//! scenario and the CSV files name the same sweep points and variants (and their services
+//! and calls), every CSV has the header this version writes and a full row, and every number is finite and in its range
 //! (shares in [0, 1], counts, times and widths not negative). Any other folder is an error
 //! that names the file and the problem. [`reload_files`] works on the files' bytes alone, so
 //! any bytes can be thrown at it: it never panics and never loops.
@@ -27,8 +27,8 @@ use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
 use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
 use crate::metrics::{
-    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, latency_bin_upper_ms, part_leaves,
-    leaves, series::COLUMNS,
+    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, latency_bin_upper_ms, leaves,
+    part_leaves, series::COLUMNS,
 };
 use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};

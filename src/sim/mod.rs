@@ -221,7 +221,9 @@ struct Sim<'a> {
     edges: Vec<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
     first_edge: Vec<u32>,
-    /// Whether the scenario is a call graph (per-service and per-call results).
+    /// Whether the scenario has more than one service (or calls between services): the hot
+    /// paths of a single service take shortcuts without it, and only then does each service
+    /// keep a load series of its own (a single service's would be the main series').
     graph: bool,
     /// The entry's calls made by part of the requests (its routes), by edge.
     entry_routes: Vec<u32>,
@@ -731,8 +733,7 @@ impl<'a> Sim<'a> {
             .unzip::<_, _, Vec<_>, Vec<_>>();
         // Only a graph keeps per-service series (see `RunResult::service_series`).
         let service_series = service_series.into_iter().flatten().collect();
-        self.rec
-            .finish(truncated, services, calls, service_series)
+        self.rec.finish(truncated, services, calls, service_series)
     }
 }
 

@@ -167,11 +167,7 @@ fn slowest_answers(f: &Field) -> Option<String> {
     let k = Metric::SUCCESS_P99;
     let (best, worst) = extremes(&with_successes, &k, false)?;
     // A fallback's answer counts with the successes' latency: call it what it is.
-    let answered = if f
-        .vs
-        .iter()
-        .any(|v| v.metrics.degraded > 0.0)
-    {
+    let answered = if f.vs.iter().any(|v| v.metrics.degraded > 0.0) {
         "answered requests (successes and fallback answers)"
     } else {
         "successful requests"
