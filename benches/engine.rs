@@ -252,7 +252,7 @@ fn run_column(column: &[Scenario]) -> u64 {
     for sc in column {
         for replication in 0..AWS_REPLICATIONS {
             let result = retrystorm::sim::run(black_box(sc), SEED, replication);
-            writes += result.counters.attempts;
+            writes += result.entry().attempts;
             black_box(result);
         }
     }

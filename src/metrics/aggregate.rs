@@ -6,7 +6,7 @@
 //!
 //! A variant's replications are folded one at a time, in replication order, into a
 //! [`Replications`] accumulator (running moments, merged histograms, summed series), so what a
-//! variant holds does not grow with its number of replications. A call graph's services and
+//! variant holds does not grow with its number of replications. Every run's services and
 //! calls are folded the same way, field by field, and each service's load over time like the
 //! main series.
 
@@ -131,8 +131,9 @@ pub struct Folded {
     pub series: Vec<[f64; COLUMNS]>,
     /// Mean successful logical requests per latency bin.
     pub success_latency_bins: Vec<f64>,
-    /// Per service of a call graph, the entry first: its mean load over time, with its
-    /// bucket width ([`aggregate_series`]). Empty for a single server.
+    /// Per service, the entry first: its mean load over time, with its bucket width
+    /// ([`aggregate_series`]). Empty for a run of one service, whose load is the main
+    /// series' (see `RunResult::service_series`).
     pub service_series: Vec<MeanSeries>,
 }
 
@@ -161,35 +162,34 @@ pub struct Replications {
     /// All, success, failure latency: mean, p50, p90, p99, p99.9, max.
     latency: [[Moments; 6]; 3],
     series: SeriesMean,
-    /// What only a call graph has; `None` until a replication of one is folded.
-    graph: Option<GraphFold>,
+    /// The requests a fallback answered, as a count and as a share of the requests started,
+    /// and those a full bulkhead failed.
+    degraded: Moments,
+    degraded_rate: Moments,
+    bulkhead_full: Moments,
+    /// The services' and calls' numbers; made from the first replication, which gives their
+    /// shape.
+    parts: Option<PartsFold>,
 }
 
-/// The running moments of a call graph's numbers: every field of every service and call,
-/// the requests a fallback answered (as a count and as a share of the requests started) and
-/// those a full bulkhead failed, and each service's load over time.
+/// The running moments of the numbers of a run's parts: every field of every service and
+/// call, and each service's load over time.
 #[derive(Debug, Clone)]
-struct GraphFold {
+struct PartsFold {
     services: Vec<[Moments; ServiceMetric::ALL.len()]>,
     calls: Vec<[Moments; CallMetric::ALL.len()]>,
     /// Per call, the route success rate over the replications in which it has one.
     route_success: Vec<Moments>,
-    degraded: Moments,
-    degraded_rate: Moments,
-    bulkhead_full: Moments,
     series: Vec<SeriesMean>,
 }
 
-impl GraphFold {
-    /// Shaped like `run`'s graph, for `n` replications in all.
+impl PartsFold {
+    /// Shaped like `run`'s services and calls, for `n` replications in all.
     fn new(run: &Digest, n: usize) -> Self {
-        GraphFold {
+        PartsFold {
             services: vec![Default::default(); run.metrics.services.len()],
             calls: vec![Default::default(); run.metrics.calls.len()],
             route_success: vec![Moments::default(); run.metrics.calls.len()],
-            degraded: Moments::default(),
-            degraded_rate: Moments::default(),
-            bulkhead_full: Moments::default(),
             series: vec![SeriesMean::new(n); run.service_series.len()],
         }
     }
@@ -201,9 +201,13 @@ impl GraphFold {
         debug_assert_eq!(
             self.services.len(),
             m.services.len(),
-            "one graph per variant"
+            "one set of services per variant"
         );
-        debug_assert_eq!(self.calls.len(), m.calls.len(), "one graph per variant");
+        debug_assert_eq!(
+            self.calls.len(),
+            m.calls.len(),
+            "one set of calls per variant"
+        );
         debug_assert_eq!(self.series.len(), run.service_series.len());
         for (moments, s) in self.services.iter_mut().zip(&m.services) {
             for (k, mo) in ServiceMetric::ALL.iter().zip(moments.iter_mut()) {
@@ -220,16 +224,6 @@ impl GraphFold {
                 moments.push(rate);
             }
         }
-        let degraded = m.degraded.unwrap_or(0.0);
-        self.degraded.push(degraded);
-        // A share of each replication's requests, like `success_rate`, so that the means of
-        // the success, degraded and failure shares add up as each replication's do.
-        self.degraded_rate.push(if m.requests > 0.0 {
-            degraded / m.requests
-        } else {
-            0.0
-        });
-        self.bulkhead_full.push(m.failed.bulkhead_full);
         for (mean, s) in self.series.iter_mut().zip(&run.service_series) {
             mean.add(s);
         }
@@ -260,17 +254,6 @@ impl GraphFold {
                 half.route_success_rate = Some(finite(e.half_width));
             }
         }
-        for (k, moments) in [
-            (Metric::DEGRADED, &self.degraded),
-            (Metric::FAILED_BULKHEAD_FULL, &self.bulkhead_full),
-        ] {
-            let e = moments.estimate();
-            k.set(metrics, finite(e.mean));
-            k.set(ci95, finite(e.half_width));
-        }
-        let rate = self.degraded_rate.estimate();
-        metrics.degraded_rate = Some(finite(rate.mean));
-        ci95.degraded_rate = Some(finite(rate.half_width));
         self.series.into_iter().map(SeriesMean::finish).collect()
     }
 }
@@ -285,7 +268,10 @@ impl Replications {
             optional: [Moments::default(); Metric::OPTIONAL.len()],
             latency: [[Moments::default(); 6]; 3],
             series: SeriesMean::new(replications as usize),
-            graph: None,
+            degraded: Moments::default(),
+            degraded_rate: Moments::default(),
+            bulkhead_full: Moments::default(),
+            parts: None,
         }
     }
 
@@ -323,13 +309,19 @@ impl Replications {
             }
         }
         self.series.add(&run.series);
-        // A call graph's replications all have `degraded` (a single server's none).
-        if run.metrics.degraded.is_some() || !run.metrics.services.is_empty() {
-            let n = self.expected as usize;
-            self.graph
-                .get_or_insert_with(|| GraphFold::new(run, n))
-                .add(run);
-        }
+        self.degraded.push(metrics.degraded);
+        // A share of each replication's requests, like `success_rate`, so that the means of
+        // the success, degraded and failure shares add up as each replication's do.
+        self.degraded_rate.push(if metrics.requests > 0.0 {
+            metrics.degraded / metrics.requests
+        } else {
+            0.0
+        });
+        self.bulkhead_full.push(metrics.failed.bulkhead_full);
+        let n = self.expected as usize;
+        self.parts
+            .get_or_insert_with(|| PartsFold::new(run, n))
+            .add(run);
     }
 
     /// The variant's means, half-widths, mean series and latency bins, with its replications'
@@ -337,10 +329,20 @@ impl Replications {
     pub fn finish(self, pool: &LatencyPool) -> Folded {
         let mut metrics = Metrics::default();
         let mut ci95 = Metrics::default();
+        // The parts first: the entry's metrics (`server.*`) are set in `services[0]`, which
+        // the same samples in the same order give the same numbers.
+        let service_series = match self.parts {
+            Some(parts) => parts.finish(&mut metrics, &mut ci95),
+            None => Vec::new(),
+        };
         for (k, m) in Metric::PER_REPLICATION
             .iter()
             .zip(&self.metrics)
             .chain(Metric::OPTIONAL.iter().zip(&self.optional))
+            .chain([
+                (&Metric::DEGRADED, &self.degraded),
+                (&Metric::FAILED_BULKHEAD_FULL, &self.bulkhead_full),
+            ])
         {
             let e = m.estimate();
             k.set(&mut metrics, finite(e.mean));
@@ -372,11 +374,10 @@ impl Replications {
             .map(|c| c as f64 / n)
             .collect();
         debug_assert_eq!(success_latency_bins.len(), LATENCY_BINS);
+        let rate = self.degraded_rate.estimate();
+        metrics.degraded_rate = Some(finite(rate.mean));
+        ci95.degraded_rate = Some(finite(rate.half_width));
         let (bucket, series) = self.series.finish();
-        let service_series = match self.graph {
-            Some(graph) => graph.finish(&mut metrics, &mut ci95),
-            None => Vec::new(),
-        };
         Folded {
             metrics,
             ci95,
@@ -535,9 +536,17 @@ mod tests {
 
     /// A replication's result with the given counts and latencies (ms) of successes.
     fn run(requests: u64, served: u64, success_ms: &[(u64, u64)]) -> super::super::RunResult {
-        let mut r = super::super::Recorder::new(SimDuration::from_secs(1)).finish(None);
+        let entry = super::super::ServiceCounters {
+            served,
+            ..Default::default()
+        };
+        let mut r = super::super::Recorder::new(SimDuration::from_secs(1)).finish(
+            None,
+            vec![entry],
+            Vec::new(),
+            Vec::new(),
+        );
         r.counters.requests = requests;
-        r.counters.served = served;
         for &(ms, times) in success_ms {
             for _ in 0..times {
                 r.success_latency.record(SimDuration::from_millis(ms));
@@ -568,7 +577,11 @@ mod tests {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
         assert_eq!(f.metrics.requests, 2.0);
         assert!((f.ci95.requests - 12.706).abs() < 1e-2);
-        assert_eq!((f.metrics.server.served, f.ci95.server.served), (2.0, 0.0));
+        assert_eq!(
+            (f.metrics.entry().served, f.ci95.entry().served),
+            (2.0, 0.0)
+        );
+        assert_eq!(Metric::SERVED.get(&f.metrics), Some(2.0));
     }
 
     /// A replication of a two-service graph (frontend -> backend): `requests` started,
@@ -635,7 +648,7 @@ mod tests {
         assert_eq!(m.calls[0].attempts_per_request, 2.5);
         assert_eq!(m.calls[0].retries, 25.0);
         assert_eq!(m.calls[0].bulkhead_full, 2.0);
-        assert_eq!((m.degraded, h.degraded), (Some(2.0), Some(0.0)));
+        assert_eq!((m.degraded, h.degraded), (2.0, 0.0));
         assert_eq!(m.failed.bulkhead_full, 2.0);
         // The share is the mean of 2/10 and 2/20, not the ratio of the means (4/30).
         let (rate, half) = (m.degraded_rate.unwrap(), h.degraded_rate.unwrap());
@@ -652,16 +665,20 @@ mod tests {
         assert_eq!(f.service_series[0].1[0][Column::Attempts as usize], 1.0);
     }
 
+    /// A single server is a graph of one service: its entry is folded like any service,
+    /// and it has a degraded count and share (0) like any run.
     #[test]
-    fn a_single_server_folds_no_graph_numbers() {
+    fn a_single_server_folds_its_one_service() {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);
-        assert!(f.metrics.services.is_empty() && f.metrics.calls.is_empty());
-        assert_eq!((f.metrics.degraded, f.ci95.degraded), (None, None));
-        assert!(f.metrics.degraded_rate.is_none() && f.service_series.is_empty());
+        assert_eq!((f.metrics.services.len(), f.metrics.calls.len()), (1, 0));
+        assert_eq!((f.metrics.degraded, f.ci95.degraded), (0.0, 0.0));
+        assert_eq!(f.metrics.degraded_rate, Some(0.0));
+        assert!(f.service_series.is_empty());
         let doc = serde_json::to_value(&f.metrics).unwrap();
         for key in ["degraded", "degraded_rate", "services", "calls"] {
-            assert!(doc.get(key).is_none(), "{key}");
+            assert!(doc.get(key).is_some(), "{key}");
         }
+        assert!(doc.get("server").is_none());
         assert!(doc["failed"].get("bulkhead_full").is_none());
     }
 

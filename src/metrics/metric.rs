@@ -93,8 +93,7 @@ failed! {
         breaker_open: BreakerOpen,
         /// The request's deadline passed.
         deadline_exceeded: DeadlineExceeded,
-        /// A full bulkhead refused a call (call graphs only; absent from a single server's
-        /// summary).
+        /// A full bulkhead refused a call between services (absent when none did).
         #[serde(default, skip_serializing_if = "is_zero")]
         bulkhead_full: BulkheadFull,
         /// The client's adaptive throttle rejected the request locally (absent when none was).
@@ -103,7 +102,7 @@ failed! {
     }
 }
 
-/// Whether a count is zero, for fields that only call graphs have.
+/// Whether a count is zero, for counts left out of summary.json when they are.
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -120,52 +119,6 @@ impl Failed {
     pub fn total(&self) -> f64 {
         Outcome::FAILURES.iter().map(|o| self.get(*o)).sum()
     }
-}
-
-/// What the server did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerMetrics {
-    /// Attempts served.
-    pub served: f64,
-    /// Served attempts whose client had already given up.
-    pub wasted: f64,
-    /// Attempts rejected because the server was full.
-    pub rejected: f64,
-    /// Attempts refused by the rate limit.
-    pub throttled: f64,
-    /// Attempts discarded unserved because their client had given up.
-    pub expired_dropped: f64,
-    /// Attempts answered `error` at once by an `outage: reject` fault.
-    pub outage_rejected: f64,
-    /// Attempts lost to an `outage: drop` fault.
-    pub outage_dropped: f64,
-    /// Abandoned hedge-race attempts dropped before service because their caller cancelled
-    /// them (absent when none was).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cancelled: f64,
-    /// Attempts shed at dequeue by the CoDel discipline, answered `rejected` (absent when
-    /// none was).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub shed: f64,
-    /// Executions of a non-idempotent request after its first: duplicate side effects
-    /// (absent when none happened).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub duplicates: f64,
-    /// Requests executed more than once (absent when none was).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub duplicate_calls: f64,
-    /// Repeats answered from the idempotency key memory without executing (absent when none
-    /// was).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub replayed: f64,
-    /// Busy worker-time over available worker-time, in [0, 1].
-    pub utilization: f64,
-    /// Most attempts waiting at once.
-    pub max_queue: f64,
-    /// When the server finished its last service, in ms: after the completion time when it
-    /// went on serving attempts whose clients had already given up.
-    pub busy_until_ms: f64,
 }
 
 /// What the circuit breakers did.
@@ -237,7 +190,7 @@ pub struct Metrics {
     pub failure_rate: f64,
     /// Failed logical requests by outcome.
     pub failed: Failed,
-    /// Attempts that reached the server (the work).
+    /// Attempts that reached the entry service (the work).
     pub attempts: f64,
     /// First attempts sent.
     pub first_attempts: f64,
@@ -249,7 +202,7 @@ pub struct Metrics {
     /// Requests whose answer came from a hedge (absent when none did).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hedge_wins: f64,
-    /// Attempts at the server per logical request.
+    /// Attempts at the entry service per logical request.
     pub amplification: f64,
     /// Latency of every logical request that ended, successes and failures alike.
     pub latency_ms: Latency,
@@ -259,8 +212,6 @@ pub struct Metrics {
     pub failure_latency_ms: Latency,
     /// When the last logical request ended (the completion time), in ms.
     pub makespan_ms: f64,
-    /// What the server did.
-    pub server: ServerMetrics,
     /// Retries a budget denied.
     pub budget_denials: f64,
     /// What the breakers did.
@@ -274,23 +225,33 @@ pub struct Metrics {
     /// Recovery after the triggers, for a variant whose scenario has some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryMetrics>,
-    /// Logical requests answered by a fallback (call graphs only): neither succeeded nor
-    /// failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<f64>,
-    /// The share of logical requests a fallback answered (call graphs only, and only in a
-    /// variant's means and half-widths): the mean over replications of `degraded /
-    /// requests`, so that the means of the success, degraded and failure shares add up as
-    /// each replication's do.
+    /// Logical requests answered by a fallback: neither succeeded nor failed (0 where no
+    /// call has a fallback).
+    pub degraded: f64,
+    /// The share of logical requests a fallback answered, in a variant's means and
+    /// half-widths only (absent from a replication's): the mean over replications of
+    /// `degraded / requests`, so that the means of the success, degraded and failure shares
+    /// add up as each replication's do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded_rate: Option<f64>,
-    /// Per service of a call graph, the entry first (absent for a single server).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Per service, the entry first: never empty in a run's document (a single server is
+    /// the entry alone). The `server.*` metrics read the entry.
     pub services: Vec<super::ServiceMetrics>,
-    /// Per call edge of a call graph, by caller then call order (absent for a single
-    /// server).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Per call edge between services, by caller then call order; empty when no service
+    /// calls another.
+    #[serde(default)]
     pub calls: Vec<super::CallMetrics>,
+}
+
+impl Metrics {
+    /// The entry service's numbers: the service the clients call.
+    ///
+    /// # Panics
+    ///
+    /// On a document without services, which no run makes (only `Metrics::default()`).
+    pub fn entry(&self) -> &super::ServiceMetrics {
+        &self.services[0]
+    }
 }
 
 /// The unit a metric is printed in, after its scale.
@@ -361,6 +322,12 @@ pub enum Needs {
     IdempotencyKey,
     /// A CoDel discipline at the service.
     Codel,
+    /// A rate limit at the service.
+    RateLimit,
+    /// A bulkhead on the calls counted.
+    Bulkhead,
+    /// A bulkhead on any call of the run: a full one anywhere fails the request.
+    BulkheadAnywhere,
     /// A fallback on any call of the run: a call that fails for good is answered by it, and
     /// the request ends degraded.
     Fallback,
@@ -499,6 +466,30 @@ macro_rules! metric {
     };
 }
 
+/// A metric of the entry service: its key keeps the `server.` prefix users know from the
+/// single-server days (sweep.csv's columns, the CLI's metric names), its value lives in
+/// `services[0]`. A document without services has none.
+macro_rules! entry_metric {
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
+        Metric {
+            key: $key,
+            label: $label,
+            unit: Unit::$unit,
+            scale: $scale,
+            decimals: $dec,
+            better: Better::$better,
+            needs: Needs::Nothing,
+            get: |m| m.services.first().map(|s| s.$f),
+            raw: |m| m.services.first().map_or(0.0, |s| s.$f),
+            set: |m, x| {
+                if let Some(s) = m.services.first_mut() {
+                    s.$f = x;
+                }
+            },
+        }
+    };
+}
+
 macro_rules! recovery_metric {
     ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
         Metric {
@@ -619,25 +610,25 @@ impl Metric {
     /// Completion time: when the last request ended.
     pub const COMPLETION: Metric = metric!("makespan_ms", "completion time", Seconds, 1e-3, 2, Lower, makespan_ms);
     /// Served attempts.
-    pub const SERVED: Metric = metric!("server.served", "served", Count, 1.0, 0, Neither, server.served);
+    pub const SERVED: Metric = entry_metric!("server.served", "served", Count, 1.0, 0, Neither, served);
     /// Wasted attempts.
-    pub const WASTED: Metric = metric!("server.wasted", "wasted", Count, 1.0, 0, Lower, server.wasted);
+    pub const WASTED: Metric = entry_metric!("server.wasted", "wasted", Count, 1.0, 0, Lower, wasted);
     /// Rejected attempts.
-    pub const REJECTED: Metric = metric!("server.rejected", "rejected", Count, 1.0, 0, Lower, server.rejected);
+    pub const REJECTED: Metric = entry_metric!("server.rejected", "rejected", Count, 1.0, 0, Lower, rejected);
     /// Throttled attempts.
-    pub const THROTTLED: Metric = metric!("server.throttled", "throttled", Count, 1.0, 0, Lower, server.throttled);
+    pub const THROTTLED: Metric = Metric { needs: Needs::RateLimit, ..entry_metric!("server.throttled", "throttled", Count, 1.0, 0, Lower, throttled) };
     /// Dropped expired attempts.
-    pub const EXPIRED_DROPPED: Metric = metric!("server.expired_dropped", "expired dropped", Count, 1.0, 0, Neither, server.expired_dropped);
+    pub const EXPIRED_DROPPED: Metric = entry_metric!("server.expired_dropped", "expired dropped", Count, 1.0, 0, Neither, expired_dropped);
     /// Attempts rejected by an outage.
-    pub const OUTAGE_REJECTED: Metric = metric!("server.outage_rejected", "outage rejected", Count, 1.0, 0, Neither, server.outage_rejected);
+    pub const OUTAGE_REJECTED: Metric = entry_metric!("server.outage_rejected", "outage rejected", Count, 1.0, 0, Neither, outage_rejected);
     /// Attempts dropped by an outage.
-    pub const OUTAGE_DROPPED: Metric = metric!("server.outage_dropped", "outage dropped", Count, 1.0, 0, Neither, server.outage_dropped);
+    pub const OUTAGE_DROPPED: Metric = entry_metric!("server.outage_dropped", "outage dropped", Count, 1.0, 0, Neither, outage_dropped);
     /// Utilization.
-    pub const UTILIZATION: Metric = metric!("server.utilization", "utilization", Percent, 100.0, 1, Neither, server.utilization);
+    pub const UTILIZATION: Metric = entry_metric!("server.utilization", "utilization", Percent, 100.0, 1, Neither, utilization);
     /// Longest queue.
-    pub const MAX_QUEUE: Metric = metric!("server.max_queue", "longest queue", Count, 1.0, 0, Lower, server.max_queue);
+    pub const MAX_QUEUE: Metric = entry_metric!("server.max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
     /// When the server finished its last service.
-    pub const BUSY_UNTIL: Metric = metric!("server.busy_until_ms", "server busy until", Seconds, 1e-3, 2, Lower, server.busy_until_ms);
+    pub const BUSY_UNTIL: Metric = entry_metric!("server.busy_until_ms", "server busy until", Seconds, 1e-3, 2, Lower, busy_until_ms);
     /// Budget denials.
     pub const BUDGET_DENIALS: Metric = Metric { needs: Needs::Budget, ..metric!("budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials) };
     /// Breaker refusals.
@@ -789,29 +780,17 @@ pub fn leaves(m: &Metrics) -> Vec<(String, f64)> {
     out
 }
 
-/// The numbers only a call graph has, in summary.json's `metrics`: requests a fallback
-/// answered and requests a full bulkhead failed. Neither is in
-/// [`Metric::PER_REPLICATION`], so a single server's summary stays as it was.
+/// The requests a fallback answered and those a full bulkhead failed, in summary.json's
+/// `metrics`. Neither is in [`Metric::PER_REPLICATION`]: sweep.csv puts them with the parts'
+/// numbers ([`part_leaves`]), after the metrics' columns.
 #[rustfmt::skip]
 impl Metric {
-    /// Logical requests answered by a fallback: neither succeeded nor failed (call graphs
-    /// only; absent for a single server).
-    pub const DEGRADED: Metric = Metric {
-        key: "degraded",
-        label: "degraded",
-        unit: Unit::Count,
-        scale: 1.0,
-        decimals: 0,
-        better: Better::Lower,
-        needs: Needs::Fallback,
-        get: |m| m.degraded,
-        raw: |m| m.degraded.unwrap_or(0.0),
-        set: |m, x| m.degraded = Some(x),
-    };
-    /// Requests that failed with `bulkhead_full` (call graphs only).
-    pub const FAILED_BULKHEAD_FULL: Metric = metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full);
-    /// The share of logical requests a fallback answered ([`Metrics::degraded_rate`]; call
-    /// graphs only, and only in a variant's means and half-widths).
+    /// Logical requests answered by a fallback: neither succeeded nor failed.
+    pub const DEGRADED: Metric = Metric { needs: Needs::Fallback, ..metric!("degraded", "degraded", Count, 1.0, 0, Lower, degraded) };
+    /// Requests that failed with `bulkhead_full`.
+    pub const FAILED_BULKHEAD_FULL: Metric = Metric { needs: Needs::BulkheadAnywhere, ..metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full) };
+    /// The share of logical requests a fallback answered ([`Metrics::degraded_rate`]; only
+    /// in a variant's means and half-widths).
     pub const DEGRADED_RATE: Metric = Metric {
         key: "degraded_rate",
         label: "degraded",
@@ -819,7 +798,7 @@ impl Metric {
         scale: 100.0,
         decimals: 1,
         better: Better::Lower,
-        needs: Needs::Nothing,
+        needs: Needs::Fallback,
         get: |m| m.degraded_rate,
         raw: |m| m.degraded_rate.unwrap_or(0.0),
         set: |m, x| m.degraded_rate = Some(x),
@@ -837,15 +816,15 @@ impl Metric {
     /// Requests whose answer came from a hedge.
     pub const HEDGE_WINS: Metric = Metric { needs: Needs::Hedge, ..metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins) };
     /// Cancelled attempts dropped before service.
-    pub const CANCELLED: Metric = Metric { needs: Needs::HedgeCancel, ..metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, server.cancelled) };
+    pub const CANCELLED: Metric = Metric { needs: Needs::HedgeCancel, ..entry_metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled) };
     /// Attempts shed by CoDel.
-    pub const SHED: Metric = Metric { needs: Needs::Codel, ..metric!("server.shed", "shed", Count, 1.0, 0, Neither, server.shed) };
+    pub const SHED: Metric = Metric { needs: Needs::Codel, ..entry_metric!("server.shed", "shed", Count, 1.0, 0, Neither, shed) };
     /// Duplicate executions.
-    pub const DUPLICATES: Metric = Metric { needs: Needs::NonIdempotent, ..metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, server.duplicates) };
+    pub const DUPLICATES: Metric = Metric { needs: Needs::NonIdempotent, ..entry_metric!("server.duplicates", "duplicate executions", Count, 1.0, 0, Lower, duplicates) };
     /// Requests executed more than once.
-    pub const DUPLICATE_CALLS: Metric = Metric { needs: Needs::NonIdempotent, ..metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, server.duplicate_calls) };
+    pub const DUPLICATE_CALLS: Metric = Metric { needs: Needs::NonIdempotent, ..entry_metric!("server.duplicate_calls", "requests executed twice or more", Count, 1.0, 0, Lower, duplicate_calls) };
     /// Repeats answered from the key memory.
-    pub const REPLAYED: Metric = Metric { needs: Needs::IdempotencyKey, ..metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, server.replayed) };
+    pub const REPLAYED: Metric = Metric { needs: Needs::IdempotencyKey, ..entry_metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed) };
     /// Requests a client's adaptive throttle rejected locally.
     pub const FAILED_THROTTLED_LOCALLY: Metric = Metric { needs: Needs::ThrottleAnywhere, ..metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally) };
 
@@ -862,7 +841,7 @@ impl Metric {
     ];
 }
 
-/// One number of a service or of a call edge of a call graph: where it lives in
+/// One number of a service or of a call edge between services: where it lives in
 /// [`super::ServiceMetrics`] or [`super::CallMetrics`], what it is called and how it is
 /// printed. The fold over replications, the per-service and per-call tables (terminal and
 /// report.md), sweep.csv and the graph figures read them through [`ServiceMetric::ALL`] and
@@ -884,8 +863,8 @@ pub struct PartMetric<T: 'static> {
     /// Left out of summary.json, sweep.csv and the tables where it is zero (a count of a
     /// policy the scenario may not use).
     pub optional: bool,
-    /// What a scenario needs for the count to be made at all; an optional count needs
-    /// something, the others nothing.
+    /// What a scenario needs for the count to be made at all; an optional count of a policy
+    /// needs it, the others (and an outage's counts, which a fault window makes) nothing.
     pub needs: Needs,
     get: fn(&T) -> f64,
     set: fn(&mut T, f64),
@@ -981,7 +960,7 @@ impl PartMetric<super::ServiceMetrics> {
     /// Attempts rejected by a full service.
     pub const REJECTED: ServiceMetric = part_metric!("rejected", "rejected", Count, 1.0, 0, Lower, rejected);
     /// Attempts refused by the service's rate limit.
-    pub const THROTTLED: ServiceMetric = part_metric!("throttled", "throttled", Count, 1.0, 0, Lower, throttled);
+    pub const THROTTLED: ServiceMetric = part_metric!(needs RateLimit; "throttled", "throttled", Count, 1.0, 0, Lower, throttled);
     /// Attempts discarded because their caller had given up.
     pub const EXPIRED_DROPPED: ServiceMetric = part_metric!("expired_dropped", "expired dropped", Count, 1.0, 0, Neither, expired_dropped);
     /// Successful answers to callers still waiting, per second.
@@ -990,6 +969,12 @@ impl PartMetric<super::ServiceMetrics> {
     pub const UTILIZATION: ServiceMetric = part_metric!("utilization", "utilization", Percent, 100.0, 1, Neither, utilization);
     /// Most attempts waiting at once.
     pub const MAX_QUEUE: ServiceMetric = part_metric!("max_queue", "longest queue", Count, 1.0, 0, Lower, max_queue);
+    /// When the service finished its last attempt.
+    pub const BUSY_UNTIL: ServiceMetric = part_metric!("busy_until_ms", "busy until", Seconds, 1e-3, 2, Lower, busy_until_ms);
+    /// Attempts answered `error` by an `outage: reject` fault.
+    pub const OUTAGE_REJECTED: ServiceMetric = part_metric!(needs Nothing; "outage_rejected", "outage rejected", Count, 1.0, 0, Neither, outage_rejected);
+    /// Attempts lost to an `outage: drop` fault.
+    pub const OUTAGE_DROPPED: ServiceMetric = part_metric!(needs Nothing; "outage_dropped", "outage dropped", Count, 1.0, 0, Neither, outage_dropped);
     /// Abandoned hedge-race attempts dropped before service.
     pub const CANCELLED: ServiceMetric = part_metric!(needs HedgeCancel; "cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled);
     /// Attempts shed by CoDel.
@@ -1003,7 +988,7 @@ impl PartMetric<super::ServiceMetrics> {
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [ServiceMetric; 15] = [
+    pub const ALL: [ServiceMetric; 18] = [
         Self::ATTEMPTS,
         Self::AMPLIFICATION,
         Self::SERVED,
@@ -1014,6 +999,9 @@ impl PartMetric<super::ServiceMetrics> {
         Self::GOODPUT,
         Self::UTILIZATION,
         Self::MAX_QUEUE,
+        Self::BUSY_UNTIL,
+        Self::OUTAGE_REJECTED,
+        Self::OUTAGE_DROPPED,
         Self::CANCELLED,
         Self::SHED,
         Self::DUPLICATES,
@@ -1040,7 +1028,7 @@ impl PartMetric<super::CallMetrics> {
     /// Calls that failed for good, a fallback answered them or not.
     pub const FAILED: CallMetric = part_metric!("failed", "failed", Count, 1.0, 0, Lower, failed);
     /// Attempts a full bulkhead refused.
-    pub const BULKHEAD_FULL: CallMetric = part_metric!("bulkhead_full", "bulkhead full", Count, 1.0, 0, Lower, bulkhead_full);
+    pub const BULKHEAD_FULL: CallMetric = part_metric!(needs Bulkhead; "bulkhead_full", "bulkhead full", Count, 1.0, 0, Lower, bulkhead_full);
     /// Hedges sent on the edge.
     pub const HEDGES: CallMetric = part_metric!(needs Hedge; "hedges", "hedges", Count, 1.0, 0, Lower, hedges);
     /// Calls whose answer came from a hedge.
@@ -1065,19 +1053,16 @@ impl PartMetric<super::CallMetrics> {
     ];
 }
 
-/// Every (dotted key, stored value) of a metrics document that only call graphs have, in
+/// Every (dotted key, stored value) of a metrics document beyond [`leaves`], in
 /// summary.json's order: `failed.bulkhead_full` (which the JSON leaves out when it is 0) and
-/// `degraded` for a graph, then
-/// `services.<i>.<key>` and `calls.<i>.<key>` (indices as in the scenario's services and
-/// calls). Empty for a single server; sweep.csv adds them after [`leaves`].
-pub fn graph_leaves(m: &Metrics) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    if m.failed.bulkhead_full != 0.0 || m.degraded.is_some() {
-        out.push(("failed.bulkhead_full".to_string(), m.failed.bulkhead_full));
-    }
-    if let Some(d) = m.degraded {
-        out.push(("degraded".to_string(), d));
-    }
+/// `degraded`, then `services.<i>.<key>` and `calls.<i>.<key>` (indices as in the scenario's
+/// services and calls; optional counts only where they are not zero). sweep.csv adds them
+/// after [`leaves`].
+pub fn part_leaves(m: &Metrics) -> Vec<(String, f64)> {
+    let mut out = vec![
+        ("failed.bulkhead_full".to_string(), m.failed.bulkhead_full),
+        ("degraded".to_string(), m.degraded),
+    ];
     for (i, s) in m.services.iter().enumerate() {
         for k in ServiceMetric::ALL {
             if !k.optional || k.value(s) != 0.0 {
@@ -1103,14 +1088,22 @@ mod tests {
     /// registry, serialise, and find it at the key's dotted path.
     #[test]
     fn registry_keys_are_the_json_paths() {
-        let mut m = Metrics::default();
+        let mut m = Metrics {
+            services: vec![crate::metrics::ServiceMetrics::default()],
+            ..Metrics::default()
+        };
         let all = Metric::PER_REPLICATION;
         for (i, k) in all.iter().enumerate() {
             k.set(&mut m, i as f64 + 1.0);
         }
         let doc = serde_json::to_value(&m).unwrap();
         for (i, k) in all.iter().enumerate() {
-            let at = k.key.split('.').try_fold(&doc, |d, s| d.get(s));
+            let at = json_path(k.key)
+                .split('.')
+                .try_fold(&doc, |d, s| match s.parse() {
+                    Ok(i) => d.get::<usize>(i),
+                    Err(_) => d.get(s),
+                });
             assert_eq!(
                 at.and_then(serde_json::Value::as_f64),
                 Some(i as f64 + 1.0),
@@ -1121,6 +1114,31 @@ mod tests {
         }
         let keys: std::collections::HashSet<&str> = all.iter().map(|k| k.key).collect();
         assert_eq!(keys.len(), all.len(), "keys are unique");
+    }
+
+    /// Where a registry key's value sits in summary.json: `server.<x>` is the entry's,
+    /// `services.0.<x>`.
+    fn json_path(key: &str) -> String {
+        match key.strip_prefix("server.") {
+            Some(field) => format!("services.0.{field}"),
+            None => key.to_string(),
+        }
+    }
+
+    /// The `server.*` metrics read and write the entry service, and a document without
+    /// services has none.
+    #[test]
+    fn server_metrics_are_the_entry_services() {
+        let mut m = Metrics {
+            services: vec![crate::metrics::ServiceMetrics::default(); 2],
+            ..Metrics::default()
+        };
+        Metric::UTILIZATION.set(&mut m, 0.25);
+        Metric::SHED.set(&mut m, 3.0);
+        assert_eq!((m.entry().utilization, m.entry().shed), (0.25, 3.0));
+        assert_eq!(m.services[1], crate::metrics::ServiceMetrics::default());
+        assert_eq!(Metric::UTILIZATION.get(&m), Some(0.25));
+        assert_eq!(Metric::UTILIZATION.get(&Metrics::default()), None);
     }
 
     /// Each failure outcome's count sits under the outcome's own name, in outcome order, so
@@ -1185,12 +1203,12 @@ mod tests {
     }
 
     /// The per-service and per-call registries name the fields their accessors read, and
-    /// `graph_leaves` the dotted paths of summary.json.
+    /// `part_leaves` the dotted paths of summary.json.
     #[test]
-    fn graph_registry_keys_are_the_json_paths() {
+    fn part_registry_keys_are_the_json_paths() {
         use crate::metrics::{CallMetrics, ServiceMetrics};
         let mut m = Metrics {
-            degraded: Some(0.5),
+            degraded: 0.5,
             services: vec![ServiceMetrics::default(); 2],
             calls: vec![CallMetrics::default()],
             ..Metrics::default()
@@ -1202,7 +1220,7 @@ mod tests {
             k.set(&mut m.calls[0], i as f64 + 100.0);
         }
         let doc = serde_json::to_value(&m).unwrap();
-        let leaves = graph_leaves(&m);
+        let leaves = part_leaves(&m);
         assert_eq!(
             leaves.len(),
             2 + 2 * ServiceMetric::ALL.len() + CallMetric::ALL.len()
@@ -1221,36 +1239,47 @@ mod tests {
             assert_eq!(read, Some(x), "{key}");
         }
         for (fields, n) in [
-            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 15),
+            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 18),
             (CallMetric::ALL.map(|k| k.key).to_vec(), 11),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");
         }
-        assert!(graph_leaves(&Metrics::default()).is_empty());
+        // A document without parts still has the two counts of its requests.
+        assert_eq!(part_leaves(&Metrics::default()).len(), 2);
     }
 
     /// The optional counts sit at their keys' paths, and are left out of the JSON and of the
     /// leaves where they are zero.
     #[test]
     fn optional_metrics_are_at_their_paths_and_absent_when_zero() {
-        let mut m = Metrics::default();
+        let mut m = Metrics {
+            services: vec![crate::metrics::ServiceMetrics::default()],
+            ..Metrics::default()
+        };
         let empty = serde_json::to_value(&m).unwrap();
+        let at = |doc, key: &str| {
+            json_path(key)
+                .split('.')
+                .try_fold(doc, |d: &serde_json::Value, s| match s.parse() {
+                    Ok(i) => d.get::<usize>(i),
+                    Err(_) => d.get(s),
+                })
+        };
         assert!(
             leaves(&m)
                 .iter()
                 .all(|(k, _)| !Metric::OPTIONAL.iter().any(|o| o.key == k))
         );
         for (i, k) in Metric::OPTIONAL.iter().enumerate() {
-            assert!(k.key.split('.').try_fold(&empty, |d, s| d.get(s)).is_none());
+            assert!(at(&empty, k.key).is_none());
             k.set(&mut m, i as f64 + 1.0);
         }
         let doc = serde_json::to_value(&m).unwrap();
         let leaves = leaves(&m);
         for (i, k) in Metric::OPTIONAL.iter().enumerate() {
-            let at = k.key.split('.').try_fold(&doc, |d, s| d.get(s));
             assert_eq!(
-                at.and_then(serde_json::Value::as_f64),
+                at(&doc, k.key).and_then(serde_json::Value::as_f64),
                 Some(i as f64 + 1.0),
                 "{}",
                 k.key

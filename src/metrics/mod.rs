@@ -5,8 +5,8 @@
 //! bucket; it never keeps a record per request. No I/O here.
 
 mod aggregate;
-pub mod graph;
 mod metric;
+pub mod parts;
 pub mod recovery;
 mod results;
 pub mod series;
@@ -14,11 +14,11 @@ pub mod series;
 pub use aggregate::{
     Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
 };
-pub use graph::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
-    RecoveryMetrics, ServerMetrics, ServiceMetric, Unit, graph_leaves, leaves,
+    RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves,
 };
+pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
 
@@ -27,7 +27,11 @@ use hdrhistogram::Histogram;
 use crate::engine::{SimDuration, SimTime};
 use crate::model::Outcome;
 
-/// Counts over one replication.
+/// The clients' counts over one replication: their logical requests and the calls they make
+/// to the entry service (the first call edge of every run: its retries, hedges and policy
+/// counts), and the run as a whole (events, end time). What each service did is in its own
+/// [`ServiceCounters`], the entry first; what the calls between services did, in
+/// [`CallCounters`]. No count is kept in two places.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
     /// Logical requests started.
@@ -46,31 +50,8 @@ pub struct Counters {
     pub hedge_wins: u64,
     /// Hedges the clients' hedge budget denied.
     pub hedges_denied: u64,
-    /// Attempts that reached the server (the server's work).
-    pub attempts: u64,
-    /// Attempts the server finished serving.
-    pub served: u64,
-    /// Served attempts whose client had already given up.
-    pub wasted: u64,
-    /// Attempts rejected because the server was full.
-    pub rejected: u64,
-    /// Attempts refused by the server's rate limit.
-    pub throttled: u64,
-    /// Attempts discarded unserved because their client had given up (`drop_expired`).
-    pub expired_dropped: u64,
     /// Answers that arrived after their client had given up.
     pub late_replies: u64,
-    /// Worker-busy time started, in nanoseconds.
-    pub busy_nanos: u128,
-    /// Worker-nanoseconds available over the utilization's horizon: the workers in force at
-    /// each instant (peak in service when unlimited), fault windows included.
-    pub capacity_nanos: u128,
-    /// When the last service finished.
-    pub last_service_end: SimTime,
-    /// Most attempts waiting at once.
-    pub max_queue: u64,
-    /// Most attempts in service at once.
-    pub max_in_service: u64,
     /// Most logical requests in flight at once.
     pub max_in_flight: u64,
     /// When the last logical request ended.
@@ -93,20 +74,6 @@ pub struct Counters {
     pub breaker_open_nanos: u128,
     /// Breakers in the run (0 without a breaker; 1 shared; one per client).
     pub breakers: u64,
-    /// Attempts answered `error` at once by an `outage: reject` fault.
-    pub outage_rejected: u64,
-    /// Attempts lost without an answer to an `outage: drop` fault.
-    pub outage_dropped: u64,
-    /// Abandoned hedge-race attempts the server dropped before service (`hedge.cancel`).
-    pub cancelled: u64,
-    /// Attempts the server's CoDel discipline shed at dequeue, answered `rejected`.
-    pub shed: u64,
-    /// Executions of a non-idempotent request after its first: duplicate side effects.
-    pub duplicates: u64,
-    /// Requests executed more than once.
-    pub duplicate_calls: u64,
-    /// Repeats answered from the idempotency key memory without executing.
-    pub replayed: u64,
 }
 
 /// Why a run stopped before everything drained.
@@ -571,17 +538,25 @@ impl Recorder {
         }
     }
 
-    /// Finishes the run of a single server.
-    pub fn finish(self, truncated: Option<Truncation>) -> RunResult {
+    /// Finishes the run: the recorder's counts with each service's (the entry first, so at
+    /// least one), each call edge's between services, and the services' load series.
+    pub fn finish(
+        self,
+        truncated: Option<Truncation>,
+        services: Vec<ServiceCounters>,
+        calls: Vec<CallCounters>,
+        service_series: Vec<TimeSeries>,
+    ) -> RunResult {
+        debug_assert!(!services.is_empty(), "every run has an entry service");
         RunResult {
             counters: self.counters,
             success_latency: self.success_latency,
             failure_latency: self.failure_latency,
             series: self.series,
             truncated,
-            services: Vec::new(),
-            calls: Vec::new(),
-            service_series: Vec::new(),
+            services,
+            calls,
+            service_series,
         }
     }
 }
@@ -600,7 +575,7 @@ pub struct Digest {
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
     pub truncated: Option<Truncation>,
-    /// Per-service load over time of a call graph (see [`RunResult::service_series`]).
+    /// Per-service load over time (see [`RunResult::service_series`]).
     pub service_series: Vec<TimeSeries>,
 }
 
@@ -641,16 +616,24 @@ pub struct RunResult {
     pub series: TimeSeries,
     /// Why the run stopped early, if it did.
     pub truncated: Option<Truncation>,
-    /// Per service of a call graph, the entry first (empty for a single server).
+    /// Per service, the entry first: never empty (a single server is the entry alone).
     pub services: Vec<ServiceCounters>,
-    /// Per call edge of a call graph, by caller then call order (empty for a single server).
+    /// Per call edge between services, by caller then call order (the clients' calls to the
+    /// entry are counted in [`Counters`]); empty when no service calls another.
     pub calls: Vec<CallCounters>,
-    /// Per service of a call graph, its load over time: `Attempts`, `Served`, `Wasted`,
-    /// `QueueLen` and `InService` (empty for a single server).
+    /// Per service, its load over time: `Attempts`, `Served`, `Wasted`, `QueueLen` and
+    /// `InService`. Empty for a run of one service, whose load is already the main series'
+    /// columns of the same names, bucket for bucket: keeping a copy would cost every event of
+    /// the commonest runs a second count for nothing.
     pub service_series: Vec<TimeSeries>,
 }
 
 impl RunResult {
+    /// The entry service's counts: the service the clients call.
+    pub fn entry(&self) -> &ServiceCounters {
+        &self.services[0]
+    }
+
     /// Logical requests that ended successfully.
     pub fn succeeded(&self) -> u64 {
         self.counters.final_outcomes[Outcome::Success.index()]
@@ -726,46 +709,27 @@ impl RunResult {
         } else {
             c.breaker_open_nanos as f64 / (c.breakers as f64 * c.end_time.as_nanos() as f64)
         };
-        // Attempts in service keep their workers when a fault window lowers the count, so
-        // busy time can briefly exceed the capacity in force: the share is capped at 1.
-        let utilization = if c.capacity_nanos == 0 {
-            0.0
-        } else {
-            (c.busy_nanos as f64 / c.capacity_nanos as f64).min(1.0)
-        };
+        let services: Vec<ServiceMetrics> = self
+            .services
+            .iter()
+            .map(|s| s.metrics(c.requests, c.end_time))
+            .collect();
         Metrics {
             requests,
             succeeded: self.succeeded() as f64,
             success_rate: ratio(self.succeeded()),
             failure_rate: ratio(failures),
             failed,
-            attempts: c.attempts as f64,
+            attempts: self.entry().attempts as f64,
             first_attempts: c.first_attempts as f64,
             retries: c.retries as f64,
             hedges: c.hedges as f64,
             hedge_wins: c.hedge_wins as f64,
-            amplification: ratio(c.attempts),
+            amplification: ratio(self.entry().attempts),
             latency_ms: all,
             success_latency_ms: success,
             failure_latency_ms: failure,
             makespan_ms: c.makespan.as_millis_f64(),
-            server: ServerMetrics {
-                served: c.served as f64,
-                wasted: c.wasted as f64,
-                rejected: c.rejected as f64,
-                throttled: c.throttled as f64,
-                expired_dropped: c.expired_dropped as f64,
-                outage_rejected: c.outage_rejected as f64,
-                outage_dropped: c.outage_dropped as f64,
-                cancelled: c.cancelled as f64,
-                shed: c.shed as f64,
-                duplicates: c.duplicates as f64,
-                duplicate_calls: c.duplicate_calls as f64,
-                replayed: c.replayed as f64,
-                utilization,
-                max_queue: c.max_queue as f64,
-                busy_until_ms: c.last_service_end.as_millis_f64(),
-            },
             budget_denials: c.budget_denials as f64,
             breaker: BreakerMetrics {
                 refusals: c.breaker_refusals as f64,
@@ -777,15 +741,10 @@ impl RunResult {
             timeouts: c.attempt_outcomes[Outcome::Timeout.index()] as f64,
             truncated: if self.truncated.is_some() { 1.0 } else { 0.0 },
             recovery: None,
-            degraded: (!self.services.is_empty())
-                .then(|| c.final_outcomes[Outcome::Degraded.index()] as f64),
+            degraded: c.final_outcomes[Outcome::Degraded.index()] as f64,
             // The share is a variant's: folded from each replication's `degraded`.
             degraded_rate: None,
-            services: self
-                .services
-                .iter()
-                .map(|s| s.metrics(c.requests, c.end_time))
-                .collect(),
+            services,
             calls: self.calls.iter().map(|e| e.metrics(c.requests)).collect(),
         }
     }

@@ -50,8 +50,8 @@ pub struct VariantResult {
     /// typical run of each kind (see [`crate::runner::examples`]); empty otherwise, and at most two, so
     /// memory does not grow with replications.
     pub examples: Vec<ExampleRun>,
-    /// For a call graph, each service's mean load over time, in the order of the scenario's
-    /// services (the entry first); empty for a single server.
+    /// Each service's mean load over time, in the order of the scenario's services (the
+    /// entry first); empty for a run of one service, whose load is the main series'.
     pub service_series: Vec<ServiceSeries>,
 }
 

@@ -166,8 +166,8 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
     let rate = 0.01 * j as f64;
     v.metrics.degraded_rate = Some(rate);
     v.ci95.degraded_rate = Some(0.002 * j as f64);
-    v.metrics.degraded = Some(requests * rate);
-    v.ci95.degraded = Some(ci(requests * rate));
+    v.metrics.degraded = requests * rate;
+    v.ci95.degraded = ci(requests * rate);
     v.service_series = amp
         .iter()
         .map(|a| {

@@ -66,9 +66,12 @@ fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
             &scenario.services[s].server.kind,
             ServerKind::Queue(q) if matches!(q.discipline, Discipline::Codel { .. })
         ),
-        Needs::ThrottleAnywhere | Needs::Fallback => std::iter::once(&scenario.policy)
-            .chain(calls().map(|c| &c.policy))
-            .any(|p| policy_meets(needs, p)),
+        Needs::RateLimit => scenario.services[s].server.rate_limit.is_some(),
+        Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => {
+            std::iter::once(&scenario.policy)
+                .chain(calls().map(|c| &c.policy))
+                .any(|p| policy_meets(needs, p))
+        }
         _ => clients
             .into_iter()
             .chain(calls().filter(|c| c.to == s).map(|c| &c.policy))
@@ -88,7 +91,8 @@ fn policy_meets(needs: Needs, p: &Policy) -> bool {
         Needs::NonIdempotent => !p.idempotent,
         Needs::IdempotencyKey => p.idempotency_key.is_some(),
         Needs::Fallback => p.fallback.is_some(),
-        Needs::Codel => false,
+        Needs::Bulkhead | Needs::BulkheadAnywhere => p.bulkhead.is_some(),
+        Needs::Codel | Needs::RateLimit => false,
     }
 }
 

@@ -9,8 +9,8 @@
 //! Everything is checked before anything renders: the files are of one run (with a
 //! manifest.json, each file's SHA-256 and the run id; without one, as written by versions
 //! before it, name, seed, replications and version agree), summary.json, the resolved
-//! scenario and the CSV files name the same sweep points and variants (and a call graph's
-//! services and calls), every CSV has the header this version writes and a full row, and every number is finite and in its range
+//! scenario and the CSV files name the same sweep points and variants (and their services
+//! and calls), every CSV has the header this version writes and a full row, and every number is finite and in its range
 //! (shares in [0, 1], counts, times and widths not negative). Any other folder is an error
 //! that names the file and the problem. [`reload_files`] works on the files' bytes alone, so
 //! any bytes can be thrown at it: it never panics and never loops.
@@ -27,8 +27,8 @@ use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
 use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
 use crate::metrics::{
-    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, graph_leaves, latency_bin_upper_ms,
-    leaves, series::COLUMNS,
+    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, latency_bin_upper_ms, leaves,
+    part_leaves, series::COLUMNS,
 };
 use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};
@@ -224,12 +224,9 @@ fn read_results(
     };
     read_series(folder.require(TIMESERIES)?, experiment, &mut result)
         .map_err(|e| anyhow!("{TIMESERIES}: {e:#}"))?;
-    let any_graph = experiment
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .any(|v| v.scenario.is_graph());
-    match (folder.get(SERVICE_SERIES), any_graph) {
+    // Written for the variants with calls below the entry, as `timeseries` writes it.
+    let any_calls = super::shape::any_has_calls(super::shape::scenarios(experiment));
+    match (folder.get(SERVICE_SERIES), any_calls) {
         (Some(bytes), true) => read_service_series(bytes, experiment, &mut result)
             .map_err(|e| anyhow!("{SERVICE_SERIES}: {e:#}"))?,
         (None, true) => bail!(
@@ -406,16 +403,22 @@ fn check_one_run(resolved: &Value, summary: &Summary) -> anyhow::Result<()> {
 }
 
 /// Every number finite and not negative; means of shares in [0, 1] and no more recovered
-/// replications than judged ones. The error starts with the offending key.
+/// replications than judged ones. The error starts with the offending key, as the file has
+/// it: the `server.*` metrics are checked where they live, at `services.0.*`.
 fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
-    for (key, x) in leaves(m).into_iter().chain(graph_leaves(m)) {
+    let in_file = |key: &str| !key.starts_with("server.");
+    for (key, x) in leaves(m)
+        .into_iter()
+        .chain(part_leaves(m))
+        .filter(|(k, _)| in_file(k))
+    {
         if !x.is_finite() || x < 0.0 {
             bail!("{key}` is {x:?}, not a finite number >= 0");
         }
     }
     let mut shares: Vec<(String, f64)> = Metric::PER_REPLICATION
         .iter()
-        .filter(|k| k.unit == Unit::Percent)
+        .filter(|k| k.unit == Unit::Percent && in_file(k.key))
         .map(|k| (k.key.to_string(), k.value(m)))
         .collect();
     for (i, s) in m.services.iter().enumerate() {
@@ -452,30 +455,15 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
-/// A variant's numbers are in their ranges, and its call-graph parts agree with the scenario
-/// it ran: a call graph names its services and calls (`graph`) as its resolved scenario does,
-/// has a number for each of them and its degraded count and share (a share's mean in
-/// [0, 1]); a single server has none of these.
+/// A variant's numbers are in their ranges, and its parts agree with the scenario it ran:
+/// it names its services and calls (`graph`) as its resolved scenario does, has a number for
+/// each of them and its degraded share (a mean in [0, 1]).
 fn check_variant(v: &VariantSummary, scenario: &Scenario) -> anyhow::Result<()> {
     let (metrics, ci95) = (v.metrics.as_ref(), v.ci95.as_ref());
     check_metrics(metrics, false).map_err(|e| anyhow!("`metrics.{e}"))?;
     check_metrics(ci95, true).map_err(|e| anyhow!("`ci95.{e}"))?;
-    let Some(names) = GraphNames::of(scenario) else {
-        let any = v.graph.is_some()
-            || [metrics, ci95].iter().any(|m| {
-                !m.services.is_empty()
-                    || !m.calls.is_empty()
-                    || m.degraded.is_some()
-                    || m.degraded_rate.is_some()
-            });
-        if any {
-            bail!(
-                "it has call-graph numbers (`graph`, `services`, `calls` or `degraded`), but {RESOLVED} has a single server; they are not of one run"
-            );
-        }
-        return Ok(());
-    };
-    if v.graph.as_ref() != Some(&names) {
+    let names = GraphNames::of(scenario);
+    if v.graph != names {
         bail!(
             "`graph` does not name the services and calls of {RESOLVED}; they are not of one run"
         );
@@ -483,19 +471,16 @@ fn check_variant(v: &VariantSummary, scenario: &Scenario) -> anyhow::Result<()> 
     for (doc, m) in [("metrics", metrics), ("ci95", ci95)] {
         if m.services.len() != names.services.len() || m.calls.len() != names.calls.len() {
             bail!(
-                "`{doc}` has {} services and {} calls, but the call graph has {} and {}",
+                "`{doc}` has {} services and {} calls, but {RESOLVED} has {} and {}",
                 m.services.len(),
                 m.calls.len(),
                 names.services.len(),
                 names.calls.len()
             );
         }
-        if m.degraded.is_none() {
-            bail!("`{doc}.degraded` is missing; a call graph has it");
-        }
     }
     let (Some(mean), Some(half_width)) = (metrics.degraded_rate, ci95.degraded_rate) else {
-        bail!("`metrics.degraded_rate` or `ci95.degraded_rate` is missing; a call graph has both");
+        bail!("`metrics.degraded_rate` or `ci95.degraded_rate` is missing; every variant has both");
     };
     if !mean.is_finite() || !(0.0..=1.0 + SHARE_SLACK).contains(&mean) {
         bail!("`metrics.degraded_rate` is {mean:?}, but a share lies in [0, 1]");
@@ -541,7 +526,7 @@ fn read_service_series(
             .services
             .iter()
             .position(|s| s.name == service)
-            .filter(|_| experiment.points[p].variants[v].scenario.is_graph())
+            .filter(|_| super::shape::has_calls(&experiment.points[p].variants[v].scenario))
         else {
             bail!("line {line}: {service:?} is not a service of variant {name:?}'s call graph");
         };
@@ -555,7 +540,7 @@ fn read_service_series(
     }
     for (p, (point, at)) in result.points.iter_mut().zip(&experiment.points).enumerate() {
         for (v, (variant, ran)) in point.variants.iter_mut().zip(&at.variants).enumerate() {
-            if !ran.scenario.is_graph() {
+            if !super::shape::has_calls(&ran.scenario) {
                 continue;
             }
             for (s, service) in ran.scenario.services.iter().enumerate() {
@@ -1183,7 +1168,7 @@ mod tests {
             format!("{e:#}").contains("service-timeseries.csv is missing"),
             "{e:#}"
         );
-        // Read against a single server, the graph's numbers are left from another run.
+        // Read against a single server, the graph's names and numbers are another run's.
         let single = load_str(
             crate::report::fixture::SCENARIO,
             "shop",
@@ -1191,7 +1176,7 @@ mod tests {
         )
         .unwrap();
         let e = format!("{:#}", read(&folder, &single).unwrap_err());
-        assert!(e.contains("has a single server"), "{e}");
+        assert!(e.contains("`graph` does not name the services"), "{e}");
     }
 
     /// The reader of a call graph's files never panics, whatever their bytes.

@@ -1,10 +1,10 @@
 //! `summary.json` as one type, [`Summary`]: written by `run`, read back by `report DIR`, and
 //! the shape scripts rely on (docs/format.md and README.md), means with 95 % half-widths.
 //!
-//! A call graph's variant also names its services and calls (`graph`), in the order of its
-//! `metrics.services` and `metrics.calls`; a single server's variant has no `graph`. The
-//! document borrows the results it describes, so writing a sweep of many points copies no
-//! metrics; read back, it owns them.
+//! Every variant names its services and calls (`graph`), in the order of its
+//! `metrics.services` and `metrics.calls`: a single server is a graph of one service, the
+//! entry, and no calls. The document borrows the results it describes, so writing a sweep of
+//! many points copies no metrics; read back, it owns them.
 
 use std::borrow::Cow;
 
@@ -86,9 +86,8 @@ pub struct PointSummary<'a> {
 pub struct VariantSummary<'a> {
     /// The variant's name.
     pub name: Cow<'a, str>,
-    /// A call graph's services and calls by name (absent for a single server).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub graph: Option<GraphNames<'a>>,
+    /// The services and calls by name.
+    pub graph: GraphNames<'a>,
     /// Means over replications.
     pub metrics: Cow<'a, Metrics>,
     /// 95 % half-widths, same shape.
@@ -98,7 +97,7 @@ pub struct VariantSummary<'a> {
     pub truncated_replications: Cow<'a, [TruncatedReplication]>,
 }
 
-/// A call graph's services and calls by name, in the order of `metrics.services` and
+/// A run's services and calls by name, in the order of `metrics.services` and
 /// `metrics.calls`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,7 +108,7 @@ pub struct GraphNames<'a> {
     pub calls: Vec<CallName<'a>>,
 }
 
-/// A service of a call graph.
+/// A service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceName<'a> {
@@ -119,7 +118,7 @@ pub struct ServiceName<'a> {
     pub entry: bool,
 }
 
-/// A call of a call graph.
+/// A call of one service to another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallName<'a> {
@@ -216,11 +215,8 @@ fn variants<'a>(results: &'a [VariantResult], ran: &'a [Variant]) -> Vec<Variant
 }
 
 impl<'a> GraphNames<'a> {
-    /// The names of `scenario`'s services and calls, or `None` for a single server.
-    pub fn of(scenario: &'a Scenario) -> Option<Self> {
-        if !scenario.is_graph() {
-            return None;
-        }
+    /// The names of `scenario`'s services and calls.
+    pub fn of(scenario: &'a Scenario) -> Self {
         let services = scenario
             .services
             .iter()
@@ -242,7 +238,7 @@ impl<'a> GraphNames<'a> {
                 })
             })
             .collect();
-        Some(GraphNames { services, calls })
+        GraphNames { services, calls }
     }
 }
 

@@ -8,7 +8,7 @@
 use super::timeseries::format_number;
 use super::{csv_text, value_text};
 use crate::metrics::{ExperimentResult, VariantResult};
-use crate::metrics::{graph_leaves, leaves};
+use crate::metrics::{leaves, part_leaves};
 use crate::scenario::Experiment;
 
 /// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).
@@ -71,7 +71,7 @@ pub fn sweep_csv(experiment: &Experiment, result: &ExperimentResult) -> anyhow::
 fn all_leaves(v: &VariantResult, half_widths: bool) -> Vec<(String, f64)> {
     let m = if half_widths { &v.ci95 } else { &v.metrics };
     let mut out = leaves(m);
-    for (k, x) in graph_leaves(m) {
+    for (k, x) in part_leaves(m) {
         let degraded = k == "degraded";
         out.push((k, x));
         if let (true, Some(rate)) = (degraded, m.degraded_rate) {

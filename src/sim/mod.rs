@@ -221,7 +221,9 @@ struct Sim<'a> {
     edges: Vec<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
     first_edge: Vec<u32>,
-    /// Whether the scenario is a call graph (per-service and per-call results).
+    /// Whether the scenario has more than one service (or calls between services): the hot
+    /// paths of a single service take shortcuts without it, and only then does each service
+    /// keep a load series of its own (a single service's would be the main series').
     graph: bool,
     /// The entry's calls made by part of the requests (its routes), by edge.
     entry_routes: Vec<u32>,
@@ -698,14 +700,11 @@ impl<'a> Sim<'a> {
         for s in &mut self.services {
             s.close(end_time, truncated.is_some());
         }
-        self.services[0].count_into(&mut self.rec.counters);
         let c = &mut self.rec.counters;
         let policies = &self.edges[0].policies;
         // A fresh breaker never refused, changed state or opened.
         c.breakers = policies.breakers.as_ref().map_or(0, |b| b.count as u64);
-        let mut edge0 = crate::metrics::CallCounters::default();
-        policies.count_into(&mut edge0);
-        c.hedges_denied = edge0.hedges_denied;
+        c.hedges_denied = policies.hedges_denied();
         for b in policies.breakers.iter().flat_map(|b| b.touched()) {
             c.breaker_refusals += b.refusals;
             c.breaker_transitions += b.transitions;
@@ -721,20 +720,20 @@ impl<'a> Sim<'a> {
         }
         let gauges = self.gauges(end_time);
         self.rec.series.close(gauges);
-        if !self.graph {
-            return self.rec.finish(truncated);
-        }
-        let mut result = self.rec.finish(truncated);
-        for s in self.services {
-            let (counters, series) = s.into_results();
-            result.services.push(counters);
-            result.service_series.extend(series);
-        }
+        // Edge 0 is the clients' calls to the entry, counted in the recorder's counters;
+        // the others are calls between services.
         for edge in &mut self.edges[1..] {
             edge.policies.count_into(&mut edge.counters);
         }
-        result.calls = self.edges.drain(1..).map(|e| e.counters).collect();
-        result
+        let calls = self.edges.drain(1..).map(|e| e.counters).collect();
+        let (services, service_series) = self
+            .services
+            .into_iter()
+            .map(|s| s.into_results())
+            .unzip::<_, _, Vec<_>, Vec<_>>();
+        // Only a graph keeps per-service series (see `RunResult::service_series`).
+        let service_series = service_series.into_iter().flatten().collect();
+        self.rec.finish(truncated, services, calls, service_series)
     }
 }
 

@@ -452,16 +452,21 @@ impl<'a> CallPolicies<'a> {
         self.bulkhead.as_mut()?.release(waiting)
     }
 
-    /// Adds what the edge's breakers did to `counters`.
+    /// Hedges the edge's hedge budget denied (0 without one).
+    pub fn hedges_denied(&self) -> u64 {
+        match &self.hedge {
+            Some(Hedging {
+                budget: Some(b), ..
+            }) => b.denied,
+            _ => 0,
+        }
+    }
+
+    /// Adds what the edge's breakers and hedge budget did to `counters`.
     pub fn count_into(&self, counters: &mut CallCounters) {
         for b in self.breakers.iter().flat_map(Instances::touched) {
             counters.breaker_refusals += b.refusals;
         }
-        if let Some(Hedging {
-            budget: Some(b), ..
-        }) = &self.hedge
-        {
-            counters.hedges_denied += b.denied;
-        }
+        counters.hedges_denied += self.hedges_denied();
     }
 }

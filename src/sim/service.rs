@@ -12,7 +12,7 @@ use rand::RngExt;
 
 use super::{Event, Sim};
 use crate::engine::SimTime;
-use crate::metrics::{Column, Counters, ServiceCounters, TimeSeries, Truncation};
+use crate::metrics::{Column, ServiceCounters, TimeSeries, Truncation};
 use crate::model::{Admission, Job, Lookup, OccServer, Outage, Outcome, QueueServer, RateLimiter};
 use crate::scenario::{Server, ServerKind};
 
@@ -95,30 +95,6 @@ impl ServiceState {
                 ..Default::default()
             });
         }
-    }
-
-    /// Copies what the service did into the run's counters (the entry service's, which the
-    /// run's own counters describe).
-    pub fn count_into(&self, c: &mut Counters) {
-        let s = &self.counters;
-        c.attempts = s.attempts;
-        c.served = s.served;
-        c.wasted = s.wasted;
-        c.rejected = s.rejected;
-        c.throttled = s.throttled;
-        c.expired_dropped = s.expired_dropped;
-        c.outage_rejected = s.outage_rejected;
-        c.outage_dropped = s.outage_dropped;
-        c.cancelled = s.cancelled;
-        c.shed = s.shed;
-        c.duplicates = s.duplicates;
-        c.duplicate_calls = s.duplicate_calls;
-        c.replayed = s.replayed;
-        c.busy_nanos = s.busy_nanos;
-        c.capacity_nanos = s.capacity_nanos;
-        c.last_service_end = s.last_service_end;
-        c.max_queue = s.max_queue;
-        c.max_in_service = s.max_in_service;
     }
 
     /// The counters and the series, at the end.

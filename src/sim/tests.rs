@@ -36,7 +36,7 @@ fn an_instant_past_the_end_of_time_truncates_the_run() {
     let year = SimDuration::from_secs(365 * 86_400);
     let r = run(&sc, 1, 0);
     // Retries after 1 and 1000 years: the second lies past the end.
-    assert_eq!(r.counters.attempts, 2);
+    assert_eq!(r.entry().attempts, 2);
     assert!(matches!(
         r.truncated,
         Some(Truncation::EndOfTime { in_flight: 1, at }) if at.as_nanos() > year.as_nanos()
@@ -121,7 +121,7 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
             };
             ended += 1;
             let answered: u64 = r.counters.attempt_outcomes.iter().sum();
-            assert_eq!(answered, r.counters.attempts, "settled: {settled}");
+            assert_eq!(answered, r.entry().attempts, "settled: {settled}");
             let conflicts = r.counters.attempt_outcomes[Outcome::Conflict.index()];
             let rows = r.series.rows();
             let total = |col: Column| {
@@ -153,7 +153,7 @@ fn stale_timers_at_the_end_of_time_do_not_move_the_last_instant() {
     // Every attempt's timer falls at the end of time.
     sc.policy.timeout = Some(SimDuration(u64::MAX));
     let r = run(&sc, 1, 0);
-    assert_eq!(r.counters.attempts, 2);
+    assert_eq!(r.entry().attempts, 2);
     let Some(Truncation::EndOfTime { at, in_flight: 1 }) = r.truncated else {
         panic!("{:?}", r.truncated);
     };
@@ -387,7 +387,7 @@ mod graph {
             let requests = r.counters.requests;
             assert_eq!(requests, 30);
             let bottom = if layers == 1 {
-                r.counters.attempts
+                r.entry().attempts
             } else {
                 r.services[layers - 1].attempts
             };
@@ -756,7 +756,7 @@ mod hedging {
             sc.policy.hedge = Some(hedge(delay, None));
             let h = run(&sc, 1, 0);
             let m = h.metrics();
-            let c = &h.counters;
+            let (c, s) = (&h.counters, h.entry());
             assert_eq!(c.requests, r.counters.requests, "the same traffic");
             assert_eq!(h.succeeded(), c.requests);
             assert!(
@@ -777,7 +777,7 @@ mod hedging {
                 "{delay:?}: extra attempts {extra}, expected {expected}"
             );
             assert!(c.hedge_wins > 0 && c.hedge_wins <= c.hedges);
-            assert_eq!(c.attempts, c.first_attempts + c.hedges);
+            assert_eq!(s.attempts, c.first_attempts + c.hedges);
         }
     }
 
@@ -847,7 +847,7 @@ mod hedging {
             let samples: Vec<f64> = (0..reps).map(|rep| f(&run(sc, 11, rep))).collect();
             Estimate::from_samples(&samples)
         };
-        let share = |r: &RunResult| r.counters.duplicate_calls as f64 / r.counters.requests as f64;
+        let share = |r: &RunResult| r.entry().duplicate_calls as f64 / r.counters.requests as f64;
         let success = |r: &RunResult| r.succeeded() as f64 / r.counters.requests as f64;
         let dup = estimate(&sc, &share);
         assert!(
@@ -870,9 +870,9 @@ mod hedging {
         });
         let keyed: Vec<RunResult> = (0..reps).map(|rep| run(&sc, 11, rep)).collect();
         for r in &keyed {
-            assert_eq!(r.counters.duplicates, 0);
+            assert_eq!(r.entry().duplicates, 0);
             assert_eq!(r.ended(), r.counters.requests, "every request still ends");
-            assert!(r.counters.replayed > 0);
+            assert!(r.entry().replayed > 0);
         }
         let samples: Vec<f64> = keyed.iter().map(success).collect();
         let ok = Estimate::from_samples(&samples);
@@ -890,7 +890,7 @@ mod hedging {
         // answers the retry: not wasted.
         let samples: Vec<f64> = keyed
             .iter()
-            .map(|r| r.counters.wasted as f64 / r.counters.requests as f64)
+            .map(|r| r.entry().wasted as f64 / r.counters.requests as f64)
             .collect();
         let wasted = Estimate::from_samples(&samples);
         let expected = (-(t - d) / m).exp() - (-t / m).exp() + (-(2.0 * t - d) / m).exp();
@@ -912,10 +912,10 @@ mod hedging {
         sc.policy.hedge = Some(hedge(HedgeDelay::Fixed(ms(5)), None));
         let r = run(&sc, 1, 0);
         assert!(r.counters.hedges > 0 && r.counters.retries > 0);
-        assert_eq!(r.counters.duplicates, 0);
+        assert_eq!(r.entry().duplicates, 0);
         sc.policy.idempotent = false;
         let r = run(&sc, 1, 0);
-        assert!(r.counters.duplicates > 0);
+        assert!(r.entry().duplicates > 0);
     }
 
     /// A request ends exactly once however many hedges raced for it, and cancelled hedges
@@ -942,7 +942,7 @@ mod hedging {
             let truncated = sim.run(COMPACT_MIN);
             let live = sim.live_slots;
             let r = sim.finish(truncated);
-            let c = &r.counters;
+            let (c, s) = (&r.counters, r.entry());
             assert!(r.truncated.is_none());
             assert_eq!(
                 r.ended(),
@@ -951,13 +951,13 @@ mod hedging {
             );
             assert_eq!(live, 0, "every slot, hedges' included, is freed");
             assert!(c.hedges > c.requests / 2, "hedges {}", c.hedges);
-            assert_eq!(c.attempts, c.first_attempts + c.retries + c.hedges);
+            assert_eq!(s.attempts, c.first_attempts + c.retries + c.hedges);
             assert_eq!(
-                c.attempts,
-                c.served + c.rejected + c.expired_dropped + c.cancelled,
+                s.attempts,
+                s.served + s.rejected + s.expired_dropped + s.cancelled,
                 "every attempt is accounted for"
             );
-            assert_eq!(cancel, c.cancelled > 0);
+            assert_eq!(cancel, s.cancelled > 0);
         }
     }
 }
@@ -1177,7 +1177,7 @@ fn timers_entered_on_arrival_change_nothing() {
     let tie = run_with(tie, 4, 0, TUNING);
     assert!(tie.counters.requests > 100 && tie.metrics().success_rate == 0.0);
     assert_eq!(
-        tie.counters.wasted,
+        tie.entry().wasted,
         2 * tie.counters.requests,
         "the caller gives up first"
     );

@@ -61,7 +61,9 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         "amplification",
         "latency_ms",
         "makespan_ms",
-        "server",
+        "services",
+        "calls",
+        "degraded",
     ] {
         assert!(v["metrics"].get(key).is_some(), "metrics lacks {key}");
         assert!(v["ci95"].get(key).is_some(), "ci95 lacks {key}");
@@ -77,7 +79,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         "utilization",
         "max_queue",
     ] {
-        assert!(v["metrics"]["server"][key].is_number());
+        assert!(v["metrics"]["services"][0][key].is_number());
     }
     let csv = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
     assert!(

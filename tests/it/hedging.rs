@@ -116,7 +116,7 @@ fn double_charge_retries_execute_twice_and_keys_stop_it() {
     let (_, r) = run_bundled("double-charge", &LoadOptions::default());
     let no_key = variant(&r, "retries, no key");
     let key = variant(&r, "retries with a key");
-    let s = &no_key.metrics.server;
+    let s = no_key.metrics.entry();
     // The slowdown makes clients give up on attempts the server still executes.
     assert!(
         s.duplicate_calls > 1000.0,
@@ -127,7 +127,7 @@ fn double_charge_retries_execute_twice_and_keys_stop_it() {
     assert_eq!(s.replayed, 0.0);
     // With a key: nothing executes twice, the repeats are answered from memory, and the
     // requests whose first attempt came too late get its result instead of failing.
-    let k = &key.metrics.server;
+    let k = key.metrics.entry();
     assert_eq!((k.duplicates, k.duplicate_calls), (0.0, 0.0));
     assert!(k.replayed > 0.0);
     assert!(
@@ -138,13 +138,13 @@ fn double_charge_retries_execute_twice_and_keys_stop_it() {
     // Hedging a payment without its key adds duplicates of its own; with the key, none.
     let hedged = variant(&r, "hedged, no key");
     assert!(hedged.metrics.hedges > 0.0);
-    assert!(hedged.metrics.server.duplicates > s.duplicates);
+    assert!(hedged.metrics.entry().duplicates > s.duplicates);
     let hedged_key = variant(&r, "hedged with a key");
     assert!(hedged_key.metrics.hedges > 0.0);
-    assert_eq!(hedged_key.metrics.server.duplicates, 0.0);
+    assert_eq!(hedged_key.metrics.entry().duplicates, 0.0);
     // One attempt per request executes once.
     let once = variant(&r, "no retries");
-    assert_eq!(once.metrics.server.duplicates, 0.0);
+    assert_eq!(once.metrics.entry().duplicates, 0.0);
     assert_eq!(once.metrics.attempts, once.metrics.requests);
 }
 

@@ -71,10 +71,19 @@ pub fn variant<'a>(result: &'a ExperimentResult, name: &str) -> &'a VariantResul
 /// A metric's mean and 95 % half-width, by dotted path (`latency_ms.p99`), through
 /// summary.json's serialised shape; a path that names no number fails the test.
 pub fn metric(v: &VariantResult, path: &str) -> (f64, f64) {
+    // The `server.*` metrics are the entry service's, `services[0]` in the document.
+    let json_path = match path.strip_prefix("server.") {
+        Some(field) => format!("services.0.{field}"),
+        None => path.to_string(),
+    };
     let get = |doc: &retrystorm::metrics::Metrics| {
         let doc: Value = serde_json::to_value(doc).expect("metrics serialise");
-        path.split('.')
-            .try_fold(&doc, |d, k| d.get(k))
+        json_path
+            .split('.')
+            .try_fold(&doc, |d, k| match k.parse::<usize>() {
+                Ok(i) => d.get(i),
+                Err(_) => d.get(k),
+            })
             .and_then(Value::as_f64)
             .unwrap_or_else(|| panic!("no metric {path}"))
     };

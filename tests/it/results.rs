@@ -193,13 +193,13 @@ fn completion_time_does_not_hide_the_servers_drain() {
     let (experiment, result) = run_bundled("first-storm", &options);
     let stall = &variant(&result, "stall").metrics;
     assert!(
-        stall.server.busy_until_ms > 1.5 * stall.makespan_ms,
+        stall.entry().busy_until_ms > 1.5 * stall.makespan_ms,
         "busy until {} ms, completion {} ms",
-        stall.server.busy_until_ms,
+        stall.entry().busy_until_ms,
         stall.makespan_ms
     );
     let outage = &variant(&result, "reject outage").metrics;
-    assert!(outage.server.busy_until_ms <= outage.makespan_ms);
+    assert!(outage.entry().busy_until_ms <= outage.makespan_ms);
     let md = retrystorm::report::report_md(&experiment, &result, &[]);
     assert!(md.contains("| server busy until (s) |"), "{md}");
 }

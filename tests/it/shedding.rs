@@ -41,13 +41,13 @@ fn codel_and_adaptive_lifo_end_the_hotos_storm_in_every_replication() {
     let codel = variant(&result, "backoff + codel");
     let (shed, half) = metric(codel, "server.shed");
     assert!(shed - half > 2800.0, "shed {shed} ± {half}");
-    assert_eq!(codel.metrics.server.shed, shed);
+    assert_eq!(codel.metrics.entry().shed, shed);
     for v in result.points[0]
         .variants
         .iter()
         .filter(|v| v.name != "backoff + codel")
     {
-        assert_eq!(v.metrics.server.shed, 0.0, "{}", v.name);
+        assert_eq!(v.metrics.entry().shed, 0.0, "{}", v.name);
     }
 }
 
@@ -61,7 +61,10 @@ fn summary_variant<'a>(summary: &'a Value, name: &str) -> &'a Value {
 }
 
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
-    path.split('.').fold(v, |d, k| &d[k])
+    path.split('.').fold(v, |d, k| match k.parse::<usize>() {
+        Ok(i) => &d[i],
+        Err(_) => &d[k],
+    })
 }
 
 fn num(v: &Value, path: &str) -> f64 {
@@ -94,8 +97,8 @@ fn the_load_shedding_scenario_shows_fifo_collapse_and_the_others_hold() {
     // fifo: metastable in every replication, most of its work wasted, a queue of tens of
     // thousands.
     assert_eq!(num(fifo, "metrics.recovery.recovered_fraction"), 0.0);
-    assert!(num(fifo, "metrics.server.wasted") > 0.5 * num(fifo, "metrics.server.served"));
-    assert!(num(fifo, "metrics.server.max_queue") > 10_000.0);
+    assert!(num(fifo, "metrics.services.0.wasted") > 0.5 * num(fifo, "metrics.services.0.served"));
+    assert!(num(fifo, "metrics.services.0.max_queue") > 10_000.0);
     for v in [lifo, codel, adaptive] {
         assert_eq!(
             num(v, "metrics.recovery.recovered_fraction"),
@@ -113,12 +116,12 @@ fn the_load_shedding_scenario_shows_fifo_collapse_and_the_others_hold() {
     }
     // codel: every attempt is served or shed, none is served for nobody; the queue stays
     // short; a request fails only by rejections; successes stay faster than one timeout.
-    let shed = num(codel, "metrics.server.shed");
+    let shed = num(codel, "metrics.services.0.shed");
     assert!(shed > 0.0);
     let attempts = num(codel, "metrics.attempts");
-    assert!((num(codel, "metrics.server.served") + shed - attempts).abs() < 1e-9 * attempts);
-    assert_eq!(num(codel, "metrics.server.wasted"), 0.0);
-    assert!(num(codel, "metrics.server.max_queue") < 1000.0);
+    assert!((num(codel, "metrics.services.0.served") + shed - attempts).abs() < 1e-9 * attempts);
+    assert_eq!(num(codel, "metrics.services.0.wasted"), 0.0);
+    assert!(num(codel, "metrics.services.0.max_queue") < 1000.0);
     let failed = at(codel, "metrics.failed").as_object().unwrap();
     let rejected = failed["rejected"].as_f64().unwrap();
     assert!(rejected > 0.0);
@@ -133,8 +136,8 @@ fn the_load_shedding_scenario_shows_fifo_collapse_and_the_others_hold() {
     // adaptive_lifo sheds nothing: no `shed` in its summary (nor in fifo's or lifo's), and
     // its queue stands from the spike until the backlog drains, so it ends like lifo.
     for v in [fifo, lifo, adaptive] {
-        assert!(at(v, "metrics.server.shed").is_null(), "{}", v["name"]);
-        assert!(at(v, "ci95.server.shed").is_null(), "{}", v["name"]);
+        assert!(at(v, "metrics.services.0.shed").is_null(), "{}", v["name"]);
+        assert!(at(v, "ci95.services.0.shed").is_null(), "{}", v["name"]);
     }
     let (a, l) = (
         num(adaptive, "metrics.success_rate"),
@@ -191,7 +194,7 @@ fn a_service_with_codel_counts_what_it_shed() {
         "{back:?}"
     );
     // The entry service is not the one that sheds: the top-level count stays zero.
-    assert_eq!(v.metrics.server.shed, 0.0);
+    assert_eq!(v.metrics.entry().shed, 0.0);
     let doc = serde_json::to_value(&v.metrics).unwrap();
     assert!(doc["services"][0].get("shed").is_none());
     assert!(doc["services"][1]["shed"].as_f64().unwrap() > 0.0);

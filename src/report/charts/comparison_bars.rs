@@ -13,7 +13,6 @@ use super::style::{FONT, axis_ticks, variant_color};
 use super::{Chart, Run, SIZE, Table};
 use crate::metrics::Metric;
 use crate::report::shape;
-use crate::scenario::Scenario;
 
 /// A variant that failed more than this share of its requests (in %) is drawn hatched in the
 /// latency of answers: its few answers came before the collapse.
@@ -129,22 +128,6 @@ impl Table for Bars {
     }
 }
 
-/// Whether `scenario` can make the policy count `k` at all.
-fn can_produce(k: &Metric, scenario: &Scenario) -> bool {
-    if *k == Metric::THROTTLED {
-        // The entry's rate limit throttles; `server.*` counts are the entry's.
-        scenario.services[0].server.rate_limit.is_some()
-    } else if *k == Metric::FAILED_BULKHEAD_FULL {
-        scenario
-            .services
-            .iter()
-            .flat_map(|s| &s.calls)
-            .any(|c| c.policy.bulkhead.is_some())
-    } else {
-        crate::report::produces(k, scenario)
-    }
-}
-
 /// The top of a panel's axis: 100 for a share, else room above the highest whisker (and, in
 /// a latency panel, for the labels over the bars); 1 for a panel of zeros.
 pub fn axis_top(panel: &Panel) -> f64 {
@@ -243,7 +226,7 @@ impl ComparisonBars {
             (Metric::COMPLETION, Kind::Plain),
         ]);
         for k in POLICY_PANELS {
-            if ran.iter().any(|v| can_produce(&k, &v.scenario)) {
+            if ran.iter().any(|v| crate::report::produces(&k, &v.scenario)) {
                 panels.push((k, Kind::Plain));
             }
         }
@@ -304,7 +287,7 @@ impl Chart for ComparisonBars {
                     // A count of a policy the variant does not have, or a degraded share
                     // where nothing can answer degraded, does not apply: n/a, not 0.
                     let applies = if POLICY_PANELS.contains(&k) {
-                        can_produce(&k, &scenario.scenario)
+                        crate::report::produces(&k, &scenario.scenario)
                     } else {
                         k != Metric::DEGRADED_RATE || shape::can_degrade(&scenario.scenario)
                     };

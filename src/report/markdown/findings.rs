@@ -168,11 +168,7 @@ fn slowest_answers(f: &Field) -> Option<String> {
     let k = Metric::SUCCESS_P99;
     let (best, worst) = extremes(&with_successes, &k, false)?;
     // A fallback's answer counts with the successes' latency: call it what it is.
-    let answered = if f
-        .vs
-        .iter()
-        .any(|v| v.metrics.degraded.is_some_and(|d| d > 0.0))
-    {
+    let answered = if f.vs.iter().any(|v| v.metrics.degraded > 0.0) {
         "answered requests (successes and fallback answers)"
     } else {
         "successful requests"
@@ -301,13 +297,13 @@ fn fallback_answers(v: &VariantResult, _: &str) -> Option<String> {
 /// The share of the server's work spent on attempts nobody waited for (from 1 %).
 fn wasted_work(v: &VariantResult, server: &str) -> Option<String> {
     let m = &v.metrics;
-    let applies = m.server.served > 0.0 && m.server.wasted / m.server.served >= 0.01;
+    let applies = m.entry().served > 0.0 && m.entry().wasted / m.entry().served >= 0.01;
     if !applies {
         return None;
     }
     Some(format!(
         "wastes {:.0} % of {server}'s work on attempts {}",
-        100.0 * m.server.wasted / m.server.served,
+        100.0 * m.entry().wasted / m.entry().served,
         unawaited(m)
     ))
 }
@@ -346,7 +342,7 @@ fn hedges(v: &VariantResult, _: &str) -> Option<String> {
 
 /// The abandoned attempts the server dropped before they started.
 fn cancelled(v: &VariantResult, server: &str) -> Option<String> {
-    let s = &v.metrics.server;
+    let s = v.metrics.entry();
     (s.cancelled > 0.0).then(|| {
         format!(
             "has {server} drop {:.0} abandoned attempts it cancelled before they started",
@@ -357,7 +353,7 @@ fn cancelled(v: &VariantResult, server: &str) -> Option<String> {
 
 /// The requests the server executed more than once, and their duplicate side effects.
 fn duplicates(v: &VariantResult, server: &str) -> Option<String> {
-    let s = &v.metrics.server;
+    let s = v.metrics.entry();
     (s.duplicates > 0.0).then(|| format!(
         "makes {server} execute {:.0} requests more than once: {:.0} duplicate side effects (a double charge, a second email)",
         s.duplicate_calls, s.duplicates
@@ -366,7 +362,7 @@ fn duplicates(v: &VariantResult, server: &str) -> Option<String> {
 
 /// The repeats the server answered from its idempotency key memory.
 fn replayed(v: &VariantResult, server: &str) -> Option<String> {
-    let s = &v.metrics.server;
+    let s = v.metrics.entry();
     (s.replayed > 0.0).then(|| format!(
         "has {server} answer {:.0} repeats from its idempotency key memory instead of executing them again",
         s.replayed
@@ -376,10 +372,10 @@ fn replayed(v: &VariantResult, server: &str) -> Option<String> {
 /// The attempts the server shed from a standing queue.
 fn shed(v: &VariantResult, server: &str) -> Option<String> {
     let m = &v.metrics;
-    (m.server.shed > 0.0 && m.attempts > 0.0).then(|| format!(
+    (m.entry().shed > 0.0 && m.attempts > 0.0).then(|| format!(
         "has {server} shed {:.0} attempts ({:.1} % of those that reached it) that had waited too long in a standing queue, answering them `rejected` at once instead of serving them late",
-        m.server.shed,
-        100.0 * m.server.shed / m.attempts
+        m.entry().shed,
+        100.0 * m.entry().shed / m.attempts
     ))
 }
 
@@ -695,14 +691,14 @@ mod tests {
         check(
             wasted_work,
             |m| {
-                m.server.served = 1000.0;
-                m.server.wasted = 250.0;
+                m.services[0].served = 1000.0;
+                m.services[0].wasted = 250.0;
             },
             "wastes 25 % of the server's work on attempts whose client had already given up",
         );
         let hedged = variant("v", |m| {
-            m.server.served = 1000.0;
-            m.server.wasted = 250.0;
+            m.services[0].served = 1000.0;
+            m.services[0].wasted = 250.0;
             m.hedges = 10.0;
         });
         assert!(
@@ -752,7 +748,7 @@ mod tests {
     fn cancelled_attempts_are_counted() {
         check(
             cancelled,
-            |m| m.server.cancelled = 7.0,
+            |m| m.services[0].cancelled = 7.0,
             "has the server drop 7 abandoned attempts it cancelled before they started",
         );
     }
@@ -762,8 +758,8 @@ mod tests {
         check(
             duplicates,
             |m| {
-                m.server.duplicate_calls = 4.0;
-                m.server.duplicates = 5.0;
+                m.services[0].duplicate_calls = 4.0;
+                m.services[0].duplicates = 5.0;
             },
             "makes the server execute 4 requests more than once: 5 duplicate side effects (a double charge, a second email)",
         );
@@ -773,7 +769,7 @@ mod tests {
     fn replayed_repeats_are_counted() {
         check(
             replayed,
-            |m| m.server.replayed = 9.0,
+            |m| m.services[0].replayed = 9.0,
             "has the server answer 9 repeats from its idempotency key memory instead of executing them again",
         );
     }
@@ -784,7 +780,7 @@ mod tests {
             shed,
             |m| {
                 m.attempts = 2000.0;
-                m.server.shed = 50.0;
+                m.services[0].shed = 50.0;
             },
             "has the server shed 50 attempts (2.5 % of those that reached it) that had waited too long in a standing queue, answering them `rejected` at once instead of serving them late",
         );
@@ -793,8 +789,8 @@ mod tests {
     #[test]
     fn a_variant_sentence_joins_its_phrases_and_says_nothing_without_any() {
         let v = variant("v", |m| {
-            m.server.cancelled = 7.0;
-            m.server.replayed = 9.0;
+            m.services[0].cancelled = 7.0;
+            m.services[0].replayed = 9.0;
         });
         assert_eq!(
             variant_sentence(&v, "the server").as_deref(),
@@ -809,7 +805,7 @@ mod tests {
     fn truncated_variants_take_part_in_no_finding() {
         let mut b = variant("b", |m| {
             m.attempts = 2000.0;
-            m.server.cancelled = 7.0;
+            m.services[0].cancelled = 7.0;
         });
         b.metrics.truncated = 0.5;
         let found = findings(&[variant("a", |m| m.attempts = 1000.0), b]);

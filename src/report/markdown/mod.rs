@@ -383,6 +383,7 @@ mod testing {
     pub(super) fn variant(name: &str, set: impl FnOnce(&mut Metrics)) -> VariantResult {
         let mut metrics = Metrics {
             requests: 1000.0,
+            services: vec![Default::default()],
             ..Metrics::default()
         };
         set(&mut metrics);

@@ -52,7 +52,7 @@ pub(super) fn results_table(
     // The server's own end, when it went on serving well after the last request ended (work
     // its clients had abandoned): completion time alone would hide that drain.
     let drains = variants.iter().any(|v| {
-        v.metrics.server.busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
+        v.metrics.entry().busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
     });
     let cols: Vec<Metric> = RESULT_COLUMNS
         .into_iter()

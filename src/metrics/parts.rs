@@ -1,11 +1,12 @@
-//! What each service and each call of a call graph did in one replication: the counts the
-//! driver keeps ([`ServiceCounters`], [`CallCounters`]) and the numbers read from them
-//! ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services` and `calls`).
+//! What each part of a run did in one replication: the counts the driver keeps for each
+//! service ([`ServiceCounters`]) and each call edge between services ([`CallCounters`]), and
+//! the numbers read from them ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services`
+//! and `calls`).
 //!
-//! A single-server scenario has none of these: its server is described by [`super::Counters`]
-//! alone, and its output has no per-service or per-call tables. In a call graph, [`super::Counters`] describes
-//! the clients and the entry service (the recovery analysis judges the entry), and these
-//! describe every service, the entry included, and every call edge.
+//! Every run is a graph, and a single-server scenario is one service (the entry) called by the
+//! clients, with no calls between services. [`super::Counters`] describes the clients and
+//! their calls to the entry; these describe every service, the entry first (the recovery
+//! analysis and the `server.*` metrics read it), and every call edge between services.
 //!
 //! No I/O here: these are values.
 
@@ -54,7 +55,8 @@ pub struct ServiceCounters {
     /// Worker-nanoseconds held: service time plus the time a worker waited on downstream
     /// calls.
     pub busy_nanos: u128,
-    /// Worker-nanoseconds available (see `Counters::capacity_nanos`).
+    /// Worker-nanoseconds available over the utilization's horizon: the workers in force at
+    /// each instant (peak in service when unlimited), fault windows included.
     pub capacity_nanos: u128,
     /// When the service last finished an attempt.
     pub last_service_end: SimTime,
@@ -128,6 +130,15 @@ pub struct ServiceMetrics {
     pub utilization: f64,
     /// Most attempts waiting at once.
     pub max_queue: f64,
+    /// When the service finished its last attempt, in ms: after the completion time when it
+    /// went on serving attempts whose callers had already given up.
+    pub busy_until_ms: f64,
+    /// Attempts answered `error` at once by an `outage: reject` fault (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outage_rejected: f64,
+    /// Attempts lost to an `outage: drop` fault (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outage_dropped: f64,
     /// Abandoned hedge-race attempts dropped before service (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cancelled: f64,
@@ -212,12 +223,17 @@ impl ServiceCounters {
             } else {
                 0.0
             },
+            // Attempts in service keep their workers when a fault window lowers the count,
+            // so busy time can briefly exceed the capacity in force: the share is capped at 1.
             utilization: if self.capacity_nanos == 0 {
                 0.0
             } else {
                 (self.busy_nanos as f64 / self.capacity_nanos as f64).min(1.0)
             },
             max_queue: self.max_queue as f64,
+            busy_until_ms: self.last_service_end.as_millis_f64(),
+            outage_rejected: self.outage_rejected as f64,
+            outage_dropped: self.outage_dropped as f64,
             cancelled: self.cancelled as f64,
             shed: self.shed as f64,
             duplicates: self.duplicates as f64,
