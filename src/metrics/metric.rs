@@ -1024,7 +1024,7 @@ impl PartMetric<super::CallMetrics> {
     /// Calls that succeeded.
     pub const SUCCEEDED: CallMetric = part_metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
     /// Calls a fallback answered.
-    pub const DEGRADED: CallMetric = part_metric!("degraded", "degraded", Count, 1.0, 0, Neither, degraded);
+    pub const DEGRADED: CallMetric = part_metric!(needs Fallback; "degraded", "degraded", Count, 1.0, 0, Neither, degraded);
     /// Calls that failed for good, a fallback answered them or not.
     pub const FAILED: CallMetric = part_metric!("failed", "failed", Count, 1.0, 0, Lower, failed);
     /// Attempts a full bulkhead refused.

@@ -265,6 +265,7 @@ pub(super) fn call_columns<'a>(
     cols.extend(
         CallMetric::ALL
             .into_iter()
+            .filter(|k| ALWAYS.iter().all(|a| a.key != k.key))
             .filter(|k| k.optional && calls.clone().any(|c| k.value(c) != 0.0)),
     );
     cols
