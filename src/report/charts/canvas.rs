@@ -231,3 +231,19 @@ fn title_lines(text: &str, size: u32, room: u32, height: u32) -> (Vec<String>, u
     }
     (lines, s)
 }
+
+/// Says in words, in the middle of `area`, why a panel has nothing to draw ("0 for every
+/// variant"), so an empty panel never passes for a broken one.
+pub fn nothing_to_show<DB: DrawingBackend>(area: &Area<DB>, words: &str, size: u32) -> Result<()> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let (width, height) = area.dim_in_pixel();
+    let style = TextStyle::from((FONT, size).into_font())
+        .color(&RGBColor(90, 90, 90))
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    area.draw(&Text::new(
+        words.to_string(),
+        (width as i32 / 2, height as i32 / 2),
+        style,
+    ))
+    .drawn()
+}

@@ -95,6 +95,30 @@ pub fn failed_share(v: &VariantResult) -> Option<String> {
     })
 }
 
+/// Why a latency figure has no distribution to draw at all: no variant has a request it
+/// counts (retry-chapter's servers fail every attempt). `None` when one variant has some.
+pub fn nothing_to_show(variants: &[VariantResult], can_degrade: bool) -> Option<&'static str> {
+    let none = variants
+        .iter()
+        .all(|v| v.success_latency_bins.iter().sum::<f64>() <= 0.0);
+    match (none, can_degrade) {
+        (false, _) => None,
+        (true, false) => Some("No request succeeded in any variant: there is no latency to draw."),
+        (true, true) => {
+            Some("No request was answered in any variant: there is no latency to draw.")
+        }
+    }
+}
+
+/// The words for a variant's panel or legend entry with no request to draw.
+pub fn no_requests(can_degrade: bool) -> &'static str {
+    if can_degrade {
+        "no answers"
+    } else {
+        "no successes"
+    }
+}
+
 /// A log-axis tick label: only 1, 2 and 5 times a power of ten are labelled, so ticks never
 /// crowd ("8 9 10"); the others stay unlabelled.
 pub fn log_tick(x: &f64) -> String {

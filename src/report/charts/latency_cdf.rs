@@ -1,6 +1,6 @@
 //! The latency distribution of successful logical requests per variant, as a cumulative
-//! distribution on a log time axis, with each variant's p50 and p99 marked (pooled over
-//! replications, so the dots sit on their curves). Failed requests are not in the curves, or a
+//! distribution on a log time axis, with each variant's p50 and p99 marked where its curve
+//! reaches 50 % and 99 % (the exact values, pooled over replications, are in the legend). Failed requests are not in the curves, or a
 //! policy that fails fast would look fast: the legend gives each variant's failure share.
 
 use anyhow::Result;
@@ -48,9 +48,9 @@ impl Chart for LatencyCdf {
 
     fn caption(&self, run: &Run) -> String {
         if run.can_degrade() {
-            "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out."
+            "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark where each curve reaches 50 % and 99 % (on the step of the bin that holds the p50 and p99; 20 bins per decade), the legend the exact p50 and p99 and the share of failed requests, which the curves leave out."
         } else {
-            "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark each variant's p50 (at 50 %) and p99 (at 99 %), the legend its share of failed requests, which the curves leave out so that failing fast does not look fast."
+            "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark where each curve reaches 50 % and 99 % (on the step of the bin that holds the p50 and p99; 20 bins per decade), the legend the exact p50 and p99 and the share of failed requests, which the curves leave out so that failing fast does not look fast."
         }
         .to_string()
     }
@@ -90,16 +90,18 @@ impl Chart for LatencyCdf {
         let mut keys = canvas::variant_keys(variants, true);
         for (key, v) in keys.iter_mut().zip(variants) {
             if v.metrics.succeeded == 0.0 {
-                key.label.push_str(if can_degrade {
-                    " (no answers)"
-                } else {
-                    " (no successes)"
-                });
-            } else if let Some(note) = latency::failed_share(v) {
-                key.label.push_str(&format!(" ({note})"));
+                key.label
+                    .push_str(&format!(" ({})", latency::no_requests(can_degrade)));
+            } else {
+                let mut notes = vec![quantiles(v)];
+                notes.extend(latency::failed_share(v));
+                key.label.push_str(&format!(" ({})", notes.join(", ")));
             }
         }
         let plot = canvas::legend(&body, &keys)?;
+        if let Some(words) = latency::nothing_to_show(variants, can_degrade) {
+            return canvas::nothing_to_show(&plot, words, 18);
+        }
         let mut chart = ChartBuilder::on(&plot)
             .margin(16)
             .margin_top(8)
@@ -134,14 +136,14 @@ impl Chart for LatencyCdf {
             chart
                 .draw_series(std::iter::once(canvas::variant_line(steps, j, color, 3)))
                 .drawn()?;
-            let marks = [
-                (v.metrics.success_latency_ms.p50, 0.5),
-                (v.metrics.success_latency_ms.p99, 0.99),
-            ];
+            // Where the drawn curve reads 50 % and 99 %: on its riser, not at the exact
+            // quantile, which lies somewhere inside the bin (the legend gives it).
+            let marks = [0.5, 0.99].map(|q| on_riser(curve, q).map(|x| (x, q)));
             chart
                 .draw_series(
                     marks
                         .into_iter()
+                        .flatten()
                         .filter(|(x, _)| *x >= lo && *x <= hi)
                         .map(|p| Circle::new(p, 6, color.filled())),
                 )
@@ -149,6 +151,27 @@ impl Chart for LatencyCdf {
         }
         Ok(())
     }
+}
+
+/// "p50 12.3 ms, p99 480 ms": a variant's exact quantiles, for its legend entry.
+fn quantiles(v: &crate::metrics::VariantResult) -> String {
+    let l = &v.metrics.success_latency_ms;
+    format!(
+        "p50 {} ms, p99 {} ms",
+        super::tick(&l.p50),
+        super::tick(&l.p99)
+    )
+}
+
+/// Where the step curve reaches the share `q`: the upper edge of the first bin at which the
+/// cumulative share is `q` or more, so a dot drawn there at `q` sits on the riser. `None`
+/// for a curve that never gets there (no requests).
+fn on_riser(curve: &[(f64, f64)], q: f64) -> Option<f64> {
+    // A share accumulated in floating point may fall a hair short of 0.99 at the right bin.
+    curve
+        .iter()
+        .find(|(_, share)| *share >= q - 1e-12)
+        .map(|(edge, _)| *edge)
 }
 
 /// A curve's points from `lo` to `hi`. The share is known exactly at bin edges only, so the
@@ -167,4 +190,69 @@ fn steps(curve: &[(f64, f64)], first: usize, lo: f64, hi: f64) -> Vec<(f64, f64)
     }
     steps.push((hi, level));
     steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{LoadOptions, load_str};
+
+    /// collapse-after-spike's dots sat left of the riser: each dot is now a point of the
+    /// drawn steps, at the bin edge where the CSV's cumulative share reaches 50 % and 99 %.
+    #[test]
+    fn the_p50_and_p99_dots_sit_on_the_drawn_curve() {
+        let text = r#"{"name": "s", "duration": "5s", "seed": 3,
+          "clients": {"count": 5, "workload": {"open": {"rate_per_s": 200}}},
+          "server": {"concurrency": 2, "service_time": {"exponential": {"mean": "5ms"}}}}"#;
+        let experiment = load_str(text, "s", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let table = LatencyCdf.table(&run).unwrap();
+        let (_, _, curve) = &table.0[0];
+        let (first, last) = latency::x_range(&run.point().variants);
+        let (lo, hi) = latency::x_span((first, last));
+        let drawn = steps(curve, first, lo, hi);
+        for q in [0.5, 0.99] {
+            let x = on_riser(curve, q).unwrap();
+            // A vertical segment of the steps at x spans q.
+            let on = drawn
+                .windows(2)
+                .any(|w| w[0].0 == x && w[1].0 == x && w[0].1 < q && w[1].1 >= q - 1e-12);
+            assert!(on, "q {q} at {x}: {drawn:?}");
+            // The exact quantile is inside the bin whose upper edge is x.
+            let exact = if q == 0.5 {
+                run.point().variants[0].metrics.success_latency_ms.p50
+            } else {
+                run.point().variants[0].metrics.success_latency_ms.p99
+            };
+            assert!(
+                exact <= x * 1.0001 && exact >= x / 10f64.powf(1.0 / 20.0) * 0.9999,
+                "{exact} vs {x}"
+            );
+        }
+        assert!(quantiles(&run.point().variants[0]).starts_with("p50 "));
+    }
+
+    /// retry-chapter's servers fail every attempt: the figure says so instead of empty axes.
+    #[test]
+    fn a_run_without_a_success_says_so_on_the_latency_figures() {
+        let text = r#"{"name": "f", "duration": "2s",
+          "clients": {"count": 3, "workload": {"open": {"rate_per_s": 20}}},
+          "server": {"concurrency": 1, "service_time": {"constant": "10ms"}, "error_rate": 1}}"#;
+        let experiment = load_str(text, "f", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let variants = &result.points[0].variants;
+        assert_eq!(
+            latency::nothing_to_show(variants, false),
+            Some("No request succeeded in any variant: there is no latency to draw.")
+        );
+        let figures =
+            crate::report::charts::figures(&experiment, &result, Default::default(), 1).unwrap();
+        let cdf = figures.iter().find(|f| f.stem == "latency").unwrap();
+        // The CSV holds the header alone: nothing was drawn.
+        assert_eq!(String::from_utf8_lossy(&cdf.csv).lines().count(), 1);
+    }
 }

@@ -84,15 +84,14 @@ impl Chart for LatencyHistogram {
         let can_degrade = run.can_degrade();
         let (first, last) = latency::x_range(variants);
         let (lo, hi) = latency::x_span((first, last));
-        // One y scale: the largest share of any drawn bin.
+        // One y scale: the largest share of any drawn bin (0 to 100 % when there is none).
         let top = table
             .0
             .iter()
             .flat_map(|(_, _, s)| &s[first..=last])
             .copied()
-            .fold(0.0, f64::max)
-            .max(1e-9)
-            * 1.12;
+            .fold(0.0, f64::max);
+        let top = if top > 0.0 { top * 1.12 } else { 100.0 };
         let title = format!(
             "{}: latency histogram of {}{} (share per bin, {} bins per decade)",
             run.name(),
@@ -101,6 +100,10 @@ impl Chart for LatencyHistogram {
             LATENCY_BINS_PER_DECADE
         );
         let body = canvas::titled(root, &title, 48, 18)?;
+        if let Some(words) = latency::nothing_to_show(variants, can_degrade) {
+            // No latency axis to draw: an axis of no data reads as a bug.
+            return canvas::nothing_to_show(&body, words, 18);
+        }
         let n = variants.len();
         let areas = body.split_evenly((n, 1));
         for (j, ((v, (_, _, share)), area)) in variants.iter().zip(&table.0).zip(&areas).enumerate()
@@ -126,7 +129,7 @@ impl Chart for LatencyHistogram {
                     super::style::span(0.0, top),
                 )
                 .drawn()?;
-            let percent = |y: &f64| format!("{} %", super::tick(y));
+            let percent = super::style::percent_ticks(top);
             let mut mesh = chart.configure_mesh();
             mesh.label_style((FONT, 13))
                 .x_label_formatter(&latency::log_tick)
@@ -141,6 +144,12 @@ impl Chart for LatencyHistogram {
                 mesh.x_desc(latency::x_desc(can_degrade));
             }
             mesh.draw().drawn()?;
+            if share.iter().all(|s| *s <= 0.0) {
+                let words = latency::no_requests(can_degrade);
+                let plot = chart.plotting_area().strip_coord_spec();
+                canvas::nothing_to_show(&plot, words, 14)?;
+                continue;
+            }
             let style = if v.is_truncated() {
                 color.mix(0.45).filled()
             } else {

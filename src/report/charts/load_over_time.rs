@@ -121,7 +121,7 @@ impl Chart for LoadOverTime {
                     .iter()
                     .enumerate()
                     .map(|(i, r)| (frame.start(i) + frame.bucket, r[Column::QueueLen as usize]));
-                let grey = RGBColor(150, 150, 150).stroke_width(1);
+                let grey = super::style::QUEUE_LIGHT.stroke_width(1);
                 chart
                     .draw_secondary_series(LineSeries::new(queue, grey))
                     .drawn()?;

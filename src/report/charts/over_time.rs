@@ -425,7 +425,7 @@ pub fn draw_load<DB: DrawingBackend>(
         )
     });
     chart
-        .draw_series(LineSeries::new(goodput, BLACK.stroke_width(2)))
+        .draw_series(LineSeries::new(goodput, super::style::INK.stroke_width(2)))
         .drawn()?;
     Ok(())
 }

@@ -23,7 +23,7 @@ use crate::model::{BudgetKind, Scope};
 use crate::scenario::Scenario;
 
 /// The retries bars: translucent black, a light grey that lets the lines show through.
-const RETRIES: RGBColor = RGBColor(0, 0, 0);
+const RETRIES: RGBColor = super::style::INK;
 const BAR_ALPHA: f64 = 0.25;
 
 /// The top of the percent axis.

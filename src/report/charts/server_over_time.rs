@@ -11,28 +11,24 @@ use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn, Key, Mark};
 use super::over_time::{self, Frame, PanelSpec, Row, Series};
-use super::style::variant_color;
+use super::style::{self, variant_color};
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
 use crate::scenario::Experiment;
 
 /// The outcome columns, bottom to top, with their colour (the same in every panel).
 const OUTCOMES: [(Column, &str, RGBColor); 7] = [
-    (Column::AttemptSuccess, "success", RGBColor(44, 160, 44)),
-    (Column::AttemptError, "error", RGBColor(214, 39, 40)),
-    (Column::AttemptRejected, "rejected", RGBColor(255, 127, 14)),
-    (
-        Column::AttemptThrottled,
-        "throttled",
-        RGBColor(148, 103, 189),
-    ),
-    (Column::AttemptTimeout, "timeout", RGBColor(127, 127, 127)),
-    (Column::AttemptConflict, "conflict", RGBColor(227, 119, 194)),
-    (Column::AttemptPermanent, "permanent", RGBColor(60, 60, 60)),
+    (Column::AttemptSuccess, "success", style::SUCCESS),
+    (Column::AttemptError, "error", style::ERROR),
+    (Column::AttemptRejected, "rejected", style::REJECTED),
+    (Column::AttemptThrottled, "throttled", style::THROTTLED),
+    (Column::AttemptTimeout, "timeout", style::TIMEOUT),
+    (Column::AttemptConflict, "conflict", style::CONFLICT),
+    (Column::AttemptPermanent, "permanent", style::PERMANENT),
 ];
 
 /// The queue line's colour.
-const QUEUE: RGBColor = RGBColor(110, 110, 110);
+const QUEUE: RGBColor = style::QUEUE;
 
 /// The server-over-time figure.
 pub struct ServerOverTime;

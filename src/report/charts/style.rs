@@ -19,7 +19,9 @@ pub fn register_fonts() {
     });
 }
 
-/// A colour-blind-friendly palette of ten distinct colours (Tableau 10).
+/// Ten distinct colours for variants: Tableau 10 with its grey replaced by navy, since greys
+/// and black belong to the fixed series (`FIXED`: the queue line, goodput, the `timeout`
+/// outcome), which a variant's colour must never be taken for.
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -28,9 +30,47 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
+    RGBColor(0, 0, 128),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+];
+
+/// The colours of the attempt outcomes, the same in every figure: darker than the variant
+/// colours of the same hue, so an outcome's bar is never read as a variant.
+pub const SUCCESS: RGBColor = RGBColor(0, 100, 0);
+/// See [`SUCCESS`].
+pub const ERROR: RGBColor = RGBColor(139, 0, 0);
+/// See [`SUCCESS`].
+pub const REJECTED: RGBColor = RGBColor(204, 85, 0);
+/// See [`SUCCESS`].
+pub const THROTTLED: RGBColor = RGBColor(75, 0, 130);
+/// See [`SUCCESS`].
+pub const TIMEOUT: RGBColor = RGBColor(127, 127, 127);
+/// See [`SUCCESS`].
+pub const CONFLICT: RGBColor = RGBColor(199, 21, 133);
+/// See [`SUCCESS`].
+pub const PERMANENT: RGBColor = RGBColor(60, 60, 60);
+/// The line of attempts waiting in the queue.
+pub const QUEUE: RGBColor = RGBColor(110, 110, 110);
+/// The queue line of the load figure.
+pub const QUEUE_LIGHT: RGBColor = RGBColor(150, 150, 150);
+/// Goodput lines, and the retries bars of the policy figure.
+pub const INK: RGBColor = RGBColor(0, 0, 0);
+
+/// Every fixed series colour: no variant colour may be near one of them. (The trigger
+/// windows' pale red shading is a background, not a series.)
+#[cfg(test)]
+const FIXED: [RGBColor; 10] = [
+    SUCCESS,
+    ERROR,
+    REJECTED,
+    THROTTLED,
+    TIMEOUT,
+    CONFLICT,
+    PERMANENT,
+    QUEUE,
+    QUEUE_LIGHT,
+    INK,
 ];
 
 /// The colour of the variant at `index` (its position in the scenario file), the same in
@@ -115,6 +155,28 @@ pub fn axis_ticks(top: f64) -> impl Fn(&f64) -> String {
     }
 }
 
+/// A tick formatter for shares in % on an axis from 0 to `top` (in %): as many decimals as
+/// the ticks need to differ, so small shares never all read "0 %" (`0.02 %`, `0.04 %`).
+pub fn percent_ticks(top: f64) -> impl Fn(&f64) -> String {
+    // Ticks a third of the axis apart need the decimals of a third of `top`.
+    let step = top / 3.0;
+    let decimals = if step >= 1.0 || step.is_nan() || step <= 0.0 {
+        0
+    } else {
+        ((-step.log10()).ceil() as usize).min(9)
+    };
+    move |x: &f64| {
+        let x = if *x == 0.0 { 0.0 } else { *x };
+        if x == 0.0 {
+            "0 %".to_string()
+        } else if decimals == 0 {
+            format!("{} %", tick(&x))
+        } else {
+            format!("{} %", trim(format!("{x:.decimals$}")))
+        }
+    }
+}
+
 /// The unit a time axis spanning `span_s` seconds is labelled in, so that its ticks never all
 /// read "0": seconds from 2 s on, milliseconds from 2 ms on, microseconds below.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -194,6 +256,44 @@ mod tests {
         assert_eq!(axis_ticks(90_000.0)(&80_000.0), "80000");
         assert_eq!(TimeUnit::for_span(1e-4).label(&5e-5), "50");
         assert_eq!(TimeUnit::for_span(0.35).name, "ms");
+    }
+
+    /// retry-chapter's histogram read "0 %, 0 %, 0 %" on an axis of tiny shares.
+    #[test]
+    fn small_shares_get_enough_decimals() {
+        let f = percent_ticks(0.06);
+        assert_eq!([f(&0.0), f(&0.02), f(&0.04)], ["0 %", "0.02 %", "0.04 %"]);
+        let f = percent_ticks(0.0006);
+        assert_eq!(f(&0.0002), "0.0002 %");
+        let f = percent_ticks(30.0);
+        assert_eq!([f(&10.0), f(&20.0)], ["10 %", "20 %"]);
+    }
+}
+
+#[cfg(test)]
+mod color_tests {
+    use super::*;
+
+    fn distance(a: RGBColor, b: RGBColor) -> f64 {
+        let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+        (d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)).sqrt()
+    }
+
+    /// hotos-metastable's 8th variant was the grey of the queue line and of `timeout`.
+    #[test]
+    fn no_variant_colour_is_near_a_fixed_series_colour() {
+        for j in 0..PALETTE.len() {
+            for fixed in FIXED {
+                let d = distance(variant_color(j), fixed);
+                assert!(
+                    d >= 50.0,
+                    "variant {j} {:?} near {fixed:?}: {d}",
+                    variant_color(j)
+                );
+            }
+        }
+        assert_ne!(variant_color(7), QUEUE);
+        assert_ne!(variant_color(7), TIMEOUT);
     }
 }
 

@@ -240,14 +240,17 @@ pub fn plot<DB: DrawingBackend>(
     } else {
         0.5
     };
-    let top = points
-        .iter()
-        .flatten()
-        .flatten()
-        .map(|(m, h)| m + h)
-        .fold(0.0, f64::max);
-    // An all-zero metric still gets a readable axis.
-    let top = if top > 0.0 { top * 1.08 } else { 1.0 };
+    let y = YScale::of(points);
+    if let Some(words) = nothing_to_show(points) {
+        let body = if compact {
+            let (band, body) = area.split_vertically(24);
+            canvas::draw_title(&band, label, 15)?;
+            body
+        } else {
+            area.clone()
+        };
+        return canvas::nothing_to_show(&body, words, if compact { 14 } else { 18 });
+    }
     let (margin, x_area, y_area, font) = if compact {
         (6, 24, 56, 12)
     } else {
@@ -255,7 +258,7 @@ pub fn plot<DB: DrawingBackend>(
     };
     let mut builder = ChartBuilder::on(area);
     if compact {
-        builder.caption(label, (FONT, 15));
+        builder.caption(y.title(label), (FONT, 15));
     }
     let mut chart = builder
         .margin(margin)
@@ -263,15 +266,24 @@ pub fn plot<DB: DrawingBackend>(
         .y_label_area_size(y_area)
         .build_cartesian_2d(
             super::style::span(x0 - pad, x1 + pad),
-            super::style::span(0.0, top),
+            super::style::span(y.lo, y.hi),
         )
         .drawn()?;
     let x_ticks = axis_ticks(x0.abs().max(x1.abs()));
     let x_label = x_labels(sweep.values.clone(), numeric.is_some(), log, x_ticks);
-    let y_ticks = axis_ticks(top);
+    let y_ticks = axis_ticks(y.top);
+    let y_label = |v: &f64| {
+        if !y.log {
+            y_ticks(v)
+        } else if (v - v.round()).abs() < 1e-6 {
+            tick(&10f64.powf(v.round()))
+        } else {
+            String::new()
+        }
+    };
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&x_label)
-        .y_label_formatter(&y_ticks)
+        .y_label_formatter(&y_label)
         .x_labels(if compact { 5 } else { 10 })
         .y_labels(if compact { 4 } else { 10 })
         .label_style((FONT, font))
@@ -283,8 +295,9 @@ pub fn plot<DB: DrawingBackend>(
     } else {
         sweep.label.clone()
     };
+    let y_desc = y.title(label);
     if !compact {
-        mesh.x_desc(x_desc.as_str()).y_desc(label);
+        mesh.x_desc(x_desc.as_str()).y_desc(y_desc.as_str());
     }
     mesh.draw().drawn()?;
     for (j, curve) in points.iter().enumerate() {
@@ -298,7 +311,7 @@ pub fn plot<DB: DrawingBackend>(
         for run in points.split(Option::is_none) {
             let run: Vec<(f64, f64, f64)> = run.iter().flatten().copied().collect();
             if !run.is_empty() {
-                draw_run(&mut chart, &run, j, color, compact)?;
+                draw_run(&mut chart, &run, &y, j, color, compact)?;
             }
         }
     }
@@ -334,12 +347,13 @@ fn x_labels(
 fn draw_run<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     run: &[(f64, f64, f64)],
+    y: &YScale,
     j: usize,
     color: RGBColor,
     compact: bool,
 ) -> Result<()> {
-    let upper = run.iter().map(|(x, m, h)| (*x, m + h));
-    let lower = run.iter().map(|(x, m, h)| (*x, (m - h).max(0.0)));
+    let upper = run.iter().map(|(x, m, h)| (*x, y.at(m + h)));
+    let lower = run.iter().map(|(x, m, h)| (*x, y.at((m - h).max(0.0))));
     let band: Vec<(f64, f64)> = upper.chain(lower.rev()).collect();
     chart
         .draw_series(std::iter::once(Polygon::new(
@@ -347,7 +361,7 @@ fn draw_run<DB: DrawingBackend>(
             color.mix(0.18).filled(),
         )))
         .drawn()?;
-    let line: Vec<(f64, f64)> = run.iter().map(|(x, m, _)| (*x, *m)).collect();
+    let line: Vec<(f64, f64)> = run.iter().map(|(x, m, _)| (*x, y.at(*m))).collect();
     let width = if compact { 2 } else { 3 };
     chart
         .draw_series(std::iter::once(canvas::variant_line(
@@ -362,6 +376,94 @@ fn draw_run<DB: DrawingBackend>(
         .draw_series(line.iter().map(|p| marker(*p, j, size, color)))
         .drawn()?;
     Ok(())
+}
+
+/// Why `points` leave nothing to draw, in words for the panel: the metric applies to no
+/// variant, or it is 0 everywhere (no request rejected at any value). `None` when there is
+/// something to draw.
+pub fn nothing_to_show(points: &Points) -> Option<&'static str> {
+    let mut cells = points.iter().flatten().flatten().peekable();
+    if cells.peek().is_none() {
+        Some("applies to no variant")
+    } else if cells.all(|&(m, h)| m == 0.0 && h == 0.0) {
+        Some("0 for every variant at every value")
+    } else {
+        None
+    }
+}
+
+/// How many decades the plotted values (with their bands) must span for a log y axis.
+const LOG_Y_DECADES: f64 = 1.5;
+
+/// A curve panel's y axis: linear from 0, or, where every value is positive and they span
+/// more than [`LOG_Y_DECADES`] (a p99 of 11 ms beside one of 50 s), logarithmic: values are
+/// plotted at their log10 between whole powers of ten, labelled at those powers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct YScale {
+    /// Whether the axis is logarithmic.
+    pub log: bool,
+    /// The axis' ends in plotted units (log10 of the value on a log axis).
+    pub lo: f64,
+    /// See `lo`.
+    pub hi: f64,
+    /// The largest value, for the tick form of a linear axis.
+    top: f64,
+}
+
+impl YScale {
+    /// The axis for `points`.
+    pub fn of(points: &Points) -> YScale {
+        let cells = || points.iter().flatten().flatten();
+        let top = cells().map(|(m, h)| m + h).fold(0.0, f64::max);
+        // The lowest value drawn: a mean, or a band's lower edge where it stays above 0.
+        let low = cells()
+            .flat_map(|&(m, h)| [m, if m - h > 0.0 { m - h } else { m }])
+            .fold(f64::INFINITY, f64::min);
+        let positive = cells().all(|(m, _)| *m > 0.0);
+        if positive && low.is_finite() && top > 0.0 && (top / low).log10() > LOG_Y_DECADES {
+            // 4 % of the span at both ends, so no curve lies on the frame; a span over 1.5
+            // decades always holds a whole power of ten to label.
+            let (lo, hi) = (low.log10(), top.log10());
+            let pad = (hi - lo) * 0.04;
+            return YScale {
+                log: true,
+                lo: lo - pad,
+                hi: hi + pad,
+                top,
+            };
+        }
+        // An all-zero metric still gets a readable axis.
+        let hi = if top > 0.0 { top * 1.08 } else { 1.0 };
+        YScale {
+            log: false,
+            lo: 0.0,
+            hi,
+            top: hi,
+        }
+    }
+
+    /// Where `value` is plotted: itself, or its log10 (clamped to the axis' foot, so a band
+    /// that reaches 0 ends at the bottom of the plot).
+    pub fn at(&self, value: f64) -> f64 {
+        if self.log {
+            if value > 0.0 {
+                value.log10().max(self.lo)
+            } else {
+                self.lo
+            }
+        } else {
+            value
+        }
+    }
+
+    /// The axis title: `label`, saying "log scale" on a log axis.
+    pub fn title(&self, label: &str) -> String {
+        if self.log {
+            format!("{label}, log scale")
+        } else {
+            label.to_string()
+        }
+    }
 }
 
 /// Whether numeric sweep values span two decades or more (all positive): a log axis then.
@@ -397,5 +499,62 @@ mod tests {
         assert!(!log_axis(Some(&[10.0, 50.0, 100.0])));
         assert!(!log_axis(Some(&[0.0, 10.0, 1000.0])));
         assert!(!log_axis(None));
+    }
+
+    /// tail-at-scale's p99 latencies: hedging at 11 ms beside no hedging at 1 s and a budget
+    /// up to 50 s. On a linear axis everything under a second sits on the floor.
+    #[test]
+    fn latencies_from_milliseconds_to_seconds_get_a_log_y_axis() {
+        let p99: Points = vec![
+            vec![
+                Some((1001.0, 3.0)),
+                Some((1002.0, 4.0)),
+                Some((50_000.0, 900.0)),
+            ],
+            vec![
+                Some((11.2, 0.3)),
+                Some((12.9, 0.5)),
+                Some((10_159.0, 5526.0)),
+            ],
+        ];
+        let y = YScale::of(&p99);
+        assert!(y.log);
+        assert!(
+            y.lo < 10.9f64.log10() && y.lo > 0.8,
+            "just under 10.9 ms: {y:?}"
+        );
+        assert!(
+            y.hi > 50_900f64.log10() && y.hi < 5.0,
+            "just over 50.9 s: {y:?}"
+        );
+        assert_eq!(y.at(1000.0), 3.0);
+        assert_eq!(y.at(0.0), y.lo, "a band down to 0 ends at the foot");
+        assert_eq!(
+            y.title("p99 latency of successful requests (ms)"),
+            "p99 latency of successful requests (ms), log scale"
+        );
+        // Amplification from 1 to 3: linear, from 0.
+        let amp: Points = vec![vec![Some((1.0, 0.0)), Some((3.0, 0.2))]];
+        let y = YScale::of(&amp);
+        assert!(!y.log);
+        assert_eq!(y.lo, 0.0);
+        assert_eq!(y.title("amplification"), "amplification");
+        // A zero anywhere (no rejections at low load) keeps a linear axis.
+        let zero: Points = vec![vec![Some((0.0, 0.0)), Some((500.0, 20.0))]];
+        assert!(!YScale::of(&zero).log);
+    }
+
+    /// aws-backoff-jitter's wasted, rejected and utilization panels were empty axes.
+    #[test]
+    fn a_panel_with_nothing_to_draw_says_why() {
+        let zeros: Points = vec![vec![Some((0.0, 0.0)); 3]; 4];
+        assert_eq!(
+            nothing_to_show(&zeros),
+            Some("0 for every variant at every value")
+        );
+        let gaps: Points = vec![vec![None; 3]; 2];
+        assert_eq!(nothing_to_show(&gaps), Some("applies to no variant"));
+        let some: Points = vec![vec![Some((0.0, 0.0)), Some((2.0, 0.1))]];
+        assert_eq!(nothing_to_show(&some), None);
     }
 }

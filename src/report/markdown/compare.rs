@@ -111,6 +111,13 @@ pub(super) fn extremes<'a>(
     if !differ(k, est(best, k), est(worst, k)) {
         return None;
     }
+    // Of the variants tied with the worst (and apart from the best), the one a sentence
+    // compares with is the earliest in the file: the baseline, the first variant, whenever it
+    // is among them, never whichever of equals happened to sort last.
+    let worst = vs
+        .iter()
+        .find(|v| !differ(k, est(v, k), est(worst, k)) && differ(k, est(v, k), est(best, k)))
+        .unwrap_or(worst);
     let group: Vec<&VariantResult> = vs
         .iter()
         .filter(|v| !differ(k, est(v, k), est(best, k)))

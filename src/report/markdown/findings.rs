@@ -87,11 +87,7 @@ fn work(f: &Field) -> Option<String> {
         Metric::AMPLIFICATION
     };
     let Some((best, worst)) = extremes(&f.vs, &work, false) else {
-        return Some(format!(
-            "Every variant that ran to the end puts about the same {} on {server} (no two differ by more than their 95 % intervals and {:.0} %).",
-            if same { "work" } else { "work per request" },
-            100.0 * RELATIVE
-        ));
+        return Some(same_work(f, &work));
     };
     let w = est(worst, &work);
     let what = if same {
@@ -115,6 +111,45 @@ fn work(f: &Field) -> Option<String> {
         span(&work, &best),
         say(&work, w.mean),
     ))
+}
+
+/// The sentence for variants whose work no finding tells apart, with the number: how far
+/// apart the least and the most are, and whether that is within their intervals or a real
+/// difference under [`RELATIVE`] (hedging's few per cent may be the point of a scenario).
+fn same_work(f: &Field, work: &Metric) -> String {
+    let what = if f.same_requests {
+        "work"
+    } else {
+        "work per request"
+    };
+    let by = |a: &&&VariantResult, b: &&&VariantResult| {
+        work.value(&a.metrics).total_cmp(&work.value(&b.metrics))
+    };
+    let (Some(lo), Some(hi)) = (f.vs.iter().min_by(by), f.vs.iter().max_by(by)) else {
+        return String::new();
+    };
+    let (l, h) = (est(lo, work), est(hi, work));
+    let pct = if h.mean > 0.0 {
+        100.0 * (1.0 - l.mean / h.mean)
+    } else {
+        0.0
+    };
+    let real = (h.mean - l.mean).abs() > l.half + h.half;
+    let how = if real {
+        "their 95 % intervals are apart, so the difference is real, but under the"
+    } else {
+        "within their 95 % intervals and under the"
+    };
+    format!(
+        "Every variant that ran to the end puts about the same {what} on {server}, within {:.0} %: **{}** puts {pct:.1} % less than **{}** ({} against {}; {how} {:.0} % a finding needs).",
+        100.0 * RELATIVE,
+        escape(&lo.name),
+        escape(&hi.name),
+        say(work, l.mean),
+        say(work, h.mean),
+        100.0 * RELATIVE,
+        server = f.server,
+    )
 }
 
 /// Which variants succeed most, and the one that succeeds least with its failure share.
@@ -540,6 +575,46 @@ mod tests {
             "Every variant that ran to the end puts about the same work on the server"
         ));
         assert_eq!(compare(work, &vs[..1]), None);
+    }
+
+    /// tail-at-scale: hedging at p95 costs 4.9 % more attempts, real but under the 5 % rule,
+    /// and the scenario's point: the sentence gives the number instead of "the same".
+    #[test]
+    fn about_the_same_work_says_by_how_much() {
+        let vs = [
+            variant("no hedging", |m| m.attempts = 10_000.0),
+            variant("hedge at p95", |m| m.attempts = 10_520.0),
+        ];
+        assert_eq!(
+            compare(work, &vs).as_deref(),
+            Some(
+                "Every variant that ran to the end puts about the same work on the server, within 5 %: **no hedging** puts 4.9 % less than **hedge at p95** (10000 against 10520; their 95 % intervals are apart, so the difference is real, but under the 5 % a finding needs)."
+            )
+        );
+    }
+
+    /// hotos: "fewer attempts than **backoff**" where no budget, the first variant, sent as
+    /// many: the baseline is the one compared with.
+    #[test]
+    fn a_finding_compares_with_the_baseline_when_it_is_tied_with_the_worst() {
+        let vs = [
+            variant("no budget", |m| m.attempts = 2000.0),
+            variant("budget", |m| m.attempts = 1000.0),
+            variant("backoff", |m| m.attempts = 2010.0),
+        ];
+        assert_eq!(
+            compare(work, &vs).as_deref(),
+            Some(
+                "**budget** sends 50 % fewer attempts to the server than **no budget** (1000 against 2000)."
+            )
+        );
+        // Without the baseline among the tied, the earliest of them.
+        let vs = [
+            variant("base", |m| m.attempts = 1000.0),
+            variant("x", |m| m.attempts = 2010.0),
+            variant("y", |m| m.attempts = 2000.0),
+        ];
+        assert!(compare(work, &vs).unwrap().contains("than **x**"));
     }
 
     #[test]

@@ -210,10 +210,13 @@ pub(super) fn theory_section(
         "| variant | quantity | formula | theory | simulated | inside the interval |"
     );
     let _ = writeln!(out, "|---|---|---|---:|---:|:---:|");
+    let total = rows.len();
+    let mut outside = 0;
     for (v, p) in rows {
         let k = p.metric;
         let e = est(v, &k);
         let inside = (e.mean - p.value).abs() <= e.half;
+        outside += usize::from(!inside);
         let d = k.decimals + 1;
         let _ = writeln!(
             out,
@@ -225,5 +228,50 @@ pub(super) fn theory_section(
             k.format_estimate(&v.metrics, &v.ci95, true),
             if inside { "yes" } else { "no" }
         );
+    }
+    let _ = writeln!(out, "\n{}", chance_note(total, outside));
+}
+
+/// What a reader should expect of the "inside the interval" column: a 95 % interval leaves
+/// the true value outside about once in 20 by chance, so of `rows` rows about 5 % read "no"
+/// when simulation and theory agree; `outside` is how many do.
+pub(super) fn chance_note(rows: usize, outside: usize) -> String {
+    let expected = rows as f64 * 0.05;
+    let expected = if expected < 0.5 {
+        "fewer than one".to_string()
+    } else {
+        format!("about {}", expected.round())
+    };
+    let rows_words = if rows == 1 { "row" } else { "rows" };
+    let seen = match outside {
+        0 => "none here does".to_string(),
+        1 => "1 here does".to_string(),
+        n => format!("{n} here do"),
+    };
+    // The chance that at least one row reads "no" by chance alone.
+    let some = 100.0 * (1.0 - 0.95f64.powi(rows as i32));
+    format!(
+        "A 95 % interval leaves the true value outside about once in 20 by chance, so of these {rows} {rows_words} {expected} is expected to read \"no\" even where simulation and theory agree (about 5 % of rows; the chance that at least one does is {some:.0} %); {seen}. A \"no\" is disagreement only when it is far outside its interval, or when it comes back with other seeds."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chance_note;
+
+    /// brooker-2022 has one "no" in 19 rows: what 95 % intervals predict, and the report says so.
+    #[test]
+    fn the_theory_table_says_how_many_rows_fall_outside_by_chance() {
+        let note = chance_note(19, 1);
+        assert!(
+            note.contains("of these 19 rows about 1 is expected to read \"no\""),
+            "{note}"
+        );
+        assert!(note.contains("about 5 % of rows"), "{note}");
+        assert!(note.contains("at least one does is 62 %"), "{note}");
+        assert!(note.contains("1 here does"), "{note}");
+        assert!(chance_note(4, 0).contains("fewer than one is expected"));
+        assert!(chance_note(4, 0).contains("none here does"));
+        assert!(chance_note(60, 2).contains("about 3 is expected"));
     }
 }

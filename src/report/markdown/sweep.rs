@@ -150,19 +150,33 @@ fn crossings(
     let mut out = Vec::new();
     let mut sign = 0i8;
     let mut from: Option<&str> = None;
+    // The values since the last real difference where the two were too close to call.
+    let mut close: Vec<&str> = Vec::new();
     for ((value, va), (_, vb)) in a.iter().zip(b) {
         if va.is_truncated() || vb.is_truncated() {
             continue;
         }
         let (ea, eb) = (est(va, &k), est(vb, &k));
         if !differ(&k, ea, eb) {
+            close.push(value);
             continue;
         }
         let s = if ea.mean < eb.mean { -1 } else { 1 };
         if sign != 0 && s != sign {
             let (lo, hi) = if sign < 0 { (va, vb) } else { (vb, va) };
+            // The values between fall under the findings' rule: say so, so that they do not
+            // read as a side of the crossing.
+            let between = if close.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; at {} between, they are within {:.0} % of each other or their 95 % intervals overlap, too close to call",
+                    and_list(&close),
+                    100.0 * super::compare::RELATIVE
+                )
+            };
             out.push(format!(
-                "**{}** amplifies less than **{}** up to {} = {}, and more from {value}{}.",
+                "**{}** amplifies less than **{}** up to {} = {}, and more from {value}{}{between}.",
                 escape(&lo.name),
                 escape(&hi.name),
                 axis.path,
@@ -172,8 +186,18 @@ fn crossings(
         }
         sign = s;
         from = Some(value);
+        close.clear();
     }
     out
+}
+
+/// "30", "30 and 40", "30, 40 and 45".
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 /// With a two-axis sweep, the phase diagram's numbers as a table per variant, laid out as
@@ -302,5 +326,21 @@ mod tests {
         );
         let c = along("c", amp, [4.0, 4.0, 4.0]);
         assert!(crossings(&axis(), &refs(&a), &refs(&c)).is_empty());
+    }
+
+    /// aws-backoff-jitter: "decorrelated amplifies less than equal up to 20, and more from
+    /// 50" left 30 and 40, under the 5 % rule, unexplained.
+    #[test]
+    fn a_crossing_says_which_values_between_were_too_close_to_call() {
+        let amp = |m: &mut crate::metrics::Metrics, x: f64| m.amplification = x;
+        let a = along("a", amp, [1.0, 2.03, 3.0]);
+        let b = along("b", amp, [2.0, 2.0, 2.0]);
+        assert_eq!(
+            crossings(&axis(), &refs(&a), &refs(&b)),
+            [
+                "**a** amplifies less than **b** up to rate = 1, and more from 3; at 2 between, they are within 5 % of each other or their 95 % intervals overlap, too close to call."
+            ]
+        );
+        assert_eq!(and_list(&["30", "40", "45"]), "30, 40 and 45");
     }
 }
