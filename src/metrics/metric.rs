@@ -1036,9 +1036,18 @@ impl PartMetric<super::CallMetrics> {
     /// Calls the caller's adaptive throttle rejected locally.
     pub const THROTTLED_LOCALLY: CallMetric = part_metric!(needs Throttle; "throttled_locally", "throttled locally", Count, 1.0, 0, Lower, throttled_locally);
 
+    /// Retries the call's budget denied.
+    pub const BUDGET_DENIALS: CallMetric = part_metric!(needs Budget; "budget_denials", "budget denials", Count, 1.0, 0, Neither, budget_denials);
+    /// Attempts the call's breaker refused.
+    pub const BREAKER_REFUSALS: CallMetric = part_metric!(needs Breaker; "breaker_refusals", "breaker refusals", Count, 1.0, 0, Neither, breaker_refusals);
+    /// Times the call's breaker opened.
+    pub const BREAKER_OPENINGS: CallMetric = part_metric!(needs Breaker; "breaker_openings", "breaker openings", Count, 1.0, 0, Neither, breaker_openings);
+    /// Hedges the call's hedge budget denied.
+    pub const HEDGES_DENIED: CallMetric = part_metric!(needs Hedge; "hedges_denied", "hedges denied", Count, 1.0, 0, Neither, hedges_denied);
+
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [CallMetric; 11] = [
+    pub const ALL: [CallMetric; 15] = [
         Self::CALLS,
         Self::ATTEMPTS,
         Self::ATTEMPTS_PER_REQUEST,
@@ -1050,6 +1059,10 @@ impl PartMetric<super::CallMetrics> {
         Self::HEDGES,
         Self::HEDGE_WINS,
         Self::THROTTLED_LOCALLY,
+        Self::BUDGET_DENIALS,
+        Self::BREAKER_REFUSALS,
+        Self::BREAKER_OPENINGS,
+        Self::HEDGES_DENIED,
     ];
 }
 

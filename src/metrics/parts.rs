@@ -87,6 +87,8 @@ pub struct CallCounters {
     pub budget_denials: u64,
     /// Attempts the edge's breaker refused.
     pub breaker_refusals: u64,
+    /// Times the edge's breaker opened.
+    pub breaker_openings: u64,
     /// Hedges sent (attempts beyond the first and the retries).
     pub hedges: u64,
     /// Calls whose answer came from a hedge.
@@ -191,6 +193,18 @@ pub struct CallMetrics {
     /// Calls the caller's adaptive throttle rejected locally (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub throttled_locally: f64,
+    /// Retries the call's budget denied (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub budget_denials: f64,
+    /// Attempts the call's breaker refused (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub breaker_refusals: f64,
+    /// Times the call's breaker opened (absent when it never did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub breaker_openings: f64,
+    /// Hedges the call's hedge budget denied (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hedges_denied: f64,
     /// For a call of the entry service made by part of the requests: the share of the
     /// requests on its route that succeeded in full (absent for other calls, and when no
     /// request on the route ended).
@@ -262,6 +276,10 @@ impl CallCounters {
             hedges: self.hedges as f64,
             hedge_wins: self.hedge_wins as f64,
             throttled_locally: self.throttled_locally as f64,
+            budget_denials: self.budget_denials as f64,
+            breaker_refusals: self.breaker_refusals as f64,
+            breaker_openings: self.breaker_openings as f64,
+            hedges_denied: self.hedges_denied as f64,
             route_success_rate: (self.route_requests > 0)
                 .then(|| self.route_succeeded as f64 / self.route_requests as f64),
         }

@@ -121,7 +121,8 @@ mod tests {
 
     #[test]
     fn a_single_server_has_no_caution() {
-        let text = r#"{"name": "s", "duration": "1s", "clients": {"count": 1, "workload": {"open": {"rate_per_s": 1}}}}"#;
+        let text = r#"{"name": "s", "duration": "1s", "clients": {"count": 1, "workload": {"open": {"rate_per_s": 1}}},
+            "server": {"service_time": {"constant": "1ms"}}}"#;
         let e = load_str(text, "s.json", &LoadOptions::default()).unwrap();
         assert!(cautions(&e).is_empty());
     }

@@ -466,6 +466,7 @@ impl<'a> CallPolicies<'a> {
     pub fn count_into(&self, counters: &mut CallCounters) {
         for b in self.breakers.iter().flat_map(Instances::touched) {
             counters.breaker_refusals += b.refusals;
+            counters.breaker_openings += b.openings;
         }
         counters.hedges_denied += self.hedges_denied();
     }

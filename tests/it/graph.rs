@@ -78,6 +78,49 @@ fn a_bulkhead_keeps_requests_routed_to_the_healthy_dependency_succeeding() {
     assert!(bulkhead.metrics.calls[1].bulkhead_full > 0.0);
 }
 
+/// A budget and a breaker on the calls between services count at their call, in summary.json's
+/// `calls`: each layer's policy can be traced to the layer that acted.
+#[test]
+fn budgets_and_breakers_on_calls_count_at_their_call() {
+    let budget = r#"{"retry": {"max_attempts": 4, "backoff": "none"},
+                     "budget": {"ratio": {"percent": 0.1, "window": "1s"}}}"#;
+    let breaker = r#"{"retry": {"max_attempts": 4, "backoff": "none"},
+                      "breaker": {"failure_rate_threshold": 0.5, "minimum_calls": 5, "open_duration": "1s"}}"#;
+    // The policy on b -> c, the call whose every attempt fails; a -> b keeps the plain one.
+    let on_b_to_c = |policy: &str| {
+        let plain = r#"{"retry": {"max_attempts": 4, "backoff": "none"}}"#;
+        let text = chain(1, 4);
+        let at = text.rfind(plain).expect("b -> c's policy");
+        let text = format!("{}{policy}{}", &text[..at], &text[at + plain.len()..]);
+        let (_, r) = run_text(&text);
+        r.points[0].variants[0].metrics.calls.clone()
+    };
+    let calls = on_b_to_c(budget);
+    assert!(
+        calls[1].budget_denials > 0.0,
+        "b -> c's budget: {:?}",
+        calls[1]
+    );
+    assert_eq!(calls[0].budget_denials, 0.0, "a -> b has no budget");
+    assert_eq!(calls[1].breaker_refusals, 0.0, "b -> c has no breaker");
+    let calls = on_b_to_c(breaker);
+    assert!(
+        calls[1].breaker_openings > 0.0,
+        "b -> c's breaker: {:?}",
+        calls[1]
+    );
+    assert!(calls[1].breaker_refusals > 0.0);
+    assert_eq!(calls[0].breaker_openings, 0.0, "a -> b has no breaker");
+    assert_eq!(calls[1].budget_denials, 0.0, "b -> c has no budget");
+    let (_, plain) = run_text(&chain(1, 4));
+    let calls = &plain.points[0].variants[0].metrics.calls;
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.budget_denials == 0.0 && c.breaker_openings == 0.0)
+    );
+}
+
 #[test]
 fn propagated_deadlines_at_least_halve_the_wasted_work_at_the_bottom() {
     let (_, r) = run_bundled("tiers-cascading-slowdown", &LoadOptions::default());
