@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::SimDuration;
 use crate::model::{Dist, RateProfile, RateStep};
 use crate::scenario::check::{Checker, zero_dist};
+use crate::scenario::phrase::words;
 use crate::scenario::schema::{DurationText, RawDist};
-use crate::scenario::words::words;
 use crate::scenario::{Limits, Policy, Scenario};
 
 /// Most clients of a closed workload: each has its first request scheduled from the start, so

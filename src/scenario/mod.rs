@@ -14,6 +14,7 @@ mod clients;
 pub mod error;
 mod load;
 mod locate;
+pub mod phrase;
 pub mod policy;
 pub mod schema;
 pub mod server;

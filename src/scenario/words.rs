@@ -1,13 +1,14 @@
 //! The scenario in words, for report.md's "What this models": one sentence per part of a
 //! scenario (clients, network, servers or a call graph, and the policies), built from its
-//! settings alone. The words live beside the settings they describe, so a new setting's
-//! rules and words are written in one module; names are Markdown-escaped here ([`escape`]),
-//! which report.md uses for every name it prints.
+//! settings alone. Each setting's words live beside its rules (`sentence` and `phrase` in
+//! `policy/`, `server/` and `clients.rs`); this module strings them together. Names are
+//! Markdown-escaped by [`escape`] (in `phrase`, the small words the settings share), which
+//! report.md uses for every name it prints.
 
+use super::phrase::{capitalized, escape, words};
 use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
 use super::{Policy, Scenario};
 use super::{clients, server};
-use crate::model::{Dist, Scope};
 
 /// The scenario in words, one sentence per part.
 pub fn describe(s: &Scenario) -> Vec<String> {
@@ -67,14 +68,6 @@ fn policy_lines(p: &Policy) -> Vec<String> {
             .map(|part| format!("{}.", capitalized(part))),
     );
     lines
-}
-
-/// Whose a budget or breaker is.
-pub(in crate::scenario) fn scope(s: Scope) -> &'static str {
-    match s {
-        Scope::PerClient => "each client its own",
-        Scope::Shared => "one shared by all clients",
-    }
 }
 
 /// A call graph in words: who calls whom and how often, each service's server, and each
@@ -193,63 +186,11 @@ fn repeat_words(p: &Policy) -> Vec<String> {
     parts
 }
 
-/// A share as a percentage with at most three decimals and no trailing zeros: 0.05 -> "5",
-/// not the "5.000000000000001" that 100 * 0.05 prints.
-pub(in crate::scenario) fn percent(share: f64) -> String {
-    let text = format!("{:.3}", 100.0 * share);
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// A distribution in words.
-pub(in crate::scenario) fn words(d: &Dist) -> String {
-    match d {
-        Dist::Constant(c) => format!("{c}"),
-        Dist::Exponential { mean, .. } => format!("an exponential time with mean {mean}"),
-        Dist::Uniform { min, max } => format!("between {min} and {max} (uniform)"),
-        Dist::Normal { mean, sd, .. } => format!("|Normal({mean}, {sd})|"),
-        Dist::LogNormal { median, sigma, .. } => {
-            format!("a log-normal time with median {median} (sigma {sigma})")
-        }
-        Dist::Mixture { parts, .. } => {
-            let parts: Vec<String> = parts
-                .iter()
-                .map(|(w, d)| format!("{:.0} % {}", 100.0 * w, words(d)))
-                .collect();
-            format!("a mixture: {}", parts.join(", "))
-        }
-    }
-}
-
-/// A name (or a sweep value, a label) as Markdown text: every character that could start
-/// markup, an HTML tag or an entity, or break a table is backslash-escaped, and line breaks and
-/// other control characters become spaces, so the text reads as itself on one line.
-pub fn escape(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' | '&' | '~' | '!' | '$' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The text with its first letter in upper case.
-pub fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    chars.next().map_or(String::new(), |c| {
-        c.to_uppercase().chain(chars).collect::<String>()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::SimDuration;
+    use crate::scenario::phrase::percent;
     use crate::scenario::{HedgeDelay, LoadOptions};
 
     fn scenario(text: &str) -> Scenario {

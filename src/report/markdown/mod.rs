@@ -17,8 +17,8 @@ pub use findings::{findings, truncation_notes};
 
 use super::{shape, value_text};
 use crate::metrics::{ExperimentResult, VariantResult};
+pub(super) use crate::scenario::phrase::{capitalized, escape};
 use crate::scenario::words::describe;
-pub(super) use crate::scenario::words::{capitalized, escape};
 use crate::scenario::{Experiment, Scenario, Sweep, Variant};
 use findings::{findings_at, findings_below_entry};
 use recovery::recovery_section;

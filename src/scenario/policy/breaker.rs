@@ -9,8 +9,8 @@ use crate::engine::SimDuration;
 use crate::model::{BreakerConfig, BreakerMode, BreakerWindow};
 use crate::scenario::check::{Caller, Checker, scope, written};
 use crate::scenario::error::num;
+use crate::scenario::phrase::scope as scope_words;
 use crate::scenario::schema::{DurationText, RawScope};
-use crate::scenario::words::scope as scope_words;
 
 /// `policy.breaker`, with Resilience4j's semantics.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

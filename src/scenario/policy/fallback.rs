@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::Dist;
 use crate::scenario::check::{Checker, zero_dist};
+use crate::scenario::phrase::words;
 use crate::scenario::schema::RawDist;
-use crate::scenario::words::words;
 
 /// `fallback`: what answers a call that failed for good.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -11,8 +11,8 @@ use crate::model::{HEDGE_MIN_SAMPLES, HedgeDelay};
 
 use crate::scenario::check::Checker;
 use crate::scenario::error::{num, short};
+use crate::scenario::phrase::percent;
 use crate::scenario::units::{parse_duration, parse_percentile};
-use crate::scenario::words::percent;
 
 /// `policy.hedge`: hedged requests.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

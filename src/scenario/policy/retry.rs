@@ -341,7 +341,7 @@ pub(in crate::scenario) fn sentences(r: &RetryPolicy) -> (String, Option<String>
     };
     let backoff = (r.max_attempts != Some(1)).then(|| {
         backoff_words(&r.backoff).map_or("Retries go out at once (no backoff).".to_string(), |w| {
-            format!("{}.", crate::scenario::words::capitalized(&w))
+            format!("{}.", crate::scenario::phrase::capitalized(&w))
         })
     });
     (attempts, backoff)

@@ -18,8 +18,8 @@ use crate::engine::SimDuration;
 use crate::model::{Dist, Faults, QueueConfig, RateLimit};
 use crate::scenario::RetryAfter;
 use crate::scenario::check::{Checker, written};
+use crate::scenario::phrase::words;
 use crate::scenario::schema::{Count, RawServer};
-use crate::scenario::words::words;
 
 /// The largest `server.slowdown_per_inflight` (it is added once per attempt in service).
 pub const MAX_SLOWDOWN: SimDuration = SimDuration::from_secs(10);
