@@ -5,6 +5,7 @@
 //! as speed. Panels of a policy's counts appear only where some variant has the policy.
 
 use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -424,119 +425,151 @@ fn draw_panel<DB: DrawingBackend>(
         .drawn()?;
     // The width of one variant's slot in pixels decides whether a label takes one line or two.
     let slot = (chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0).max(1);
-    let base = area.get_base_pixel();
     for (j, bar) in bars.iter().enumerate() {
-        let color = variant_color(j);
-        let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
-        let corners = [(j as f64 + 0.15, 0.0), (j as f64 + 0.85, mean.min(top))];
-        let down = collapsed(panel, bar);
-        // A truncated or collapsed variant's bar is pale with a border; a collapsed one is
-        // hatched as well.
-        let fill = if cut[j] || down {
-            color.mix(0.3).filled()
-        } else {
-            color.filled()
-        };
-        let mut shapes = vec![Rectangle::new(corners, fill)];
-        if cut[j] || down {
-            shapes.push(Rectangle::new(corners, color.stroke_width(2)));
-        }
-        chart.draw_series(shapes).drawn()?;
-        if down && mean > 0.0 {
-            let (a, b) = (
-                chart.backend_coord(&corners[0]),
-                chart.backend_coord(&corners[1]),
-            );
-            let rect = (a.0 - base.0, b.1 - base.1, b.0 - base.0, a.1 - base.1);
-            hatch(area, rect, color)?;
-        }
-        if half > 0.0 {
-            // A whisker with caps; no marker, which would hide a short interval.
-            let (xm, lo, hi) = (
-                j as f64 + 0.5,
-                (mean - half).max(0.0),
-                (mean + half).min(top),
-            );
-            let (c0, c1) = (j as f64 + 0.38, j as f64 + 0.62);
-            let whisker = [
-                vec![(xm, lo), (xm, hi)],
-                vec![(c0, lo), (c1, lo)],
-                vec![(c0, hi), (c1, hi)],
-            ];
-            chart
-                .draw_series(
-                    whisker
-                        .into_iter()
-                        .map(|line| PathElement::new(line, BLACK.stroke_width(2))),
-                )
-                .drawn()?;
-        }
-        // What a bar's label says: its share, or the variant's failure share over a latency;
-        // "n/a" where the metric does not apply, "0" where a plain bar has no height.
-        let mut lines: Vec<String> = match (panel.kind, bar.value) {
-            (Kind::Latency { .. }, value) => {
-                let fails = bar.failed.map_or("fails ?".to_string(), |f| {
-                    format!("fails {}", share_text(f))
-                });
-                let mut lines = if value.is_none() {
-                    vec!["n/a".to_string()]
-                } else {
-                    Vec::new()
-                };
-                if canvas::text_width(&fails, LABEL_FONT) as i32 + 4 <= slot {
-                    lines.push(fails);
-                } else {
-                    let (word, share) = fails.split_once(' ').unwrap_or(("fails", "?"));
-                    lines.extend([word.to_string(), share.to_string()]);
-                }
-                lines
+        draw_bar(&mut chart, area, panel, (j, bar), top, cut[j])?;
+        draw_label(&mut chart, panel, (j, bar), top, slot)?;
+    }
+    Ok(())
+}
+
+/// The axes of a panel.
+type Bars2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Bar `j` of `panel` on an axis from 0 to `top`: filled, pale with a border where `cut`
+/// (truncated) or collapsed, hatched where collapsed, with its whisker.
+fn draw_bar<DB: DrawingBackend>(
+    chart: &mut Bars2d<'_, DB>,
+    area: &Area<DB>,
+    panel: &Panel,
+    (j, bar): (usize, &Bar),
+    top: f64,
+    cut: bool,
+) -> Result<()> {
+    let base = area.get_base_pixel();
+    let color = variant_color(j);
+    let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
+    let corners = [(j as f64 + 0.15, 0.0), (j as f64 + 0.85, mean.min(top))];
+    let down = collapsed(panel, bar);
+    // A truncated or collapsed variant's bar is pale with a border; a collapsed one is
+    // hatched as well.
+    let fill = if cut || down {
+        color.mix(0.3).filled()
+    } else {
+        color.filled()
+    };
+    let mut shapes = vec![Rectangle::new(corners, fill)];
+    if cut || down {
+        shapes.push(Rectangle::new(corners, color.stroke_width(2)));
+    }
+    chart.draw_series(shapes).drawn()?;
+    if down && mean > 0.0 {
+        let (a, b) = (
+            chart.backend_coord(&corners[0]),
+            chart.backend_coord(&corners[1]),
+        );
+        let rect = (a.0 - base.0, b.1 - base.1, b.0 - base.0, a.1 - base.1);
+        hatch(area, rect, color)?;
+    }
+    if half > 0.0 {
+        // A whisker with caps; no marker, which would hide a short interval.
+        let (xm, lo, hi) = (
+            j as f64 + 0.5,
+            (mean - half).max(0.0),
+            (mean + half).min(top),
+        );
+        let (c0, c1) = (j as f64 + 0.38, j as f64 + 0.62);
+        let whisker = [
+            vec![(xm, lo), (xm, hi)],
+            vec![(c0, lo), (c1, lo)],
+            vec![(c0, hi), (c1, hi)],
+        ];
+        chart
+            .draw_series(
+                whisker
+                    .into_iter()
+                    .map(|line| PathElement::new(line, BLACK.stroke_width(2))),
+            )
+            .drawn()?;
+    }
+    Ok(())
+}
+
+/// The label of bar `j` of `panel`: its share, or the variant's failure share over a
+/// latency, over the bar (inside it, in white, for a share near the top); `slot` is the
+/// pixel width of one variant's place.
+fn draw_label<DB: DrawingBackend>(
+    chart: &mut Bars2d<'_, DB>,
+    panel: &Panel,
+    (j, bar): (usize, &Bar),
+    top: f64,
+    slot: i32,
+) -> Result<()> {
+    let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
+    // What a bar's label says: its share, or the variant's failure share over a latency;
+    // "n/a" where the metric does not apply, "0" where a plain bar has no height.
+    let mut lines: Vec<String> = match (panel.kind, bar.value) {
+        (Kind::Latency { .. }, value) => {
+            let fails = bar.failed.map_or("fails ?".to_string(), |f| {
+                format!("fails {}", share_text(f))
+            });
+            let mut lines = if value.is_none() {
+                vec!["n/a".to_string()]
+            } else {
+                Vec::new()
+            };
+            if canvas::text_width(&fails, LABEL_FONT) as i32 + 4 <= slot {
+                lines.push(fails);
+            } else {
+                let (word, share) = fails.split_once(' ').unwrap_or(("fails", "?"));
+                lines.extend([word.to_string(), share.to_string()]);
             }
-            (Kind::Share, Some((m, _))) => vec![share_text(m)],
-            (_, None) => vec!["n/a".to_string()],
-            (Kind::Plain, Some((0.0, _))) => vec!["0".to_string()],
-            (Kind::Plain, Some(_)) => Vec::new(),
-        };
-        let alarm = bar.failed.is_some_and(|f| f > COLLAPSED);
-        let ink = if alarm {
-            RGBColor(180, 0, 0)
-        } else {
-            RGBColor(40, 40, 40)
-        };
-        let font = if alarm {
-            (FONT, LABEL_FONT).into_font().style(FontStyle::Bold)
-        } else {
-            (FONT, LABEL_FONT).into_font()
-        };
-        let style = TextStyle::from(font)
-            .color(&ink)
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
-        // A label stands over the bar's whisker; a share near the top of its 0-100 axis has
-        // no room there and is written inside the bar, in white, under the whisker.
-        let above = (mean + half).min(top);
-        let inside = panel.kind == Kind::Share && above > 0.85 * top;
-        let (at, style, step, first) = if inside {
-            // Inside, the label must fit the bar: a smaller size, or the number alone.
-            let width = (slot as f64 * 0.7) as u32;
-            let (text, size) = fit(&lines.join(" "), width);
-            lines = vec![text];
-            let style = TextStyle::from((FONT, size).into_font())
-                .color(&WHITE)
-                .pos(Pos::new(HPos::Center, VPos::Top));
-            // Below the whisker's lower end, so the two never cross.
-            let under = (mean - half).clamp(0.0, top);
-            ((j as f64 + 0.5, under), style, 1, 4)
-        } else {
-            ((j as f64 + 0.5, above), style, -1, -3)
-        };
-        let line = LABEL_FONT as i32 + 2;
-        if !inside {
-            lines.reverse();
+            lines
         }
-        for (i, text) in lines.into_iter().enumerate() {
-            let dy = first + step * line * i as i32;
-            let label = EmptyElement::at(at) + Text::new(text, (0, dy), style.clone());
-            chart.draw_series(std::iter::once(label)).drawn()?;
-        }
+        (Kind::Share, Some((m, _))) => vec![share_text(m)],
+        (_, None) => vec!["n/a".to_string()],
+        (Kind::Plain, Some((0.0, _))) => vec!["0".to_string()],
+        (Kind::Plain, Some(_)) => Vec::new(),
+    };
+    let alarm = bar.failed.is_some_and(|f| f > COLLAPSED);
+    let ink = if alarm {
+        RGBColor(180, 0, 0)
+    } else {
+        RGBColor(40, 40, 40)
+    };
+    let font = if alarm {
+        (FONT, LABEL_FONT).into_font().style(FontStyle::Bold)
+    } else {
+        (FONT, LABEL_FONT).into_font()
+    };
+    let style = TextStyle::from(font)
+        .color(&ink)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    // A label stands over the bar's whisker; a share near the top of its 0-100 axis has
+    // no room there and is written inside the bar, in white, under the whisker.
+    let above = (mean + half).min(top);
+    let inside = panel.kind == Kind::Share && above > 0.85 * top;
+    let (at, style, step, first) = if inside {
+        // Inside, the label must fit the bar: a smaller size, or the number alone.
+        let width = (slot as f64 * 0.7) as u32;
+        let (text, size) = fit(&lines.join(" "), width);
+        lines = vec![text];
+        let style = TextStyle::from((FONT, size).into_font())
+            .color(&WHITE)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        // Below the whisker's lower end, so the two never cross.
+        let under = (mean - half).clamp(0.0, top);
+        ((j as f64 + 0.5, under), style, 1, 4)
+    } else {
+        ((j as f64 + 0.5, above), style, -1, -3)
+    };
+    let line = LABEL_FONT as i32 + 2;
+    if !inside {
+        lines.reverse();
+    }
+    for (i, text) in lines.into_iter().enumerate() {
+        let dy = first + step * line * i as i32;
+        let label = EmptyElement::at(at) + Text::new(text, (0, dy), style.clone());
+        chart.draw_series(std::iter::once(label)).drawn()?;
     }
     Ok(())
 }
