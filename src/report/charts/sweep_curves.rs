@@ -231,15 +231,7 @@ pub fn plot<DB: DrawingBackend>(
     // Numeric values spanning two decades or more (clients 10, 100, 1000) go on a log axis,
     // else the small ones crowd at the left: plotted at their log10, labelled at powers of 10.
     let (xs, numeric, log) = x_positions(&sweep.values);
-    let x0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    // A little room at both ends: 3 % of the range for numeric values (a failure rate from 0
-    // to 1 as well as a client count), half a step for values plotted at their position.
-    let pad = if numeric.is_some() && x1 > x0 {
-        (x1 - x0) * 0.03
-    } else {
-        0.5
-    };
+    let (x0, x1, pad) = x_range(&xs, numeric.is_some());
     let y = YScale::of(points);
     if let Some(words) = nothing_to_show(points) {
         let body = if compact {
@@ -316,6 +308,20 @@ pub fn plot<DB: DrawingBackend>(
         }
     }
     Ok(())
+}
+
+/// The ends of the x axis, `xs`' least and greatest, and the room left at both: 3 % of the
+/// range for `numeric` values (a failure rate from 0 to 1 as well as a client count), half a
+/// step for values plotted at their position.
+fn x_range(xs: &[f64], numeric: bool) -> (f64, f64, f64) {
+    let x0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let pad = if numeric && x1 > x0 {
+        (x1 - x0) * 0.03
+    } else {
+        0.5
+    };
+    (x0, x1, pad)
 }
 
 /// The x axis' tick labels: at whole powers of ten only on a log axis, as numbers for
