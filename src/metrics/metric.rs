@@ -433,10 +433,11 @@ impl Metric {
     }
 }
 
-macro_rules! metric {
-    // A metric that exists only when `$guard` holds (latency of successes when some request
-    // succeeded): absent, not 0, otherwise.
-    (if $guard:ident; $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
+/// A [`Metric`] whose value `get` reads (`None` where it does not apply), `raw` reads as a
+/// number (0 where it does not apply) and `set` writes: the one literal the metric macros
+/// below fill in.
+macro_rules! metric_at {
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident; get: $get:expr, raw: $raw:expr, set: $set:expr) => {
         Metric {
             key: $key,
             label: $label,
@@ -445,79 +446,58 @@ macro_rules! metric {
             decimals: $dec,
             better: Better::$better,
             needs: Needs::Nothing,
-            get: |m| $guard(m).then_some(m.$($f).+),
-            raw: |m| m.$($f).+,
-            set: |m, x| m.$($f).+ = x,
-        }
-    };
-    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
-        Metric {
-            key: $key,
-            label: $label,
-            unit: Unit::$unit,
-            scale: $scale,
-            decimals: $dec,
-            better: Better::$better,
-            needs: Needs::Nothing,
-            get: |m| Some(m.$($f).+),
-            raw: |m| m.$($f).+,
-            set: |m, x| m.$($f).+ = x,
+            get: $get,
+            raw: $raw,
+            set: $set,
         }
     };
 }
 
-/// A metric of the entry service: its key keeps the `server.` prefix users know from the
-/// single-server days (sweep.csv's columns, the CLI's metric names), its value lives in
-/// `services[0]`. A document without services has none.
+macro_rules! metric {
+    // A metric that exists only when `$guard` holds (latency of successes when some request
+    // succeeded): absent, not 0, otherwise.
+    (if $guard:ident; $key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
+        metric_at!($key, $label, $unit, $scale, $dec, $better;
+            get: |m| $guard(m).then_some(m.$($f).+),
+            raw: |m| m.$($f).+,
+            set: |m, x| m.$($f).+ = x)
+    };
+    ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $($f:ident).+) => {
+        metric_at!($key, $label, $unit, $scale, $dec, $better;
+            get: |m| Some(m.$($f).+),
+            raw: |m| m.$($f).+,
+            set: |m, x| m.$($f).+ = x)
+    };
+}
+
+/// A metric of the entry service: its key is `server.<field>` (a sweep.csv column and a
+/// metric name on the command line), its value lives in `services[0]`. A document without
+/// services has none.
 macro_rules! entry_metric {
     ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
-        Metric {
-            key: $key,
-            label: $label,
-            unit: Unit::$unit,
-            scale: $scale,
-            decimals: $dec,
-            better: Better::$better,
-            needs: Needs::Nothing,
+        metric_at!($key, $label, $unit, $scale, $dec, $better;
             get: |m| m.services.first().map(|s| s.$f),
             raw: |m| m.services.first().map_or(0.0, |s| s.$f),
             set: |m, x| {
                 if let Some(s) = m.services.first_mut() {
                     s.$f = x;
                 }
-            },
-        }
+            })
     };
 }
 
 macro_rules! recovery_metric {
     ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, $f:ident) => {
-        Metric {
-            key: $key,
-            label: $label,
-            unit: Unit::$unit,
-            scale: $scale,
-            decimals: $dec,
-            better: Better::$better,
-            needs: Needs::Nothing,
+        metric_at!($key, $label, $unit, $scale, $dec, $better;
             get: |m| m.recovery.as_ref().map(|r| r.$f),
             raw: |m| m.recovery.as_ref().map_or(0.0, |r| r.$f),
-            set: |_, _| {},
-        }
+            set: |_, _| {})
     };
     ($key:literal, $label:literal, $unit:ident, $scale:expr, $dec:literal, $better:ident, ? $f:ident) => {
-        Metric {
-            key: $key,
-            label: $label,
-            unit: Unit::$unit,
-            scale: $scale,
-            decimals: $dec,
-            better: Better::$better,
-            needs: Needs::Nothing,
+        metric_at!($key, $label, $unit, $scale, $dec, $better;
             get: |m| m.recovery.as_ref().and_then(|r| r.$f),
             raw: |m| m.recovery.as_ref().and_then(|r| r.$f).unwrap_or(0.0),
-            set: |_, _| {},
-        }
+            set: |_, _| {})
     };
 }
 
