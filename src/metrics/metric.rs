@@ -1233,7 +1233,7 @@ mod tests {
         }
         for (fields, n) in [
             (ServiceMetric::ALL.map(|k| k.key).to_vec(), 18),
-            (CallMetric::ALL.map(|k| k.key).to_vec(), 11),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 15),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");
