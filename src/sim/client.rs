@@ -10,7 +10,7 @@
 use rand::RngExt;
 
 use super::policy::Admit;
-use super::{Event, NO_TOKEN, Sim};
+use super::{Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
 use crate::metrics::{Column, Truncation};
 use crate::model::Outcome;
@@ -134,9 +134,6 @@ pub(super) struct SettledEnd {
     /// When the request started.
     pub start: SimTime,
 }
-
-/// No slot: a call's `hedge_of`, the end of a hedge list.
-pub(super) const NONE: u32 = u32::MAX;
 
 impl CallState {
     /// A call on `edge` made by `parent` (or [`ROOT`]) for `client`'s request, starting

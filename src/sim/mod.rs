@@ -81,6 +81,9 @@ enum Event {
 /// No attempt is awaited.
 const NO_TOKEN: u32 = 0;
 
+/// No call slot: a call's `hedge_of`, the end of a hedge list.
+const NONE: u32 = u32::MAX;
+
 /// Pending events below which stale timers are never swept out.
 const COMPACT_MIN: usize = 4096;
 

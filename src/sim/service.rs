@@ -359,7 +359,7 @@ impl Sim<'_> {
             return false;
         }
         let edge = call.edge as usize;
-        let logical = if call.hedge_of == super::client::NONE {
+        let logical = if call.hedge_of == super::NONE {
             slot
         } else {
             call.hedge_of
