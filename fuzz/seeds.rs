@@ -63,7 +63,7 @@ pub fn run_folder() -> &'static [(String, Vec<u8>)] {
         let experiment = retrystorm::scenario::load_str(text, "first-storm", &options)
             .expect("first-storm is valid");
         let result = retrystorm::runner::run(&experiment, 1, &|| {});
-        retrystorm::report::render(
+        retrystorm::output::render(
             &experiment,
             &result,
             retrystorm::report::ImageFormat::Svg,

@@ -18,8 +18,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use crate::report::publish::{self, Cancelled, Refused};
-use crate::report::{self, Destination, ImageFormat, OutputFile, RunFolder};
+use crate::output::publish::{self, Cancelled, Refused};
+use crate::output::{self, Destination, RunFolder};
+use crate::report::{self, ImageFormat, OutputFile};
 use crate::runner;
 use crate::scenario::{
     Axis, Experiment, LoadOptions, ScenarioError, Sweep, load_file, schema::RawScenario,
@@ -327,12 +328,12 @@ fn report_dir(
     };
     let folder = RunFolder::read(dir)?;
     let (experiment, result) =
-        report::reload_files(&folder).map_err(|e| anyhow::anyhow!("{}: {e:#}", dir.display()))?;
+        output::reload_files(&folder).map_err(|e| anyhow::anyhow!("{}: {e:#}", dir.display()))?;
     let rendered = report::render_report(&experiment, &result, format, jobs)?;
     let figures = rendered.len() - 1;
     let mut files = folder.kept_files();
     files.extend(rendered);
-    let dest = report::prepare(dir).map_err(as_failure)?;
+    let dest = output::prepare(dir).map_err(as_failure)?;
     signals.publish(&dest, &files).map_err(as_failure)?;
     println!(
         "report.md and {figures} figure files re-rendered in {}",
@@ -415,7 +416,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     }
     let dests = dirs
         .iter()
-        .map(|d| report::prepare(d))
+        .map(|d| output::prepare(d))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for (experiment, dest) in experiments.into_iter().zip(&dests) {
         let experiment = Arc::new(experiment);
@@ -426,7 +427,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
             move || -> anyhow::Result<_> {
                 let result = runner::run(&experiment, jobs, &|| progress.job_done());
                 progress.finish();
-                let files = report::render(&experiment, &result, format, jobs)?;
+                let files = output::render(&experiment, &result, format, jobs)?;
                 Ok((result, files))
             }
         };
@@ -496,7 +497,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         )
         .map_err(|e| BadInput(format!("{shown}: {e}")))?,
     };
-    let dest = report::prepare(&dir)?;
+    let dest = output::prepare(&dir)?;
     let (range, held) = shard::plan(&experiment, index, count);
     let experiment = Arc::new(experiment);
     let progress = Arc::new(Progress::with_total(
@@ -558,7 +559,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
     let experiment = &checked.experiment;
     let dir = output_dir(args.out.as_deref(), &experiment.name, false)
         .map_err(|e| BadInput(format!("merge: {e}")))?;
-    let dest = report::prepare(&dir)?;
+    let dest = output::prepare(&dir)?;
     let units = runner::groups(experiment).len();
     if !args.quiet {
         println!(
@@ -574,7 +575,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
         let checked = checked.clone();
         move || -> anyhow::Result<_> {
             let result = shard::merge(&checked)?;
-            let files = report::render(&checked.experiment, &result, checked.format, 0)?;
+            let files = output::render(&checked.experiment, &result, checked.format, 0)?;
             Ok((result, files))
         }
     };

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod metrics;
 pub mod model;
+pub mod output;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -30,7 +30,7 @@ use crate::engine::SimDuration;
 use crate::metrics::ExperimentResult;
 use crate::metrics::{Counters, Digest, LatencyHistogram, LatencyParts, LatencyPool, Metrics};
 use crate::metrics::{MAX_ROWS, Row, TimeSeries, Truncation};
-use crate::report::publish::{MANIFEST, Manifest, is_plain_name};
+use crate::output::publish::{MANIFEST, Manifest, is_plain_name};
 use crate::report::{ImageFormat, OutputFile};
 use crate::runner::{self, RangeResult, Refed};
 use crate::scenario::{Axis, Experiment, LoadOptions, Sweep, load_str};
@@ -451,7 +451,7 @@ pub fn shard_files(shard: &ShardRun, result: &RangeResult) -> anyhow::Result<Vec
         retrystorm: env!("CARGO_PKG_VERSION").to_string(),
         scenario: e.name.clone(),
         file: shard.file.to_string(),
-        resolved_sha256: crate::report::publish::sha256_hex(&resolved),
+        resolved_sha256: crate::output::publish::sha256_hex(&resolved),
         overrides: shard.overrides.clone(),
         figures: shard.format.extension().to_string(),
         index: shard.index,
@@ -556,7 +556,7 @@ fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
 /// Reads shard folder `dir`: its manifest, every file it lists checked by size and SHA-256
 /// (nothing else in the folder), and its `shard.json`. The error says what is wrong.
 pub fn read_folder(dir: &Path) -> Result<ShardFolder, String> {
-    let manifest_bytes = crate::report::publish::read_regular_file(&dir.join(MANIFEST))
+    let manifest_bytes = crate::output::publish::read_regular_file(&dir.join(MANIFEST))
         .map_err(|e| format!("it has no readable {MANIFEST} ({e}), so it is not a finished shard folder (a shard still running, or killed, has none)"))?;
     let manifest = Manifest::parse(&manifest_bytes)
         .map_err(|e| format!("its {MANIFEST} is not a retrystorm manifest ({e})"))?;
@@ -600,7 +600,7 @@ pub fn read_folder(dir: &Path) -> Result<ShardFolder, String> {
             ));
         }
     }
-    let bytes = crate::report::publish::read_regular_file(&dir.join(INFO))
+    let bytes = crate::output::publish::read_regular_file(&dir.join(INFO))
         .map_err(|e| format!("cannot read {INFO} ({e})"))?;
     let info: ShardInfo = serde_json::from_slice(&bytes)
         .map_err(|e| format!("its {INFO} is not a shard description ({e})"))?;
@@ -768,7 +768,7 @@ fn check_resolves_same(first: &ShardFolder) -> anyhow::Result<Experiment> {
             first.dir.display()
         ))
     })?;
-    let resolved = crate::report::publish::sha256_hex(&resolved_bytes(&experiment)?);
+    let resolved = crate::output::publish::sha256_hex(&resolved_bytes(&experiment)?);
     if resolved != reference.resolved_sha256 {
         return Err(refuse(format!(
             "{}: its scenario resolves to SHA-256 {} with this retrystorm, not the {} recorded; it was edited or written by another version",

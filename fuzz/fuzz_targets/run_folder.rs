@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use retrystorm::report::{RunFolder, reload_files};
+use retrystorm::output::{RunFolder, reload_files};
 
 #[path = "../mutate.rs"]
 mod mutate;

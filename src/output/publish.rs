@@ -63,7 +63,7 @@ const FILE_NAMES: [&str; 9] = [
 /// The stems of every figure retrystorm draws: `<stem>.png` or `.svg`, with `<stem>.csv`.
 /// They are the stems of the registered figures, so a new figure is an output name at once.
 pub fn figure_stems() -> impl Iterator<Item = &'static str> {
-    super::charts::FIGURES.iter().map(|f| f.file_stem())
+    crate::report::charts::FIGURES.iter().map(|f| f.file_stem())
 }
 
 /// Whether retrystorm writes a file of this name into an output folder (this version or an

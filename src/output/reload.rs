@@ -24,13 +24,13 @@ use serde_json::{Value, json};
 use super::publish::{self, MANIFEST, Manifest};
 use super::summary::{GraphNames, Summary, VariantSummary};
 use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
-use super::{OutputFile, csv_untext, value_text};
 use crate::engine::SimDuration;
 use crate::metrics::{
     Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, latency_bin_upper_ms, leaves,
     part_leaves, series::COLUMNS,
 };
 use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
+use crate::report::{OutputFile, csv_untext, value_text};
 use crate::scenario::{Axis, Experiment, LoadOptions, Point, Scenario, Sweep, load_str, set_path};
 
 const SUMMARY: &str = "summary.json";
@@ -225,7 +225,7 @@ fn read_results(
     read_series(folder.require(TIMESERIES)?, experiment, &mut result)
         .map_err(|e| anyhow!("{TIMESERIES}: {e:#}"))?;
     // Written for the variants with calls below the entry, as `timeseries` writes it.
-    let any_calls = super::shape::any_has_calls(super::shape::scenarios(experiment));
+    let any_calls = experiment.any_has_calls();
     match (folder.get(SERVICE_SERIES), any_calls) {
         (Some(bytes), true) => read_service_series(bytes, experiment, &mut result)
             .map_err(|e| anyhow!("{SERVICE_SERIES}: {e:#}"))?,
@@ -526,7 +526,7 @@ fn read_service_series(
             .services
             .iter()
             .position(|s| s.name == service)
-            .filter(|_| super::shape::has_calls(&experiment.points[p].variants[v].scenario))
+            .filter(|_| experiment.points[p].variants[v].scenario.has_calls())
         else {
             bail!("line {line}: {service:?} is not a service of variant {name:?}'s call graph");
         };
@@ -540,7 +540,7 @@ fn read_service_series(
     }
     for (p, (point, at)) in result.points.iter_mut().zip(&experiment.points).enumerate() {
         for (v, (variant, ran)) in point.variants.iter_mut().zip(&at.variants).enumerate() {
-            if !super::shape::has_calls(&ran.scenario) {
+            if !ran.scenario.has_calls() {
                 continue;
             }
             for (s, service) in ran.scenario.services.iter().enumerate() {

@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_call_graph_names_its_services_and_calls_and_gives_the_degraded_share() {
-        let (experiment, result) = super::super::fixture::graph_run(&LoadOptions::default());
+        let (experiment, result) = crate::report::fixture::graph_run(&LoadOptions::default());
         let bytes = summary_bytes(&experiment, &result).unwrap();
         let doc: Value = serde_json::from_slice(&bytes).unwrap();
         let v = &doc["variants"][1];

@@ -6,9 +6,9 @@
 //! summary.json's `graph`).
 
 use super::timeseries::format_number;
-use super::{csv_text, value_text};
 use crate::metrics::{ExperimentResult, VariantResult};
 use crate::metrics::{leaves, part_leaves};
+use crate::report::{csv_text, value_text};
 use crate::scenario::Experiment;
 
 /// Renders sweep.csv for a run with a sweep (empty columns of swept values without one).
@@ -100,7 +100,7 @@ mod tests {
                 ..LoadOptions::default()
             };
             let (experiment, result) = graph_run(&options);
-            let files = crate::report::render(&experiment, &result, Default::default(), 1).unwrap();
+            let files = crate::output::render(&experiment, &result, Default::default(), 1).unwrap();
             let file = |name: &str| {
                 files
                     .iter()

@@ -7,9 +7,9 @@
 //! A run with calls below the entry adds `service-timeseries.csv`: the same rows per service,
 //! with the columns a service has ([`SERVICE_COLUMNS`]).
 
-use super::{csv_text, shape, value_text};
 use crate::metrics::Column;
 use crate::metrics::ExperimentResult;
+use crate::report::{csv_text, value_text};
 use crate::scenario::Experiment;
 
 /// Renders the time series of every variant.
@@ -84,7 +84,7 @@ pub fn service_timeseries_csv(
     experiment: &Experiment,
     result: &ExperimentResult,
 ) -> anyhow::Result<Option<Vec<u8>>> {
-    if !shape::any_has_calls(shape::scenarios(experiment)) {
+    if !experiment.any_has_calls() {
         return Ok(None);
     }
     let two_axes = experiment
@@ -100,7 +100,7 @@ pub fn service_timeseries_csv(
             values.push(text(at.second_value.as_ref()));
         }
         let with_calls = point.variants.iter().zip(&at.variants);
-        for (v, ran) in with_calls.filter(|(_, ran)| shape::has_calls(&ran.scenario)) {
+        for (v, ran) in with_calls.filter(|(_, ran)| ran.scenario.has_calls()) {
             for (series, service) in v.service_series.iter().zip(&ran.scenario.services) {
                 let width = series.bucket.as_nanos();
                 for (i, row) in series.rows.iter().enumerate() {

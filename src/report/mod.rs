@@ -1,40 +1,26 @@
-//! Turning results into files and text: summary.json, timeseries.csv, sweep.csv,
-//! scenario.resolved.json, the figures (each with its CSV), report.md and the terminal table.
-//!
-//! Renderers turn results into bytes; [`publish`] is the only module in retrystorm that
-//! writes files, and it writes a run's folder as a whole (see its documentation). Everything is
-//! rendered before anything is written, so a run that fails leaves no partial output behind.
+//! Turning results into what people read: the figures (each with the CSV of what it drew),
+//! report.md and the terminal table. The run's data files (summary.json, the time series,
+//! sweep.csv, scenario.resolved.json) and the writing of the folder are [`crate::output`]'s.
+//! Everything is rendered before anything is written, so a run that fails leaves no partial
+//! output behind.
 
 pub mod charts;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 mod markdown;
-pub mod publish;
-mod reload;
 pub(crate) mod shape;
-mod summary;
-mod sweep;
 mod table;
 mod theory;
-mod timeseries;
 
 pub use charts::ImageFormat;
 pub use markdown::{findings, report_md, truncation_notes};
-pub use publish::{Destination, prepare};
-pub use reload::{RunFolder, reload, reload_files};
-pub use summary::{
-    AxisSummary, CallName, GraphNames, PointSummary, ServiceName, Summary, SweepSummary,
-    VariantSummary,
-};
-pub use sweep::sweep_csv;
 pub use table::table;
-pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
 
 use std::borrow::Cow;
 
 use crate::metrics::{CallMetric, ExperimentResult, Metric, Needs, ServiceMetric};
 use crate::model::Discipline;
-use crate::scenario::{Call, Experiment, Policy, Scenario, ServerKind, resolved_json};
+use crate::scenario::{Call, Experiment, Policy, Scenario, ServerKind};
 
 /// Whether a variant running `scenario` can make the headline count `metric` at all: the
 /// run's counts are those of the clients' calls into the entry service. Where it cannot, a
@@ -152,53 +138,14 @@ pub struct OutputFile {
     pub bytes: Vec<u8>,
 }
 
-/// Renders every output of a finished run, with figures in `format`, drawn on `threads`
-/// threads (0: all cores).
-pub fn render(
-    experiment: &Experiment,
-    result: &ExperimentResult,
-    format: ImageFormat,
-    threads: usize,
-) -> anyhow::Result<Vec<OutputFile>> {
-    let json = |v: &serde_json::Value| -> anyhow::Result<Vec<u8>> {
-        let mut bytes = serde_json::to_vec_pretty(v)?;
-        bytes.push(b'\n');
-        Ok(bytes)
-    };
-    let mut files = vec![
+impl OutputFile {
+    /// The file `name` with `bytes`.
+    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> OutputFile {
         OutputFile {
-            name: "summary.json".into(),
-            bytes: summary::summary_bytes(experiment, result)?,
-        },
-        OutputFile {
-            name: "timeseries.csv".into(),
-            bytes: timeseries_csv(experiment, result)?,
-        },
-        OutputFile {
-            name: "scenario.resolved.json".into(),
-            bytes: json(&resolved_json(experiment))?,
-        },
-    ];
-    if let Some(bytes) = example_runs_csv(experiment, result)? {
-        files.push(OutputFile {
-            name: "example-runs.csv".into(),
+            name: name.into(),
             bytes,
-        });
+        }
     }
-    if let Some(bytes) = service_timeseries_csv(experiment, result)? {
-        files.push(OutputFile {
-            name: "service-timeseries.csv".into(),
-            bytes,
-        });
-    }
-    if experiment.sweep.is_some() {
-        files.push(OutputFile {
-            name: "sweep.csv".into(),
-            bytes: sweep_csv(experiment, result)?,
-        });
-    }
-    files.extend(render_report(experiment, result, format, threads)?);
-    Ok(files)
 }
 
 /// Renders report.md and the figures (each with its CSV, drawn on `threads` threads, 0: all
@@ -329,7 +276,6 @@ mod tests {
             assert_eq!(csv_untext(&csv_text(text)), text, "{text:?}");
         }
     }
-
     #[test]
     fn defusing_a_csv_changes_only_risky_cells() {
         let csv = b"variant,x\n=cmd,-1\n\"a,b\",2\nplain,3\n";

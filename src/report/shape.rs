@@ -6,7 +6,7 @@
 //! Not here: which counts a policy can make at all ([`super::produces`]).
 
 use crate::metrics::Metric;
-use crate::scenario::{Experiment, Scenario};
+use crate::scenario::Scenario;
 
 /// Whether a request of `scenario` can end degraded: some call of it has a fallback, which
 /// answers a call that failed for good. Then the share of degraded requests has a column, and
@@ -33,15 +33,6 @@ pub(crate) fn any_can_degrade<'a>(scenarios: impl IntoIterator<Item = &'a Scenar
 /// Whether some of `scenarios` has calls ([`has_calls`]).
 pub(crate) fn any_has_calls<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
     scenarios.into_iter().any(has_calls)
-}
-
-/// Every scenario `experiment` simulates: each variant at each point.
-pub(crate) fn scenarios(experiment: &Experiment) -> impl Iterator<Item = &Scenario> {
-    experiment
-        .points
-        .iter()
-        .flat_map(|p| &p.variants)
-        .map(|v| &v.scenario)
 }
 
 #[cfg(test)]

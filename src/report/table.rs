@@ -149,8 +149,8 @@ impl Columns {
                 .sweep
                 .as_ref()
                 .is_some_and(|s| s.second.is_some()),
-            degraded: shape::any_can_degrade(shape::scenarios(experiment)),
-            calls: shape::any_has_calls(shape::scenarios(experiment)),
+            degraded: shape::any_can_degrade(experiment.scenarios()),
+            calls: experiment.any_has_calls(),
             policy: POLICY_COLS
                 .into_iter()
                 .filter(|(_, k)| variants().any(|v| k.value(&v.metrics) != 0.0))

@@ -62,6 +62,21 @@ pub struct Experiment {
     pub points: Vec<Point>,
 }
 
+impl Experiment {
+    /// Every scenario this experiment simulates: each variant at each point.
+    pub fn scenarios(&self) -> impl Iterator<Item = &Scenario> {
+        self.points
+            .iter()
+            .flat_map(|p| &p.variants)
+            .map(|v| &v.scenario)
+    }
+
+    /// Whether some variant at some point has calls below the entry.
+    pub fn any_has_calls(&self) -> bool {
+        self.scenarios().any(Scenario::has_calls)
+    }
+}
+
 /// A sweep: one swept setting (the first axis), or two whose values are crossed. The
 /// experiment's points are the cartesian product, first axis outer: (x0, y0), (x0, y1), ...,
 /// (x1, y0), ...

@@ -13,7 +13,8 @@ fn summary_bytes(seed: Option<u64>, jobs: usize) -> Vec<u8> {
     };
     let experiment = load_file(&scenario_path("thundering-herd"), &options).unwrap();
     let result = retrystorm::runner::run(&experiment, jobs, &|| {});
-    let files = report::render(&experiment, &result, report::ImageFormat::Png, jobs).unwrap();
+    let files =
+        retrystorm::output::render(&experiment, &result, report::ImageFormat::Png, jobs).unwrap();
     let mut bytes = Vec::new();
     for f in files.iter().filter(|f| f.name != "scenario.resolved.json") {
         bytes.extend_from_slice(f.name.as_bytes());
@@ -49,7 +50,7 @@ fn a_sweep_gives_identical_summaries_on_one_or_two_threads() {
     let experiment = load_file(&scenario_path("aws-backoff-jitter"), &options).unwrap();
     let render = |jobs| {
         let result = retrystorm::runner::run(&experiment, jobs, &|| {});
-        report::render(&experiment, &result, report::ImageFormat::Png, jobs).unwrap()[0]
+        retrystorm::output::render(&experiment, &result, report::ImageFormat::Png, jobs).unwrap()[0]
             .bytes
             .clone()
     };

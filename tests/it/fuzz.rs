@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
-use retrystorm::report::{RunFolder, reload_files};
+use retrystorm::output::{RunFolder, reload_files};
 use retrystorm::scenario::{LoadOptions, load_str, resolved_json};
 
 #[path = "../../fuzz/mutate.rs"]

@@ -52,7 +52,8 @@ fn folding_as_replications_finish_gives_the_same_bytes_on_any_thread_count() {
                 .any(|v| !v.examples.is_empty()),
             "a variant splits, so typical runs are simulated again"
         );
-        let files = report::render(&experiment, &result, report::ImageFormat::Svg, 0).unwrap();
+        let files =
+            retrystorm::output::render(&experiment, &result, report::ImageFormat::Svg, 0).unwrap();
         files
             .into_iter()
             .map(|f| (f.name, f.bytes))

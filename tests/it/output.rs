@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use retrystorm::report::publish::{self, Options};
-use retrystorm::report::{OutputFile, RunFolder, reload_files};
+use retrystorm::output::publish::{self, Options};
+use retrystorm::output::{RunFolder, reload_files};
+use retrystorm::report::OutputFile;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -407,7 +408,7 @@ fn rendered(seed: u64) -> Vec<OutputFile> {
     )
     .unwrap();
     let result = retrystorm::runner::run(&experiment, 1, &|| {});
-    retrystorm::report::render(&experiment, &result, Default::default(), 0).unwrap()
+    retrystorm::output::render(&experiment, &result, Default::default(), 0).unwrap()
 }
 
 #[test]

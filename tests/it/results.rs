@@ -3,7 +3,8 @@
 //! rest on a truncated run.
 
 use retrystorm::metrics::Metrics;
-use retrystorm::report::{Summary, findings, truncation_notes};
+use retrystorm::output::Summary;
+use retrystorm::report::{findings, truncation_notes};
 use retrystorm::scenario::{LoadOptions, load_str};
 
 use crate::{run_bundled, scenario_path, variant};

@@ -255,14 +255,14 @@ impl<'a> Run<'a> {
     /// ([`shape::can_degrade`]): then latency figures draw answered requests, a fallback's
     /// answers with the successes, and say so ([`metric_title`]).
     pub fn can_degrade(&self) -> bool {
-        shape::any_can_degrade(shape::scenarios(self.experiment))
+        shape::any_can_degrade(self.experiment.scenarios())
     }
 
     /// Whether some variant of the run has calls below the entry ([`shape::has_calls`]):
     /// then the headline numbers describe the entry, and the services behind it have figures
     /// of their own.
     pub fn has_calls(&self) -> bool {
-        shape::any_has_calls(shape::scenarios(self.experiment))
+        self.experiment.any_has_calls()
     }
 
     /// ", mean of N replications" with more than one, else nothing.

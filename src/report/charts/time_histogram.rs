@@ -52,7 +52,7 @@ impl TimeHistogram {
     /// does not keep them apart), so a run with hedging says "hedges" and a run with calls
     /// names its entry service.
     pub fn words(&self, run: &Run) -> Words {
-        let scenarios = || crate::report::shape::scenarios(run.experiment);
+        let scenarios = || run.experiment.scenarios();
         let entry = run
             .ran()
             .first()
