@@ -280,6 +280,22 @@ impl Signals {
         }
     }
 
+    /// Checks the output folder `dir` ([`output::prepare`]); a signal stops a wait for
+    /// another run's lock on its parent.
+    fn prepare(&self, dir: &Path) -> anyhow::Result<Destination> {
+        let cancelled = || self.pending().is_some();
+        output::prepare(dir, &cancelled).map_err(|e| {
+            if e.is::<Cancelled>() {
+                self.interrupted(format!(
+                    "nothing was written; {} is as it was",
+                    dir.display()
+                ))
+            } else {
+                e
+            }
+        })
+    }
+
     /// Publishes `files` as `dest`: abandoned on a signal until the folder is put in place,
     /// which is then finished first.
     fn publish(&self, dest: &Destination, files: &[OutputFile]) -> anyhow::Result<()> {
@@ -333,7 +349,7 @@ fn report_dir(
     let figures = rendered.len() - 1;
     let mut files = folder.kept_files();
     files.extend(rendered);
-    let dest = output::prepare(dir).map_err(as_failure)?;
+    let dest = signals.prepare(dir).map_err(as_failure)?;
     signals.publish(&dest, &files).map_err(as_failure)?;
     println!(
         "report.md and {figures} figure files re-rendered in {}",
@@ -416,7 +432,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     }
     let dests = dirs
         .iter()
-        .map(|d| output::prepare(d))
+        .map(|d| signals.prepare(d))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for (experiment, dest) in experiments.into_iter().zip(&dests) {
         let experiment = Arc::new(experiment);
@@ -497,7 +513,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         )
         .map_err(|e| BadInput(format!("{shown}: {e}")))?,
     };
-    let dest = output::prepare(&dir)?;
+    let dest = signals.prepare(&dir)?;
     let (range, held) = shard::plan(&experiment, index, count);
     let experiment = Arc::new(experiment);
     let progress = Arc::new(Progress::with_total(
@@ -559,7 +575,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
     let experiment = &checked.experiment;
     let dir = output_dir(args.out.as_deref(), &experiment.name, false)
         .map_err(|e| BadInput(format!("merge: {e}")))?;
-    let dest = output::prepare(&dir)?;
+    let dest = signals.prepare(&dir)?;
     let units = runner::groups(experiment).len();
     if !args.quiet {
         println!(

@@ -477,8 +477,9 @@ impl FolderLock {
 /// Checks a destination before anything is simulated: `dir` must be missing, empty or hold
 /// a retrystorm run ([`Refused`] otherwise, nothing touched), its parent must exist or be
 /// creatable, and a folder must be creatable in it. Removes what killed runs into `dir` left
-/// behind (see the module's documentation).
-pub fn prepare(dir: &Path) -> anyhow::Result<Destination> {
+/// behind (see the module's documentation). While another run holds the parent's lock it
+/// waits, asking `cancelled` ([`Cancelled`] when it says so).
+pub fn prepare(dir: &Path, cancelled: &dyn Fn() -> bool) -> anyhow::Result<Destination> {
     let abs = std::path::absolute(dir)
         .with_context(|| format!("cannot locate the output folder {}", dir.display()))?;
     let (mut parent, mut name) = split(&abs, dir)?;
@@ -516,7 +517,7 @@ pub fn prepare(dir: &Path) -> anyhow::Result<Destination> {
         parent,
         name,
     };
-    let lock = FolderLock::wait(&dest.parent, &|| false)?;
+    let lock = FolderLock::wait(&dest.parent, cancelled)?;
     clean_leftovers(&dest, &lock);
     let existing = inspect(&dest.path, &dest.shown)?;
     // A folder can be made beside it (the publish writes one there) ...
@@ -540,12 +541,30 @@ struct Staging {
 
 fn staging(dest: &Destination, cancelled: &dyn Fn() -> bool) -> anyhow::Result<Staging> {
     let _parent = FolderLock::wait(&dest.parent, cancelled)?;
-    staging_locked(dest).with_context(|| {
+    let stage = staging_locked(dest).with_context(|| {
         format!(
             "cannot create a temporary folder in {}",
             dest.parent.display()
         )
-    })
+    })?;
+    keep_attributes(&dest.path, stage.dir.path());
+    Ok(stage)
+}
+
+/// Gives the temporary folder `stage` the group and mode (setgid bit included) of the folder
+/// `dest` it will replace, if there is one, before any file is written into it: replacing a
+/// folder a team shares keeps it shared, and the files inherit its group as they would have.
+/// Best effort: a group the user is not in stays the user's.
+fn keep_attributes(dest: &Path, stage: &Path) {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let Ok(meta) = fs::symlink_metadata(dest) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::os::unix::fs::chown(stage, None, Some(meta.gid()));
+    let _ = fs::set_permissions(stage, fs::Permissions::from_mode(meta.mode() & 0o7777));
 }
 
 /// [`staging`] with the parent's lock already held (by this very handle: a second lock on the

@@ -415,7 +415,7 @@ fn rendered(seed: u64) -> Vec<OutputFile> {
 fn a_write_that_fails_midway_leaves_the_earlier_run_and_no_temporary_folder() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("run");
-    let dest = publish::prepare(&target).unwrap();
+    let dest = publish::prepare(&target, &|| false).unwrap();
     publish::publish(&dest, &rendered(1), &Options::default()).unwrap();
     let before = snapshot(&target);
     let mut files = rendered(2);
@@ -459,7 +459,7 @@ fn both_ways_of_replacing_leave_exactly_the_new_run() {
     let dir = tempfile::tempdir().unwrap();
     for exchange in [true, false] {
         let target = dir.path().join(format!("run-{exchange}"));
-        let dest = publish::prepare(&target).unwrap();
+        let dest = publish::prepare(&target, &|| false).unwrap();
         let options = Options {
             exchange,
             ..Default::default()
@@ -495,7 +495,7 @@ fn both_ways_of_replacing_leave_exactly_the_new_run() {
 fn what_a_killed_run_left_is_cleaned_up_or_put_back() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("run");
-    let dest = publish::prepare(&target).unwrap();
+    let dest = publish::prepare(&target, &|| false).unwrap();
     publish::publish(&dest, &rendered(1), &Options::default()).unwrap();
     let earlier = snapshot(&target);
     // Killed while writing: an unlocked temporary folder.
@@ -510,25 +510,25 @@ fn what_a_killed_run_left_is_cleaned_up_or_put_back() {
     // Another folder's leftovers are not this folder's business.
     let other = dir.path().join(".other.retrystorm-tmp-12345678");
     std::fs::create_dir(&other).unwrap();
-    publish::prepare(&target).unwrap();
+    publish::prepare(&target, &|| false).unwrap();
     assert!(!tmp.exists(), "a dead run's temporary folder stays");
     assert!(busy.exists(), "a live run's temporary folder was removed");
     assert!(other.exists());
     drop(lock);
-    publish::prepare(&target).unwrap();
+    publish::prepare(&target, &|| false).unwrap();
     assert!(!busy.exists());
     std::fs::remove_dir(&other).unwrap();
 
     // Killed between the two renames: the earlier run is aside and the folder missing.
     let aside = dir.path().join(".run.retrystorm-old-AbCdEfGh");
     std::fs::rename(&target, &aside).unwrap();
-    publish::prepare(&target).unwrap();
+    publish::prepare(&target, &|| false).unwrap();
     assert_eq!(snapshot(&target), earlier, "the earlier run is not back");
     assert_no_temporary_folder(dir.path());
     // ... and once the new one was in: the earlier is removed.
     std::fs::create_dir(&aside).unwrap();
     std::fs::write(aside.join("summary.json"), "old").unwrap();
-    publish::prepare(&target).unwrap();
+    publish::prepare(&target, &|| false).unwrap();
     assert_eq!(snapshot(&target), earlier);
     assert_no_temporary_folder(dir.path());
 }
@@ -1008,4 +1008,64 @@ fn names_that_look_like_markup_or_formulas_are_escaped() {
     let before = snapshot(&folder);
     run_ok(dir.path(), &["report", "run"]);
     assert_eq!(snapshot(&folder), before);
+}
+
+/// A run waiting for another run's lock on the parent folder (which may take a minute) stops
+/// at SIGINT with 130 and writes nothing, rather than waiting the minute out.
+#[test]
+fn sigint_stops_a_run_waiting_for_another_runs_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), "fast.json", FAST);
+    // Another run holds the lock on the folder the output goes into.
+    let parent = std::fs::File::open(dir.path()).unwrap();
+    parent.lock().unwrap();
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(["run", file.as_str(), "--out", "out", "--quiet"])
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it time to install its handlers and reach the lock.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it waited out the lock's patience"
+    );
+    assert!(!dir.path().join("out").exists());
+    drop(parent);
+}
+
+/// Replacing a folder keeps its mode, setgid bit and group, and the new files take its group,
+/// as files written into it would have: a folder a team shares stays shared.
+#[test]
+fn a_replaced_folder_keeps_its_mode_and_group() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), "fast.json", FAST);
+    let out = dir.path().join("out");
+    for earlier_run in [false, true] {
+        if !earlier_run {
+            std::fs::create_dir(&out).unwrap();
+        }
+        // Another group where we may give one (as root); else our own.
+        let _ = std::os::unix::fs::chown(&out, None, Some(4242));
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o2750)).unwrap();
+        let before = std::fs::metadata(&out).unwrap();
+        run_ok(dir.path(), &["run", &file, "--out", "out", "--quiet"]);
+        let after = std::fs::metadata(&out).unwrap();
+        assert_eq!(after.mode() & 0o7777, 0o2750, "earlier run: {earlier_run}");
+        assert_eq!(after.gid(), before.gid(), "earlier run: {earlier_run}");
+        let summary = std::fs::metadata(out.join("summary.json")).unwrap();
+        assert_eq!(
+            summary.gid(),
+            before.gid(),
+            "the files take the folder's group"
+        );
+    }
 }
