@@ -498,7 +498,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         replications: args.replications,
         sweep: sweep_option(&args.sweep)?,
     };
-    let source = std::fs::read_to_string(file).map_err(|reason| ScenarioError::Read {
+    let source = crate::scenario::read_text(file).map_err(|reason| ScenarioError::Read {
         file: file.display().to_string(),
         reason,
     })?;

@@ -756,7 +756,7 @@ fn check_resolves_same(first: &ShardFolder) -> anyhow::Result<Experiment> {
         .overrides
         .load_options()
         .map_err(|e| refuse(format!("{}: {INFO}: {e}", first.dir.display())))?;
-    let source = std::fs::read_to_string(first.dir.join(SOURCE)).map_err(|e| {
+    let source = crate::scenario::read_text(&first.dir.join(SOURCE)).map_err(|e| {
         refuse(format!(
             "{}: cannot read {SOURCE} ({e})",
             first.dir.display()

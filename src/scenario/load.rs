@@ -50,14 +50,43 @@ pub const MAX_PATH_KEYS: usize = 32;
 /// before the rest are only counted.
 const SHOWN_PER_KIND: usize = 5;
 
+/// The largest scenario file retrystorm reads: scenarios are a few kilobytes, and a larger
+/// input (`/dev/zero`, a wrong file) is refused before it fills memory.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads and validates a scenario file.
 pub fn load_file(path: &Path, options: &LoadOptions) -> Result<Experiment, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|reason| ScenarioError::Read {
+    let text = read_text(path).map_err(|reason| ScenarioError::Read {
         file: file.clone(),
         reason,
     })?;
     load_str(&text, &file, options)
+}
+
+/// Reads the text of a scenario file, refusing one of more than [`MAX_FILE_BYTES`] (read no
+/// further than that, so an endless input ends too) or one that is not UTF-8.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB, the most a scenario file may be (scenarios are a few KB: is it the right file?)",
+            MAX_FILE_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is not UTF-8 text (byte {} is not; save it as UTF-8)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 /// A swept setting at one sweep point.

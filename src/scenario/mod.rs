@@ -28,7 +28,7 @@ pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
 pub use cautions::{Caution, cautions};
 pub use clients::{Clients, ClosedWorkload, Workload};
 pub use error::{Problem, ScenarioError};
-pub use load::{LoadOptions, load_file, load_str, set_path};
+pub use load::{LoadOptions, MAX_FILE_BYTES, load_file, load_str, read_text, set_path};
 pub use policy::bulkhead::BulkheadConfig;
 pub use policy::hedge::HedgeConfig;
 pub use policy::idempotency_key::IdempotencyKey;

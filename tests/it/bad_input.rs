@@ -1692,3 +1692,25 @@ fn shedding_disciplines_in_every_form_are_accepted() {
         );
     }
 }
+
+/// An endless or huge input (`/dev/zero`, a wrong file) is refused after 16 MiB, with exit 2,
+/// rather than read until memory runs out; so is a file that is not UTF-8.
+#[test]
+fn an_endless_or_binary_input_is_refused_before_it_fills_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [["check", "/dev/zero"], ["run", "/dev/zero"]] {
+        let out = retrystorm(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("larger than 16 MiB"), "{stderr}");
+    }
+    std::fs::write(dir.path().join("b.json"), b"{\"name\": \"\xff\"}").unwrap();
+    let out = retrystorm(dir.path(), &["check", "b.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not UTF-8 text (byte 10"), "{stderr}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().count() == 1,
+        "nothing written"
+    );
+}
