@@ -65,8 +65,9 @@ pub enum Command {
         /// Image format of the figures.
         #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
         format: ImageFormat,
-        /// Threads drawing the figures (default: all cores). The figures do not depend on it.
-        #[arg(long, value_name = "N", default_value_t = 0)]
+        /// Threads drawing the figures (default: all cores; at most 1024). The figures do not
+        /// depend on it.
+        #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_jobs)]
         jobs: usize,
     },
     /// Print the JSON Schema of the scenario format (for editor autocompletion).
@@ -110,8 +111,8 @@ pub struct RunArgs {
     /// Given twice, the second is a second axis: every pair of values runs.
     #[arg(long, value_name = "PATH=V1,V2,...", value_parser = parse_sweep)]
     pub sweep: Vec<Sweep>,
-    /// Worker threads (default: all cores). Results do not depend on it.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Worker threads (default: all cores; at most 1024). Results do not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_jobs)]
     pub jobs: usize,
     /// Image format of the figures.
     #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
@@ -124,6 +125,20 @@ pub struct RunArgs {
     /// job array) or auto/K (index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX).
     #[arg(long, value_name = "I/K", value_parser = shard::parse_spec)]
     pub shard: Option<ShardSpec>,
+}
+
+/// The most threads `--jobs` may ask for: more than any machine retrystorm runs on has cores,
+/// and few enough to start at once.
+const MAX_JOBS: usize = 1024;
+
+/// `--jobs N`: 0 (all cores) to [`MAX_JOBS`].
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n <= MAX_JOBS => Ok(n),
+        _ => Err(format!(
+            "must be a whole number of threads from 1 to {MAX_JOBS}, or 0 for all cores"
+        )),
+    }
 }
 
 fn parse_sweep(text: &str) -> Result<Sweep, String> {

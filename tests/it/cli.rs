@@ -605,3 +605,23 @@ fn policy_over_time_is_not_drawn_without_budgets_or_breakers() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(!report.contains("policy-over-time"));
 }
+
+/// `--jobs` has a bound: a number of threads no machine has is refused with exit 2 and a
+/// person's message, not an hour of spawning or a capacity overflow.
+#[test]
+fn jobs_beyond_any_machine_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("{}/scenarios/first-storm.json", env!("CARGO_MANIFEST_DIR"));
+    for jobs in ["1025", "1000000", "4294967296", "18446744073709551615", "x"] {
+        let out = retrystorm(dir.path(), &["run", &file, "--jobs", jobs, "--quiet"]);
+        assert_eq!(out.status.code(), Some(2), "--jobs {jobs}");
+        assert!(text(&out.stderr).contains("from 1 to 1024, or 0 for all cores"));
+        let out = retrystorm(dir.path(), &["report", "x", "--jobs", jobs]);
+        assert_eq!(out.status.code(), Some(2), "report --jobs {jobs}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
