@@ -18,7 +18,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use crate::output::publish::{self, Cancelled, Refused};
+use crate::output::publish::{self, Cancelled, Kind, Refused};
 use crate::output::{self, Destination, RunFolder};
 use crate::report::{self, ImageFormat, OutputFile};
 use crate::runner;
@@ -295,11 +295,11 @@ impl Signals {
         }
     }
 
-    /// Checks the output folder `dir` ([`output::prepare`]); a signal stops a wait for
-    /// another run's lock on its parent.
-    fn prepare(&self, dir: &Path) -> anyhow::Result<Destination> {
+    /// Checks the output folder `dir` for a folder of `kind` ([`output::prepare`]); a signal
+    /// stops a wait for another run's lock on its parent.
+    fn prepare(&self, dir: &Path, kind: Kind) -> anyhow::Result<Destination> {
         let cancelled = || self.pending().is_some();
-        output::prepare(dir, &cancelled).map_err(|e| {
+        output::prepare(dir, kind, &cancelled).map_err(|e| {
             if e.is::<Cancelled>() {
                 self.interrupted(format!(
                     "nothing was written; {} is as it was",
@@ -364,7 +364,7 @@ fn report_dir(
     let figures = rendered.len() - 1;
     let mut files = folder.kept_files();
     files.extend(rendered);
-    let dest = signals.prepare(dir).map_err(as_failure)?;
+    let dest = signals.prepare(dir, Kind::Run).map_err(as_failure)?;
     signals.publish(&dest, &files).map_err(as_failure)?;
     println!(
         "report.md and {figures} figure files re-rendered in {}",
@@ -447,7 +447,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     }
     let dests = dirs
         .iter()
-        .map(|d| signals.prepare(d))
+        .map(|d| signals.prepare(d, Kind::Run))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for (experiment, dest) in experiments.into_iter().zip(&dests) {
         let experiment = Arc::new(experiment);
@@ -528,7 +528,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         )
         .map_err(|e| BadInput(format!("{shown}: {e}")))?,
     };
-    let dest = signals.prepare(&dir)?;
+    let dest = signals.prepare(&dir, Kind::Shard)?;
     let (range, held) = shard::plan(&experiment, index, count);
     let experiment = Arc::new(experiment);
     let progress = Arc::new(Progress::with_total(
@@ -590,7 +590,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
     let experiment = &checked.experiment;
     let dir = output_dir(args.out.as_deref(), &experiment.name, false)
         .map_err(|e| BadInput(format!("merge: {e}")))?;
-    let dest = signals.prepare(&dir)?;
+    let dest = signals.prepare(&dir, Kind::Run)?;
     let units = runner::groups(experiment).len();
     if !args.quiet {
         println!(

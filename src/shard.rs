@@ -38,7 +38,7 @@ use crate::scenario::{Axis, Experiment, LoadOptions, Sweep, load_str};
 /// The version of the shard folder's format.
 pub const FORMAT: u32 = 1;
 /// The shard folder's description.
-pub const INFO: &str = "shard.json";
+pub const INFO: &str = crate::output::publish::SHARD_INFO;
 /// The scenario file's text, as the shard loaded it.
 pub const SOURCE: &str = "scenario.source.json";
 /// The resolved scenario, as a run writes it.

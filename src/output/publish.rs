@@ -267,6 +267,37 @@ pub enum Existing {
     /// A retrystorm run: with a manifest, or written by an earlier version (summary.json,
     /// scenario.resolved.json and only names retrystorm writes).
     Run,
+    /// A shard of a sharded run: its manifest lists [`SHARD_INFO`].
+    Shard,
+}
+
+/// The file that makes a folder a shard of a sharded run (`run --shard`).
+pub const SHARD_INFO: &str = "shard.json";
+
+/// The kind of folder a command writes: a run (`run`, `merge`, `report`) or a shard
+/// (`run --shard`). A command replaces only a folder of its own kind, so that a run never
+/// replaces a shard (a merge's own input, say) and a shard never a finished run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A run's output folder.
+    Run,
+    /// A shard folder.
+    Shard,
+}
+
+impl Existing {
+    /// Why a folder of `kind` may not replace this one, if it may not.
+    fn refuses(self, kind: Kind) -> Option<&'static str> {
+        match (self, kind) {
+            (Existing::Shard, Kind::Run) => Some(
+                "it holds a shard of a sharded run (shard.json), and a run or a merge never replaces a shard; give --out another folder, or remove the shard if it is no longer needed",
+            ),
+            (Existing::Run, Kind::Shard) => Some(
+                "it holds a finished run, and a shard never replaces a run; give --out another folder, or remove the run if it is no longer needed",
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// The names in folder `path`, each a regular file; a link, a folder or a name that is not
@@ -353,6 +384,9 @@ pub fn inspect(path: &Path, shown: &Path) -> anyhow::Result<Existing> {
             "it holds files named like retrystorm's but neither a manifest.json nor summary.json and scenario.resolved.json, so it is not a retrystorm run",
         ));
     }
+    if manifest.is_some_and(|m| m.entry(SHARD_INFO).is_some()) {
+        return Ok(Existing::Shard);
+    }
     Ok(Existing::Run)
 }
 
@@ -368,9 +402,20 @@ pub struct Destination {
     parent: PathBuf,
     /// Its name in `parent`.
     name: OsString,
+    /// The kind of folder written there.
+    kind: Kind,
 }
 
 impl Destination {
+    /// What the folder holds now ([`inspect`]), refusing a folder of another kind.
+    fn inspect(&self) -> anyhow::Result<Existing> {
+        let existing = inspect(&self.path, &self.shown)?;
+        match existing.refuses(self.kind) {
+            Some(why) => Err(refused(&self.shown, why)),
+            None => Ok(existing),
+        }
+    }
+
     /// The folder as the user named it.
     pub fn shown(&self) -> &Path {
         &self.shown
@@ -478,8 +523,13 @@ impl FolderLock {
 /// a retrystorm run ([`Refused`] otherwise, nothing touched), its parent must exist or be
 /// creatable, and a folder must be creatable in it. Removes what killed runs into `dir` left
 /// behind (see the module's documentation). While another run holds the parent's lock it
-/// waits, asking `cancelled` ([`Cancelled`] when it says so).
-pub fn prepare(dir: &Path, cancelled: &dyn Fn() -> bool) -> anyhow::Result<Destination> {
+/// waits, asking `cancelled` ([`Cancelled`] when it says so). A folder of another [`Kind`]
+/// than `kind` is refused.
+pub fn prepare(
+    dir: &Path,
+    kind: Kind,
+    cancelled: &dyn Fn() -> bool,
+) -> anyhow::Result<Destination> {
     let abs = std::path::absolute(dir)
         .with_context(|| format!("cannot locate the output folder {}", dir.display()))?;
     let (mut parent, mut name) = split(&abs, dir)?;
@@ -516,10 +566,11 @@ pub fn prepare(dir: &Path, cancelled: &dyn Fn() -> bool) -> anyhow::Result<Desti
         path: parent.join(&name),
         parent,
         name,
+        kind,
     };
     let lock = FolderLock::wait(&dest.parent, cancelled)?;
     clean_leftovers(&dest, &lock);
-    let existing = inspect(&dest.path, &dest.shown)?;
+    let existing = dest.inspect()?;
     // A folder can be made beside it (the publish writes one there) ...
     let probe = staging_locked(&dest)
         .with_context(|| format!("cannot write in {}", dest.parent.display()))?;
@@ -676,12 +727,12 @@ pub fn publish(dest: &Destination, files: &[OutputFile], options: &Options) -> a
     // Put it in place, taking turns with other publishers into the same parent.
     let _lock = FolderLock::wait(&dest.parent, options.cancelled)?;
     let fail = |what: &str| format!("cannot {what} {}", dest.shown.display());
-    match inspect(&dest.path, &dest.shown)? {
+    match dest.inspect()? {
         Existing::Missing => {
             fs::rename(dir, &dest.path).with_context(|| fail("create"))?;
             let _ = stage.dir.keep();
         }
-        Existing::Empty | Existing::Run => {
+        Existing::Empty | Existing::Run | Existing::Shard => {
             let exchanged = options.exchange
                 && rustix::fs::renameat_with(
                     rustix::fs::CWD,

@@ -415,7 +415,7 @@ fn rendered(seed: u64) -> Vec<OutputFile> {
 fn a_write_that_fails_midway_leaves_the_earlier_run_and_no_temporary_folder() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("run");
-    let dest = publish::prepare(&target, &|| false).unwrap();
+    let dest = publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     publish::publish(&dest, &rendered(1), &Options::default()).unwrap();
     let before = snapshot(&target);
     let mut files = rendered(2);
@@ -459,7 +459,7 @@ fn both_ways_of_replacing_leave_exactly_the_new_run() {
     let dir = tempfile::tempdir().unwrap();
     for exchange in [true, false] {
         let target = dir.path().join(format!("run-{exchange}"));
-        let dest = publish::prepare(&target, &|| false).unwrap();
+        let dest = publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
         let options = Options {
             exchange,
             ..Default::default()
@@ -495,7 +495,7 @@ fn both_ways_of_replacing_leave_exactly_the_new_run() {
 fn what_a_killed_run_left_is_cleaned_up_or_put_back() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("run");
-    let dest = publish::prepare(&target, &|| false).unwrap();
+    let dest = publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     publish::publish(&dest, &rendered(1), &Options::default()).unwrap();
     let earlier = snapshot(&target);
     // Killed while writing: an unlocked temporary folder.
@@ -510,25 +510,25 @@ fn what_a_killed_run_left_is_cleaned_up_or_put_back() {
     // Another folder's leftovers are not this folder's business.
     let other = dir.path().join(".other.retrystorm-tmp-12345678");
     std::fs::create_dir(&other).unwrap();
-    publish::prepare(&target, &|| false).unwrap();
+    publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     assert!(!tmp.exists(), "a dead run's temporary folder stays");
     assert!(busy.exists(), "a live run's temporary folder was removed");
     assert!(other.exists());
     drop(lock);
-    publish::prepare(&target, &|| false).unwrap();
+    publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     assert!(!busy.exists());
     std::fs::remove_dir(&other).unwrap();
 
     // Killed between the two renames: the earlier run is aside and the folder missing.
     let aside = dir.path().join(".run.retrystorm-old-AbCdEfGh");
     std::fs::rename(&target, &aside).unwrap();
-    publish::prepare(&target, &|| false).unwrap();
+    publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     assert_eq!(snapshot(&target), earlier, "the earlier run is not back");
     assert_no_temporary_folder(dir.path());
     // ... and once the new one was in: the earlier is removed.
     std::fs::create_dir(&aside).unwrap();
     std::fs::write(aside.join("summary.json"), "old").unwrap();
-    publish::prepare(&target, &|| false).unwrap();
+    publish::prepare(&target, publish::Kind::Run, &|| false).unwrap();
     assert_eq!(snapshot(&target), earlier);
     assert_no_temporary_folder(dir.path());
 }

@@ -312,3 +312,75 @@ fn bad_shard_text_is_refused_with_the_rule_and_an_example() {
         );
     }
 }
+
+/// A command replaces only a folder of its own kind: a merge never replaces one of its own
+/// input shards, a shard never a finished run, a run never a shard. Each is refused with exit
+/// 2 before anything runs, and the folder is as it was.
+#[test]
+fn no_command_replaces_a_folder_of_another_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario_path("first-storm");
+    let file = path.to_str().unwrap();
+    let parts = shards(dir.path(), file, &["--replications", "2"], 2, "s");
+    let before = files(&dir.path().join(&parts[0]));
+    let refused = |args: &[&str], needle: &str| {
+        let out = retrystorm(dir.path(), args, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    };
+    // merge --out naming one of its own inputs.
+    let mut args = vec!["merge", parts[0].as_str(), parts[1].as_str(), "--out"];
+    args.push(parts[0].as_str());
+    refused(&args, "never replaces a shard");
+    // A plain run into a shard folder.
+    refused(
+        &["run", file, "--replications", "2", "--out", &parts[0], "-q"],
+        "never replaces a shard",
+    );
+    assert_eq!(
+        files(&dir.path().join(&parts[0])),
+        before,
+        "the shard is as it was"
+    );
+    // A shard into a finished run.
+    ok(
+        dir.path(),
+        &["run", file, "--replications", "2", "--out", "run", "-q"],
+    );
+    let run = files(&dir.path().join("run"));
+    refused(
+        &[
+            "run",
+            file,
+            "--replications",
+            "2",
+            "--shard",
+            "0/2",
+            "--out",
+            "run",
+            "-q",
+        ],
+        "a shard never replaces a run",
+    );
+    assert_eq!(files(&dir.path().join("run")), run, "the run is as it was");
+    // Each kind still replaces its own: a shard run again, a run run again.
+    ok(
+        dir.path(),
+        &[
+            "run",
+            file,
+            "--replications",
+            "2",
+            "--shard",
+            "0/2",
+            "--out",
+            &parts[0],
+            "-q",
+        ],
+    );
+    ok(
+        dir.path(),
+        &["run", file, "--replications", "2", "--out", "run", "-q"],
+    );
+}
