@@ -604,10 +604,63 @@ pub fn read_folder(dir: &Path) -> Result<ShardFolder, String> {
         .map_err(|e| format!("cannot read {INFO} ({e})"))?;
     let info: ShardInfo = serde_json::from_slice(&bytes)
         .map_err(|e| format!("its {INFO} is not a shard description ({e})"))?;
+    check_info(&info).map_err(|e| format!("its {INFO} {e}; run the shard again"))?;
     Ok(ShardFolder {
         dir: dir.to_path_buf(),
         info,
     })
+}
+
+/// The fields of a `shard.json` that are used before they are compared with the plan are in
+/// their ranges: a shard is input like any other, and an edited one (its manifest recomputed)
+/// must be refused, never divide by zero, index out of bounds or allocate without bound.
+fn check_info(info: &ShardInfo) -> Result<(), String> {
+    if !(1..=MAX_SHARDS).contains(&info.count) {
+        return Err(format!(
+            "has count {}, not a number of shards (1 to {MAX_SHARDS})",
+            info.count
+        ));
+    }
+    if info.index >= info.count {
+        return Err(format!(
+            "has index {}, not below its count {}",
+            info.index, info.count
+        ));
+    }
+    if info.jobs[0] > info.jobs[1] {
+        return Err(format!(
+            "has jobs {:?}, which end before they start",
+            info.jobs
+        ));
+    }
+    if let Some(h) = info
+        .holds
+        .iter()
+        .find(|h| h.replications[0] > h.replications[1])
+    {
+        return Err(format!(
+            "holds unit {} with replications {:?}, which end before they start",
+            h.unit, h.replications
+        ));
+    }
+    Ok(())
+}
+
+/// The file name `text` as a POSIX shell reads it back as one word naming that file: as it
+/// is when it holds only characters no shell treats specially, else in single quotes; a name
+/// that starts with `-` gets `./` so that no command takes it for an option. For the commands
+/// a message suggests running, so that a pasted command never runs what a file name holds.
+pub fn shell_word(text: &str) -> String {
+    let text = match text.starts_with('-') {
+        true => format!("./{text}"),
+        false => text.to_string(),
+    };
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./-=:,+@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 fn units_text(holds: &[Held], reps: u64) -> String {
@@ -795,13 +848,15 @@ fn check_indices(
         by_index.entry(s.info.index).or_default().push(s);
     }
     for (index, list) in &by_index {
-        let (_, held) = plan(experiment, *index, count);
         if *index >= count {
             problems.push(format!(
                 "{}: its index {index} is not below its count {count}",
                 list[0].dir.display()
             ));
-        } else if list.len() > 1 {
+            continue;
+        }
+        let (_, held) = plan(experiment, *index, count);
+        if list.len() > 1 {
             let names: Vec<String> = list.iter().map(|s| s.dir.display().to_string()).collect();
             problems.push(format!(
                 "shard {index}/{count} is given {} times ({}): it holds {}; give each shard once",
@@ -825,8 +880,9 @@ fn check_indices(
     for index in missing.iter().take(10) {
         let (_, held) = plan(experiment, *index, count);
         problems.push(format!(
-            "shard {index}/{count} is missing: it holds {}; run it (retrystorm run {file} --shard {index}/{count} ...) and give its folder",
+            "shard {index}/{count} is missing: it holds {}; run it (retrystorm run {} --shard {index}/{count} ...) and give its folder",
             units_text(&held, reps),
+            shell_word(file),
         ));
     }
     if missing.len() > 10 {
@@ -986,6 +1042,17 @@ fn stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suggested_file_name_is_one_shell_word() {
+        assert_eq!(shell_word("scenarios/a-b_1.json"), "scenarios/a-b_1.json");
+        assert_eq!(shell_word("a b.json"), "'a b.json'");
+        assert_eq!(shell_word("x;rm -rf ~.json"), "'x;rm -rf ~.json'");
+        assert_eq!(shell_word("$(touch p).json"), "'$(touch p).json'");
+        assert_eq!(shell_word("it's.json"), r"'it'\''s.json'");
+        assert_eq!(shell_word("-x.json"), "./-x.json");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn a_replication_with_more_buckets_than_a_run_keeps_is_refused() {

@@ -384,3 +384,51 @@ fn no_command_replaces_a_folder_of_another_kind() {
         &["run", file, "--replications", "2", "--out", "run", "-q"],
     );
 }
+
+/// Rewrites `dir/shard.json` through `edit` and recomputes the manifest, as someone who
+/// edits a shard and covers their tracks would.
+fn edit_shard(dir: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let mut info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("shard.json")).unwrap()).unwrap();
+    edit(&mut info);
+    std::fs::write(dir.join("shard.json"), serde_json::to_vec(&info).unwrap()).unwrap();
+    let files: Vec<retrystorm::report::OutputFile> = files(dir)
+        .into_iter()
+        .filter(|(name, _)| name != "manifest.json")
+        .map(|(name, bytes)| retrystorm::report::OutputFile::new(name, bytes))
+        .collect();
+    let manifest = retrystorm::output::publish::Manifest::of(&files).unwrap();
+    std::fs::write(dir.join("manifest.json"), manifest.to_bytes()).unwrap();
+}
+
+/// A shard.json edited with its manifest recomputed is input like any other: a count of 0 or
+/// 10^12, an index past the count or replications that end before they start are refused
+/// with exit 2 and the field, never a panic, a division by zero or an endless loop.
+#[test]
+fn merge_refuses_edited_shard_fields_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario_path("first-storm");
+    let file = path.to_str().unwrap();
+    let cases: [(&str, fn(&mut serde_json::Value)); 5] = [
+        ("count 0", |i| i["count"] = 0.into()),
+        ("count 10^12", |i| i["count"] = 1_000_000_000_000u64.into()),
+        ("index past count", |i| i["index"] = 7.into()),
+        ("jobs reversed", |i| i["jobs"] = serde_json::json!([5, 1])),
+        ("replications reversed", |i| {
+            i["holds"][0]["replications"] = serde_json::json!([2, 0])
+        }),
+    ];
+    for (what, edit) in cases {
+        let tag = what.replace(' ', "_").replace('^', "");
+        let parts = shards(dir.path(), file, &["--replications", "2"], 2, &tag);
+        edit_shard(&dir.path().join(&parts[0]), edit);
+        let out = merge(dir.path(), &parts, &format!("merged-{tag}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.contains("its shard.json has") || stderr.contains("its shard.json holds"),
+            "{what}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    }
+}
