@@ -409,7 +409,8 @@ fn merge_refuses_edited_shard_fields_without_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let path = scenario_path("first-storm");
     let file = path.to_str().unwrap();
-    let cases: [(&str, fn(&mut serde_json::Value)); 5] = [
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 5] = [
         ("count 0", |i| i["count"] = 0.into()),
         ("count 10^12", |i| i["count"] = 1_000_000_000_000u64.into()),
         ("index past count", |i| i["index"] = 7.into()),
