@@ -16,7 +16,16 @@ if (($# < 2)); then
     echo "usage: $0 SCENARIO OUT [SHARDS [SBATCH_OPTION...]]   (SHARDS defaults to 4)" >&2
     exit 2
 fi
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd -- "$(dirname -- "$0")" && pwd)
+for arg in "$1" "$2"; do
+    if [[ -z $arg ]]; then
+        echo "$0: SCENARIO and OUT must not be empty" >&2
+        exit 2
+    elif [[ $arg == -* ]]; then
+        echo "$0: '$arg' starts with '-', which commands take for an option: write it as ./$arg" >&2
+        exit 2
+    fi
+done
 SHARDS=${3:-4}
 EXTRA=("${@:4}")
 if ! [[ $SHARDS =~ ^[1-9][0-9]*$ ]]; then
@@ -32,9 +41,9 @@ fi
 [[ $RETRYSTORM == /* ]] || RETRYSTORM=$PWD/$RETRYSTORM
 
 [[ -f $1 ]] || { echo "$0: no scenario file '$1'" >&2; exit 2; }
-SCENARIO=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-mkdir -p "$2"
-OUT=$(cd "$2" && pwd)
+SCENARIO=$(cd -- "$(dirname -- "$1")" && pwd)/$(basename -- "$1")
+mkdir -p -- "$2"
+OUT=$(cd -- "$2" && pwd)
 shopt -s nullglob
 old=("$OUT"/shard-* "$OUT"/resul[t])
 if ((${#old[@]})); then

@@ -433,3 +433,29 @@ fn merge_refuses_edited_shard_fields_without_a_panic() {
         assert!(!stderr.contains("panicked"), "{what}: {stderr}");
     }
 }
+
+/// examples/slurm/submit.sh refuses a scenario or output name that a command would take for
+/// an option (`-x.json`, `--help`, `-`) or an empty one, before it makes any folder or submits.
+#[test]
+fn the_slurm_submit_script_refuses_names_taken_for_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("{}/examples/slurm/submit.sh", env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(dir.path().join("-x.json"), "{}").unwrap();
+    for (scenario, out, needle) in [
+        ("-x.json", "out", "write it as ./-x.json"),
+        ("s.json", "--help", "write it as ./--help"),
+        ("s.json", "-", "write it as ./-"),
+        ("", "out", "must not be empty"),
+    ] {
+        let run = Command::new("bash")
+            .args([script.as_str(), scenario, out])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{scenario} {out}: {stderr}");
+        assert!(stderr.contains(needle), "{scenario} {out}: {stderr}");
+    }
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no folder was made");
+}
