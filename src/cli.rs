@@ -607,6 +607,7 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
         move || -> anyhow::Result<_> {
             let result = shard::merge(&checked)?;
             let files = output::render(&checked.experiment, &result, checked.format, 0)?;
+            shard::check_reads_back(&files)?;
             Ok((result, files))
         }
     };

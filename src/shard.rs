@@ -925,6 +925,20 @@ fn overrides_text(o: &Overrides) -> String {
     }
 }
 
+/// The merged folder's `files` read back as `retrystorm report DIR` reads a run, so that a
+/// merge never writes what `report` then refuses: shards' numbers are input, and one edited
+/// out of range (a share above 1, a negative count) is refused here, naming the problem.
+pub fn check_reads_back(files: &[OutputFile]) -> anyhow::Result<()> {
+    let folder = crate::output::RunFolder::from_files(
+        files.iter().map(|f| (f.name.clone(), f.bytes.clone())),
+    );
+    crate::output::reload_files(&folder).map(drop).map_err(|e| {
+        refuse(format!(
+            "merge refused, nothing was written: the merged run would not read back ({e:#}); a shard's units.jsonl holds numbers no run makes: run that shard again"
+        ))
+    })
+}
+
 /// Folds checked shards, streaming each one's `units.jsonl` in index order (job order), into
 /// the result a single run has.
 pub fn merge(checked: &Checked) -> anyhow::Result<ExperimentResult> {

@@ -459,3 +459,30 @@ fn the_slurm_submit_script_refuses_names_taken_for_options() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no folder was made");
 }
+
+/// A shard whose numbers were edited out of range (a success share of 7, manifest recomputed)
+/// is refused by the merge with exit 2, rather than merged into a folder that `report DIR`
+/// then refuses.
+#[test]
+fn merge_writes_nothing_that_report_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario_path("first-storm");
+    let parts = shards(
+        dir.path(),
+        path.to_str().unwrap(),
+        &["--replications", "2"],
+        2,
+        "s",
+    );
+    let shard = dir.path().join(&parts[0]);
+    let units = String::from_utf8(std::fs::read(shard.join("units.jsonl")).unwrap()).unwrap();
+    let edited = units.replacen("\"success_rate\":0.", "\"success_rate\":7.", 1);
+    assert_ne!(units, edited, "the edit took");
+    std::fs::write(shard.join("units.jsonl"), edited).unwrap();
+    edit_shard(&shard, |_| {});
+    let out = merge(dir.path(), &parts, "merged");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("would not read back"), "{stderr}");
+    assert!(!dir.path().join("merged").exists());
+}
