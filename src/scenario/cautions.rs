@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::schema::RawScenario;
 use super::{Experiment, Scenario};
 
 /// One caution: the JSON path of the setting and what it does that the file may not mean.
@@ -33,7 +34,7 @@ pub fn cautions(e: &Experiment) -> Vec<Caution> {
     let variants = e.points.first().map_or(&[][..], |p| &p.variants[..]);
     let mut found: Vec<(String, String, Vec<String>)> = Vec::new();
     for v in variants {
-        for (path, text) in of_scenario(&v.scenario) {
+        for (path, text) in of_scenario(&v.scenario, &v.resolved) {
             match found.iter_mut().find(|(p, t, _)| *p == path && *t == text) {
                 Some((_, _, names)) => names.push(v.name.clone()),
                 None => found.push((path, text, vec![v.name.clone()])),
@@ -54,16 +55,31 @@ pub fn cautions(e: &Experiment) -> Vec<Caution> {
         .collect()
 }
 
-/// The cautions of one scenario, as (path, text).
-fn of_scenario(s: &Scenario) -> Vec<(String, String)> {
+/// The name of call `i` of service `service` where the file writes its calls by name.
+fn call_name<'a>(raw: &'a RawScenario, service: &str, i: usize) -> Option<&'a str> {
+    let (_, s) = raw
+        .services
+        .as_ref()?
+        .0
+        .iter()
+        .find(|(n, _)| n == service)?;
+    s.calls.as_ref()?.calls.get(i)?.0.as_deref()
+}
+
+/// The cautions of one scenario (`raw` as resolved, for the calls' names), as (path, text).
+fn of_scenario(s: &Scenario, raw: &RawScenario) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for service in &s.services {
         for (i, call) in service.calls.iter().enumerate() {
             let p = &call.policy;
             // A propagated deadline bounds the call by the time its caller still waits.
             if p.timeout.is_none() && p.deadline.is_none() && !p.propagate_deadline {
+                let at = match call_name(raw, &service.name, i) {
+                    Some(name) => format!("calls.{name}"),
+                    None => format!("calls[{i}]"),
+                };
                 out.push((
-                    format!("services.{}.calls[{i}].policy", service.name),
+                    format!("services.{}.{at}.policy", service.name),
                     format!(
                         "has no timeout and no deadline: each attempt on the call to {} waits as long as that service takes, holding a worker of {} all the while (a call's policy does not inherit the clients'); set \"timeout\" (e.g. \"1s\") unless waiting for ever is what {} does",
                         s.services[call.to].name, service.name, service.name
@@ -96,6 +112,16 @@ mod tests {
         assert_eq!(c[0].path, "services.a.calls[0].policy");
         assert!(c[0].text.contains("no timeout and no deadline"), "{}", c[0]);
         assert!(c[0].only_in.is_empty());
+    }
+
+    #[test]
+    fn a_call_written_by_name_is_cautioned_at_its_name() {
+        let text = r#"{"name": "g", "duration": "1s", "clients": {"count": 1, "workload": {"open": {"rate_per_s": 1}}, "entry": "a"},
+            "services": {"a": {"service_time": {"constant": "1ms"}, "calls": {"fast": {"to": "b", "policy": {"timeout": "1s"}}, "b": {}}},
+                         "b": {"service_time": {"constant": "1ms"}}}}"#;
+        let c = cautions(&load_str(text, "g.json", &LoadOptions::default()).unwrap());
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].path, "services.a.calls.b.policy");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::error::{Problem, ScenarioError, cut, quote, short};
 use super::locate::{Place, locate};
+use super::read::read;
 use super::schema::{RawScenario, RawSweep, RawVariant};
 use super::shape::{self, Step, parse, show};
 use super::validate::{file_rules, name_hint, validate};
@@ -115,13 +116,20 @@ pub fn load_str(
 ) -> Result<Experiment, ScenarioError> {
     // A UTF-8 byte-order mark is not JSON, but some editors start every file with one.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::Syntax {
+    let (mut doc, twice) = read(text).map_err(|e| ScenarioError::Syntax {
         file: file.to_string(),
         line: e.line(),
         column: e.column(),
         message: strip_position(&e.to_string()),
     })?;
     let mut found = Found::default();
+    for path in twice {
+        found.add(
+            Problem::new(show(&path), written_twice(&path)),
+            "",
+            Some((path, true)),
+        );
+    }
     let invalid = |found: Found| ScenarioError::Invalid {
         file: file.to_string(),
         problems: found.finish(text),
@@ -191,6 +199,16 @@ pub fn load_str(
         sweep,
         points,
     })
+}
+
+/// What is wrong with the key at `path`, which its object writes more than once.
+fn written_twice(path: &[Step]) -> &'static str {
+    let among_calls = path.len() >= 2 && path[path.len() - 2] == Step::Key("calls".into());
+    if among_calls {
+        "is written twice in one object: JSON keeps the last and drops the first, so a call would be lost; give each call its own name, and name the service it calls in \"to\" (e.g. {\"charge\": {\"to\": \"payments\"}, \"refund\": {\"to\": \"payments\"}})"
+    } else {
+        "is written twice in one object: JSON keeps the last and drops the first, so a setting would be lost; write the key once"
+    }
 }
 
 /// The shape problems of the file as written, each listed in `found` (and, where the shape
@@ -314,6 +332,9 @@ fn read_variants(
             continue;
         };
         check_variant(i, &v.name, &v.patch, &mut names, problems);
+        if !calls_forms_meet(i, &v.patch, doc, problems) {
+            continue;
+        }
         if let Some(s) = sweep {
             let from_command_line = options.sweep.is_some();
             check_sweep_against_patch(s, from_command_line, i, &v, problems);
@@ -1140,6 +1161,47 @@ fn check_variant(
             ),
         )),
     }
+}
+
+/// Whether variant `i`'s patch can merge into the calls of the base scenario `doc`. A patch that
+/// writes a service's `calls` as an object (calls by name) merges call by call into calls
+/// the base writes by name; into a list it cannot: a merge patch replaces a list whole, so it
+/// would keep only the calls the patch names, and partly written at that. Each such place is
+/// a problem.
+fn calls_forms_meet(i: usize, patch: &Value, doc: &Value, problems: &mut Vec<Problem>) -> bool {
+    let Some(services) = patch.get("services").and_then(Value::as_object) else {
+        return true;
+    };
+    let mut meet = true;
+    for (name, service) in services {
+        let Some(Value::Object(named)) = service.get("calls") else {
+            continue;
+        };
+        let Some(Value::Array(listed)) = doc.pointer(&format!(
+            "/services/{}/calls",
+            name.replace('~', "~0").replace('/', "~1")
+        )) else {
+            continue;
+        };
+        meet = false;
+        let example: Vec<String> = listed
+            .iter()
+            .take(2)
+            .filter_map(|c| c.get("to").and_then(Value::as_str))
+            .map(|to| format!("{}: {{...}}", quote(to)))
+            .collect();
+        problems.push(Problem::new(
+            format!("variants[{i}].patch.services.{}.calls", cut(name)),
+            format!(
+                "names calls by key (got {}), but the base scenario writes services.{}.calls as a list of {}, and a merge patch cannot reach into a list: it would replace the list whole with only the calls it names; write the base's calls as an object of calls by name ({{{}}}, a call's \"to\" defaulting to its name), or give the whole list in the patch",
+                short(&Value::Object(named.clone())),
+                cut(name),
+                listed.len(),
+                example.join(", ")
+            ),
+        ));
+    }
+    meet
 }
 
 /// serde_json appends " at line L column C" to its messages; positions are reported apart.

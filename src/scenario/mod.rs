@@ -16,6 +16,7 @@ mod load;
 mod locate;
 pub mod phrase;
 pub mod policy;
+mod read;
 pub mod schema;
 pub mod server;
 mod shape;

@@ -204,10 +204,10 @@ with_server_keys! {
         /// for good) or "parallel" (all at once, waiting for all).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub call_mode: Option<RawCallMode>,
-        /// Downstream calls, in order: each names another service and the caller's policy on
-        /// the call.
+        /// Downstream calls, in order: a list of calls, or an object of calls by name (a
+        /// variant's patch reaches one call by its name).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub calls: Option<Vec<RawCall>>,
+        pub calls: Option<RawCalls>,
     }
 }
 
@@ -255,20 +255,121 @@ pub enum RawCallMode {
     Parallel,
 }
 
-/// `services.<name>.calls[i]`: one downstream call.
+/// `services.<name>.calls[i]` (or `calls.<call>`): one downstream call.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCall {
-    /// The name of the service called (another service of `services`).
-    pub to: String,
+    /// The name of the service called (another service of `services`). Required in a list of
+    /// calls; in an object of calls by name, the call's name is the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// Share of the caller's attempts that make this call, above 0 and at most 1 (default
     /// 1). Calls with a fraction below 1 are exclusive routes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0))]
     pub fraction: Option<f64>,
     /// The caller's policy on this call: every key of `policy`, and `bulkhead` and
     /// `propagate_deadline` (default: no timeout, 3 attempts, immediate retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RawPolicy>,
+}
+
+/// `services.<name>.calls`: the calls of a service in order, written as a list
+/// (`[{"to": "db"}]`) or as an object of calls by name (`{"db": {}}`), which a variant's merge
+/// patch reaches call by call. A call's name is the service it calls unless its `to` says
+/// otherwise (two calls to one service need two names).
+#[derive(Debug, Clone, Default)]
+pub struct RawCalls {
+    /// Whether the file writes them as an object by name (else as a list).
+    pub named: bool,
+    /// The calls in order, each with its name where they are written by name.
+    pub calls: Vec<(Option<String>, RawCall)>,
+}
+
+impl RawCalls {
+    /// The name of the service that a call (with `name` in an object of calls) calls.
+    pub fn target<'a>(name: Option<&'a str>, call: &'a RawCall) -> Option<&'a str> {
+        call.to.as_deref().or(name)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawCalls {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawCalls;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of calls or an object of calls by name")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawCalls, A::Error> {
+                let mut calls = Vec::new();
+                while let Some(call) = seq.next_element::<RawCall>()? {
+                    // In a list, a call has no name to stand for the service it calls.
+                    if call.to.is_none() {
+                        return Err(de::Error::missing_field("to"));
+                    }
+                    calls.push((None, call));
+                }
+                Ok(RawCalls {
+                    named: false,
+                    calls,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawCalls, A::Error> {
+                let mut calls = Vec::new();
+                while let Some((name, call)) = map.next_entry::<String, RawCall>()? {
+                    calls.push((Some(name), call));
+                }
+                Ok(RawCalls { named: true, calls })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for RawCalls {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        if self.named {
+            let mut map = s.serialize_map(Some(self.calls.len()))?;
+            for (name, call) in &self.calls {
+                map.serialize_entry(name.as_deref().unwrap_or_default(), call)?;
+            }
+            map.end()
+        } else {
+            let mut seq = s.serialize_seq(Some(self.calls.len()))?;
+            for (_, call) in &self.calls {
+                seq.serialize_element(call)?;
+            }
+            seq.end()
+        }
+    }
+}
+
+impl JsonSchema for RawCalls {
+    fn schema_name() -> Cow<'static, str> {
+        "Calls".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let by_name = generator.subschema_for::<RawCall>();
+        // In a list each call names its service: the call's schema with `to` required.
+        let mut listed = RawCall::json_schema(generator);
+        listed.insert("required".into(), serde_json::json!(["to"]));
+        if let Some(to) = listed
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("to"))
+            .and_then(Value::as_object_mut)
+        {
+            to.insert("type".into(), "string".into());
+        }
+        json_schema!({
+            "description": "The calls in order: a list of calls, each with `to`; or an object of calls by name, whose `to` defaults to the name, so that a variant's merge patch reaches one call by name and removes one with null",
+            "oneOf": [
+                { "type": "array", "items": listed, "maxItems": 64 },
+                { "type": "object", "additionalProperties": by_name, "maxProperties": 64 }
+            ]
+        })
+    }
 }
 
 /// `services`: the services of a call graph under their names, in the order the file writes

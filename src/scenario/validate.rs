@@ -268,33 +268,45 @@ fn service_path(name: &str) -> String {
 }
 
 fn check_service_name(c: &mut Checker, name: &str) {
+    check_key_name(
+        c,
+        "services",
+        "service",
+        name,
+        "services.<name>.concurrency",
+    );
+}
+
+/// The rules of a name that is a key in paths (a service's, or a call's in an object of
+/// calls by name): `what` says which, `example` a path it appears in, `at` where it is.
+fn check_key_name(c: &mut Checker, at: &str, what: &str, name: &str, example: &str) {
     let chars = name.chars().count();
     if name.is_empty() {
         c.err(
-            "services",
-            "a service's name must not be empty (got \"\"); name it, e.g. \"backend\"",
+            at,
+            format!("a {what}'s name must not be empty (got \"\"); name it, e.g. \"backend\""),
         );
     } else if chars > MAX_SERVICE_NAME {
         c.err(
-            "services",
+            at,
             format!(
-                "the service name {} has {chars} characters, more than the {MAX_SERVICE_NAME} a name may have; shorten it",
+                "the {what} name {} has {chars} characters, more than the {MAX_SERVICE_NAME} a name may have; shorten it",
                 quote(name)
             ),
         );
     } else if name.chars().any(char::is_control) {
         c.err(
-            "services",
+            at,
             format!(
-                "the service name {} must not contain control characters such as a newline or a tab: it is written into messages, tables and CSV files",
+                "the {what} name {} must not contain control characters such as a newline or a tab: it is written into messages, tables and CSV files",
                 quote(name)
             ),
         );
     } else if name.contains(['.', '[', ']']) {
         c.err(
-            "services",
+            at,
             format!(
-                "the service name {} must not contain '.', '[' or ']': a path such as services.<name>.concurrency names a service's setting in messages, sweeps and --sweep; write \"-\" or \"_\" instead",
+                "the {what} name {} must not contain '.', '[' or ']': a path such as {example} names a {what}'s setting in messages, sweeps and --sweep; write \"-\" or \"_\" instead",
                 quote(name)
             ),
         );
@@ -370,12 +382,13 @@ fn graph(
         names: &names,
         index: &index,
     };
+    let paths = target_paths(list);
     for (name, raw) in list {
         let (service, to_of) = service(c, &known, name, raw, duration);
         targets.push(to_of);
         services.push(service);
     }
-    cycles(c, &names, &targets);
+    cycles(c, &names, &targets, &paths);
     // A call whose `to` names no service may have been meant for the one it leaves uncalled:
     // one mistake, one message.
     if let Some(entry) = entry
@@ -442,12 +455,13 @@ fn service(
     raw.set_server(raw_server);
     if !matches!(server.kind, ServerKind::Occ) {
         raw.call_mode.get_or_insert(RawCallMode::Sequential);
-        raw.calls.get_or_insert_with(Vec::new);
+        raw.calls.get_or_insert_with(RawCalls::default);
     }
     let parallel = raw.call_mode == Some(RawCallMode::Parallel);
-    let raw_calls = raw.calls.as_deref_mut().unwrap_or_default();
+    let mut none = RawCalls::default();
+    let raw_calls = raw.calls.as_mut().unwrap_or(&mut none);
     if matches!(server.kind, ServerKind::Occ) {
-        if !raw_calls.is_empty() {
+        if !raw_calls.calls.is_empty() {
             c.err(
                 &format!("{at}.calls"),
                 "a service of kind \"occ\" cannot make calls: it is one row whose reads are instant and whose writes conflict; make the calls from a queue service",
@@ -460,20 +474,23 @@ fn service(
             );
         }
     }
-    if raw_calls.len() > MAX_CALLS {
+    let count = raw_calls.calls.len();
+    if count > MAX_CALLS {
         c.err(
             &format!("{at}.calls"),
-            format!(
-                "has {} calls, more than the {MAX_CALLS} a service may make",
-                raw_calls.len()
-            ),
+            format!("has {count} calls, more than the {MAX_CALLS} a service may make"),
         );
     }
-    let mut calls = Vec::with_capacity(raw_calls.len());
-    let mut to_of = Vec::with_capacity(raw_calls.len());
-    let mut fractions = Vec::with_capacity(raw_calls.len());
-    for (k, raw_call) in raw_calls.iter_mut().enumerate() {
-        let (to, fraction, policy) = call(c, known, &format!("{at}.calls[{k}]"), raw_call);
+    let mut calls = Vec::with_capacity(count);
+    let mut to_of = Vec::with_capacity(count);
+    let mut fractions = Vec::with_capacity(count);
+    for (k, (key, raw_call)) in raw_calls.calls.iter_mut().enumerate() {
+        let p = call_path(&at, k, key.as_deref());
+        if let Some(key) = key {
+            let example = format!("{at}.calls.<name>.policy");
+            check_key_name(c, &format!("{at}.calls"), "call", key, &example);
+        }
+        let (to, fraction, policy) = call(c, known, &p, key.as_deref(), raw_call);
         if let Some(to) = to {
             calls.push(Call {
                 to,
@@ -482,7 +499,7 @@ fn service(
             });
         }
         to_of.push(to);
-        fractions.push(fraction);
+        fractions.push((p[at.len() + 1..].to_string(), fraction));
     }
     routes(c, &at, &fractions);
     let service = Service {
@@ -494,25 +511,69 @@ fn service(
     (service, to_of)
 }
 
-/// One call at `p`: its target's index in the file (`None` where `to` names no service), its
-/// fraction and its policy.
+/// The path of call `k` of the service at `at`, named `key` where the calls are written by
+/// name: `services.a.calls[0]` or `services.a.calls.b`.
+fn call_path(at: &str, k: usize, key: Option<&str>) -> String {
+    match key {
+        Some(key) => format!("{at}.calls.{}", shown_name(key)),
+        None => format!("{at}.calls[{k}]"),
+    }
+}
+
+/// Where each call of each service (in file order) names its target: its `to`, or the call
+/// itself where its name says whom it calls.
+fn target_paths(list: &[(String, RawService)]) -> Vec<Vec<String>> {
+    list.iter()
+        .map(|(name, s)| {
+            let at = service_path(name);
+            let calls = s.calls.as_ref().map_or(&[][..], |c| &c.calls[..]);
+            calls
+                .iter()
+                .enumerate()
+                .map(|(k, (key, call))| {
+                    let p = call_path(&at, k, key.as_deref());
+                    if call.to.is_some() {
+                        format!("{p}.to")
+                    } else {
+                        p
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One call at `p` (named `key` in an object of calls): its target's index in the file
+/// (`None` where it names no service), its fraction and its policy. The target a call's name
+/// implies is written into `to`.
 fn call(
     c: &mut Checker,
     known: &Known,
     p: &str,
+    key: Option<&str>,
     call: &mut RawCall,
 ) -> (Option<usize>, f64, Policy) {
-    let to = known.index.get(call.to.as_str()).copied();
+    let target = RawCalls::target(key, call).unwrap_or_default().to_string();
+    let to = known.index.get(target.as_str()).copied();
     if to.is_none() {
+        // In an object of calls, a call without `to` calls the service it is named after.
+        let (at, rule) = match (key, &call.to) {
+            (Some(_), None) => (
+                p.to_string(),
+                "names no service: a call without \"to\" calls the service it is named after",
+            ),
+            _ => (format!("{p}.to"), "names no service"),
+        };
         c.err(
-            &format!("{p}.to"),
+            &at,
             format!(
-                "names no service (got {}){}",
-                quote(&call.to),
-                name_hint(&call.to, known.names)
+                "{rule} (got {}){}",
+                quote(&target),
+                name_hint(&target, known.names)
             ),
         );
     }
+    call.to.get_or_insert(target.clone());
     let fraction = *call.fraction.get_or_insert(1.0);
     if !(fraction > 0.0 && fraction <= 1.0) {
         c.err(
@@ -528,7 +589,7 @@ fn call(
     if let Some(t) = to
         && known.kinds[t] == Some(RawServerKind::Occ)
     {
-        no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&call.to));
+        no_hedge_at_occ(c, &format!("{p}.policy"), raw_policy, &quote(&target));
     }
     (to, fraction, policy)
 }
@@ -557,11 +618,9 @@ fn entry_first(services: Vec<Service>, entry: usize) -> Vec<Service> {
 
 /// The calls of one service with a fraction below 1 are exclusive routes, consecutive slices
 /// of [0, 1) in file order: their fractions add up to at most 1.
-fn routes(c: &mut Checker, at: &str, fractions: &[f64]) {
-    let routes: Vec<(usize, f64)> = fractions
+fn routes(c: &mut Checker, at: &str, fractions: &[(String, f64)]) {
+    let routes: Vec<&(String, f64)> = fractions
         .iter()
-        .copied()
-        .enumerate()
         // A fraction outside (0, 1] was reported on its own.
         .filter(|(_, f)| *f > 0.0 && *f < 1.0)
         .collect();
@@ -570,7 +629,7 @@ fn routes(c: &mut Checker, at: &str, fractions: &[f64]) {
         let mut listed: Vec<String> = routes
             .iter()
             .take(LISTED)
-            .map(|(k, f)| format!("calls[{k}] {}", num(*f)))
+            .map(|(call, f)| format!("{call} {}", num(*f)))
             .collect();
         if routes.len() > LISTED {
             listed.push(format!("and {} more", routes.len() - LISTED));
@@ -608,7 +667,7 @@ fn show_cycle(names: &[&str], on_path: &[usize], to: usize) -> String {
 /// Every call that closes a cycle (a call to the caller itself among them), each reported
 /// once at its `to` with the cycle it closes. Depth first from each service in file order,
 /// calls in file order, so the same file always gives the same messages; linear in the calls.
-fn cycles(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>]) {
+fn cycles(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>], paths: &[Vec<String>]) {
     const OFF_PATH: usize = usize::MAX;
     // Each service's place on the current path from the root, and whether it is done: every
     // service it reaches has been walked.
@@ -643,7 +702,7 @@ fn cycles(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>]) {
                 continue;
             }
             c.err(
-                &format!("{}.calls[{call}].to", service_path(names[from])),
+                &paths[from][call],
                 format!(
                     "closes the cycle {} (got {}): an attempt would wait on a call that comes back to a service on its own path; the calls between services must not loop, so remove a call of the cycle",
                     show_cycle(names, &path[depth[to]..], to),
@@ -714,12 +773,14 @@ fn drop_outages(c: &mut Checker, raw: &RawScenario) {
     // The calls that would wait for ever on each service: how many, and the first few.
     let mut waiting: HashMap<&str, (usize, Vec<String>)> = HashMap::new();
     for (caller, from) in &graph.0 {
-        for (k, call) in from.calls.iter().flatten().enumerate() {
+        let calls = from.calls.as_ref().map_or(&[][..], |c| &c.calls[..]);
+        for (k, (key, call)) in calls.iter().enumerate() {
+            let to = RawCalls::target(key.as_deref(), call).unwrap_or_default();
             if !gives_up(call.policy.as_ref()) {
-                let (count, listed) = waiting.entry(call.to.as_str()).or_default();
+                let (count, listed) = waiting.entry(to).or_default();
                 *count += 1;
                 if listed.len() < LISTED {
-                    listed.push(format!("{}.calls[{k}]", service_path(caller)));
+                    listed.push(call_path(&service_path(caller), k, key.as_deref()));
                 }
             }
         }
