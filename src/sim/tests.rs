@@ -987,17 +987,32 @@ fn settling_setups(latency: &str) -> Vec<(&'static str, String)> {
               "metrics": {{"bucket": "50ms"}}}}"#
         )
     };
+    // Each setup's extra keys (", key: value, ...") replace or add keys of the server, the
+    // policy or the whole scenario: a file writes each key once.
     let base = |server: &str, policy: &str, extra: &str| {
-        format!(
-            r#"{{"name": "t", "duration": "5s" {extra},
-              "clients": {{"count": 30, "workload": {{"open": {{"rate_per_s": 120}}}}}},
-              "network": {{"latency": {{"exponential": {{"mean": "2ms"}}}}}},
-              "server": {{"concurrency": 1, "queue_limit": 6, "error_rate": 0.3,
-                 "service_time": {{"exponential": {{"mean": "9ms"}}}} {server}}},
-              "policy": {{"timeout": "35ms", "retry": {{"max_attempts": 4,
-                  "backoff": {{"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}}} {policy}}},
-              "metrics": {{"bucket": "50ms"}}}}"#
+        let mut scenario: serde_json::Value = serde_json::from_str(
+            r#"{"name": "t", "duration": "5s",
+              "clients": {"count": 30, "workload": {"open": {"rate_per_s": 120}}},
+              "network": {"latency": {"exponential": {"mean": "2ms"}}},
+              "server": {"concurrency": 1, "queue_limit": 6, "error_rate": 0.3,
+                 "service_time": {"exponential": {"mean": "9ms"}}},
+              "policy": {"timeout": "35ms", "retry": {"max_attempts": 4,
+                  "backoff": {"base": "5ms", "multiplier": 2, "cap": "200ms", "jitter": "none"}}},
+              "metrics": {"bucket": "50ms"}}"#,
         )
+        .unwrap();
+        let keys = |text: &str| -> serde_json::Map<String, serde_json::Value> {
+            let text = text.trim().trim_start_matches(',');
+            serde_json::from_str(&format!("{{{text}}}")).unwrap()
+        };
+        for (at, text) in [("server", server), ("policy", policy), ("", extra)] {
+            let object = match at {
+                "" => &mut scenario,
+                _ => &mut scenario[at],
+            };
+            object.as_object_mut().unwrap().extend(keys(text));
+        }
+        scenario.to_string()
     };
     vec![
         ("plain", base("", "", "")),
@@ -1085,7 +1100,10 @@ fn settling_setups(latency: &str) -> Vec<(&'static str, String)> {
     ]
     .into_iter()
     .map(|(name, text)| {
-        let text = text.replace(r#"{"exponential": {"mean": "2ms"}}"#, latency);
+        // As written here, or as `base` writes it (compact).
+        let text = text
+            .replace(r#"{"exponential": {"mean": "2ms"}}"#, latency)
+            .replace(r#"{"exponential":{"mean":"2ms"}}"#, latency);
         (name, text)
     })
     .collect()
