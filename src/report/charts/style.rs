@@ -159,16 +159,14 @@ pub fn axis_ticks(top: f64) -> impl Fn(&f64) -> String {
 /// A tick label on a log axis that plots values at their log10: the value at a whole power
 /// of ten (1, 10, 100, then 1k, 10k, 100k, 1M, so one axis keeps one form), nothing between.
 pub fn power_tick(v: &f64) -> String {
-    let x = 10f64.powf(v.round());
-    let (x, unit) = match x {
-        _ if x >= 1e6 => (x / 1e6, "M"),
-        _ if x >= 1e3 => (x / 1e3, "k"),
-        _ => (x, ""),
-    };
-    let whole = (v - v.round()).abs() < 1e-6;
-    whole
-        .then(|| format!("{}{unit}", tick(&x)))
-        .unwrap_or_default()
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    match 10f64.powf(v.round()) {
+        x if x >= 1e6 => format!("{}M", tick(&(x / 1e6))),
+        x if x >= 1e3 => format!("{}k", tick(&(x / 1e3))),
+        x => tick(&x),
+    }
 }
 
 /// A tick formatter for shares in % on an axis from 0 to `top` (in %): as many decimals as
