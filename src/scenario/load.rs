@@ -276,6 +276,18 @@ fn read_sweep(doc: &Value, options: &LoadOptions, problems: &mut Vec<Problem>) -
         check_label("sweep.label", label, problems);
         sweep = sweep.with_label(label.trim());
     }
+    if let Some(focus) = &s.focus {
+        // The value as `values` writes it: 1800.0 is the point of 1800.
+        let same =
+            |v: &&Value| *v == focus || v.as_f64().is_some_and(|x| focus.as_f64() == Some(x));
+        sweep.base_value = s.values.iter().find(same).cloned();
+        if sweep.base_value.is_none() {
+            problems.push(Problem::new(
+                "sweep.focus",
+                format!("{focus} is not one of sweep.values; give the value whose point the figures of one sweep value should show, or leave it out"),
+            ));
+        }
+    }
     Some(match &s.second {
         Some(second) => {
             let mut axis = Axis::new(second.path.clone(), second.values.clone());
@@ -289,10 +301,12 @@ fn read_sweep(doc: &Value, options: &LoadOptions, problems: &mut Vec<Problem>) -
     })
 }
 
-/// Records the values the scenario itself has at the swept paths, and checks the sweep's
-/// rules: whether its points can be expanded.
+/// Records the values the scenario itself has at the swept paths (the first axis' unless
+/// `sweep.focus` chose one), and checks the sweep's rules: whether its points can be expanded.
 fn sweep_is_usable(s: &mut Sweep, doc: &Value, problems: &mut Vec<Problem>) -> bool {
-    s.base_value = get_path(doc, &s.path).cloned();
+    if s.base_value.is_none() {
+        s.base_value = get_path(doc, &s.path).cloned();
+    }
     if let Some(second) = &mut s.second {
         second.base_value = get_path(doc, &second.path).cloned();
     }
@@ -1292,6 +1306,27 @@ mod tests {
         assert_eq!(sweep.second, None);
         assert_eq!(sweep.focus(), 1);
         assert_eq!(sweep.first_axis_points(), vec![0, 1, 2]);
+    }
+
+    /// tail-at-scale's over-time figures showed 200 req/s, where nothing happens: the file
+    /// can name the point they show.
+    #[test]
+    fn sweep_focus_chooses_the_point_figures_of_one_value_show() {
+        let text = with_sweep(r#"{"path": "clients.count", "values": [1, 2, 3], "focus": 3.0}"#);
+        let sweep = load_str(&text, "test", &LoadOptions::default())
+            .unwrap()
+            .sweep
+            .unwrap();
+        assert_eq!(sweep.focus(), 2, "not the scenario's own 2");
+        assert_eq!(sweep.base_value, Some(json!(3)), "as `values` writes it");
+        let text = with_sweep(r#"{"path": "clients.count", "values": [1, 2, 3], "focus": 4}"#);
+        let found = problems(&text, &LoadOptions::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "sweep.focus");
+        assert!(
+            found[0].message.contains("4 is not one of sweep.values"),
+            "{found:?}"
+        );
     }
 
     #[test]

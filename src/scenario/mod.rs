@@ -90,8 +90,9 @@ pub struct Sweep {
     pub label: String,
     /// The first axis' values, in order.
     pub values: Vec<Value>,
-    /// The value the scenario itself has at `path`, if any (filled in by loading). Figures
-    /// that show one sweep value show the point with this value.
+    /// The value whose point figures and tables of one sweep value show (filled in by
+    /// loading): `sweep.focus` if the file gives one, else the value the scenario itself has
+    /// at `path`, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_value: Option<Value>,
     /// The second axis of a two-axis sweep (`sweep.second`), if any.

@@ -503,6 +503,12 @@ pub struct RawSweep {
     pub label: Option<String>,
     /// The values to put there, in order.
     pub values: Vec<Value>,
+    /// The value whose point the figures and tables of a single sweep value show (the
+    /// comparison and over-time figures, report.md's Results, timeseries.csv); one of
+    /// `values`. Default: the scenario's own value at `path` if it is one of them, else the
+    /// middle one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Value>,
     /// A second setting to sweep: every variant runs at every (value, second value) pair,
     /// `values` outer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

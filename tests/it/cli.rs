@@ -191,8 +191,12 @@ fn figures_decode_at_their_size_and_their_csv_matches_the_summary() {
     ] {
         let png = image::open(folder.join(format!("{stem}.png")))
             .unwrap_or_else(|e| panic!("{stem}.png does not decode: {e}"));
-        assert_eq!(png.width(), 1000, "{stem}.png");
-        assert!(png.height() >= 400, "{stem}.png");
+        assert_eq!(
+            png.width(),
+            2000,
+            "{stem}.png: its layout at twice the pixels"
+        );
+        assert!(png.height() >= 800, "{stem}.png");
         assert!(
             folder.join(format!("{stem}.csv")).exists(),
             "{stem}.csv beside the figure"
@@ -330,8 +334,13 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
         for image in &images {
             let png =
                 image::open(out.join(image)).unwrap_or_else(|e| panic!("{name}/{image}: {e}"));
-            assert_eq!(png.width(), 1000, "{name}/{image}");
-            assert!(png.height() >= 300, "{name}/{image}");
+            // Twice a layout 1000 pixels wide, or up to 1600 for many comparison panels.
+            let width = png.width();
+            assert!((2000..=3200).contains(&width), "{name}/{image}: {width}");
+            assert!(
+                png.height() >= 600 && png.height() <= 3400,
+                "{name}/{image}"
+            );
         }
         // comparison.csv holds summary.json's numbers for the variants it shows: those of
         // the run, or of one sweep point (the one its caption names).
@@ -477,7 +486,7 @@ fn policy_over_time_shows_budgets_and_breakers_and_re_renders() {
     // Five of the six variants have a budget or a breaker: a panel each.
     let png = image::open(first.join("policy-over-time.png"))
         .unwrap_or_else(|e| panic!("policy-over-time.png does not decode: {e}"));
-    assert_eq!((png.width(), png.height()), (1000, 150 * 5 + 66));
+    assert_eq!((png.width(), png.height()), (2000, 2 * (150 * 5 + 66)));
     let report = std::fs::read_to_string(first.join("report.md")).unwrap();
     assert!(report.contains("](policy-over-time.png)"), "{report}");
 

@@ -155,7 +155,11 @@ fn the_latency_histogram_shares_add_up_to_100_percent() {
         assert!((sum - 100.0).abs() < 1e-6, "{variant}: {sum}");
     }
     let png = image::open(out.join("latency-histogram.png")).unwrap();
-    assert_eq!(png.width(), 1000);
+    assert_eq!(
+        png.width(),
+        2000,
+        "a 1000-pixel layout at twice the resolution"
+    );
 }
 
 #[test]
@@ -192,5 +196,90 @@ fn a_split_variant_gets_a_typical_recovered_and_a_typical_collapsed_run() {
             .iter()
             .any(|v| !v.examples.is_empty()),
         "collapse-after-spike has a split variant"
+    );
+}
+
+/// The bundled scenarios' names, the benchmarks left out.
+fn bundled() -> Vec<String> {
+    let dir = scenario_path("x").parent().unwrap().to_path_buf();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let stem = name.strip_suffix(".json")?.to_string();
+            (!stem.starts_with("bench-")).then_some(stem)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// report.md's figure list: each figure's file and caption.
+fn figure_captions(report: &str) -> HashMap<String, String> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let (caption, file) = l.strip_prefix("![")?.rsplit_once("](")?;
+            Some((file.strip_suffix(')')?.to_string(), caption.to_string()))
+        })
+        .collect()
+}
+
+/// Every bundled report said "without jitter they pile up ...; with jitter they spread" (also
+/// with no jitter variant at all) and spoke of the server's queue "(grey, right axis)" where
+/// no queue was drawn: each caption now states what its figure shows for the run.
+#[test]
+fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
+    let once = LoadOptions {
+        replications: Some(1),
+        ..LoadOptions::default()
+    };
+    let svg = retrystorm::report::ImageFormat::Svg;
+    let mut jitter_words = Vec::new();
+    for name in bundled() {
+        let (experiment, result) = run_bundled(&name, &once);
+        let files = retrystorm::report::render_report(&experiment, &result, svg, 0).unwrap();
+        let text = |file: &str| {
+            let f = files.iter().find(|f| f.name == file);
+            f.map(|f| String::from_utf8_lossy(&f.bytes).into_owned())
+        };
+        let report = text("report.md").unwrap();
+        let captions = figure_captions(&report);
+        let caption = |stem: &str| captions.get(&format!("{stem}.svg")).cloned();
+        if caption("retries-over-time").is_some_and(|c| c.contains("with jitter they spread")) {
+            jitter_words.push(name.clone());
+        }
+        // The queue is named exactly where the load figure's data has one.
+        let load = text("load-over-time.csv").unwrap();
+        let mut reader = csv::Reader::from_reader(load.as_bytes());
+        let column = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .position(|h| h == "queue_len");
+        let queue = reader.records().any(|r| {
+            let r = r.unwrap();
+            column.is_some_and(|i| r[i].parse::<f64>().unwrap() > 0.0)
+        });
+        let said = caption("load-over-time").unwrap();
+        assert_eq!(
+            said.contains("queue (grey, right axis)"),
+            queue,
+            "{name}: {said}"
+        );
+        if name == "tail-at-scale" {
+            let hedges = caption("retries-over-time").unwrap();
+            assert!(hedges.starts_with("When hedges were sent"), "{hedges}");
+            // Its `sweep.focus`: the hedge storm, not 200 requests/s where nothing happens.
+            assert!(report.contains("## Results at offered load (req/s) = 1800"));
+        }
+        // Without a variant that can retry or hedge, the attempts are the requests.
+        let attempts = caption("attempts-over-time").is_some();
+        assert_eq!(attempts, name != "queueing-theory", "{name}");
+    }
+    // Only the runs whose variants back off both with jitter and without.
+    assert_eq!(
+        jitter_words,
+        ["aws-backoff-jitter", "retry-chapter", "thundering-herd"]
     );
 }

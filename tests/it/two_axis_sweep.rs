@@ -115,8 +115,8 @@ fn the_phase_diagram_decodes_and_its_csv_holds_the_summary_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let out = run_scenario(dir.path(), SCENARIO, &[]);
     let png = image::open(out.join("phase-diagram.png")).expect("phase-diagram.png decodes");
-    assert_eq!(png.width(), 1000);
-    assert!(png.height() >= 400);
+    assert_eq!(png.width(), 2000);
+    assert!(png.height() >= 800);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("](phase-diagram.png)"), "{report}");
     assert!(report.contains("dark = "), "{report}");

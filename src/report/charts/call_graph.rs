@@ -549,7 +549,12 @@ mod tests {
             experiment: &experiment,
             result: &result,
         };
-        assert_eq!((png.width(), png.height()), CallGraph.size(&run));
+        let (w, h) = CallGraph.size(&run);
+        assert_eq!(
+            (png.width(), png.height()),
+            (2 * w, 2 * h),
+            "twice the layout"
+        );
         let mut reader = csv::Reader::from_reader(figure.csv.as_slice());
         let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
         let variants = &result.points[0].variants;

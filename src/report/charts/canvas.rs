@@ -42,10 +42,15 @@ pub fn titled<DB: DrawingBackend>(
 /// Draws `keys` across the top of `area` in as many rows as they need; returns the area
 /// below them.
 pub fn legend<DB: DrawingBackend>(area: &Area<DB>, keys: &[Key]) -> Result<Area<DB>> {
-    let rows = legend_rows(keys, area.dim_in_pixel().0).len() as u32;
-    let (band, body) = area.split_vertically(rows * LEGEND_ROW + 8);
+    let (band, body) = area.split_vertically(legend_height(keys, area.dim_in_pixel().0));
     draw_legend(&band, keys)?;
     Ok(body)
+}
+
+/// The pixels the rows of `keys` take in a legend `width` pixels wide.
+pub fn legend_height(keys: &[Key], width: u32) -> u32 {
+    let labels = keys.iter().map(|k| k.label.as_str());
+    legend_rows(labels, width, LEGEND_FONT).len() as u32 * LEGEND_ROW + 8
 }
 
 /// What a legend entry's sample looks like.
@@ -100,12 +105,17 @@ pub fn text_width(text: &str, size: u32) -> u32 {
         .map_or(text.len() as u32 * size / 2, |(w, _)| w)
 }
 
-/// The keys in rows that fit `width` pixels: (key, x) per row.
-fn legend_rows(keys: &[Key], width: u32) -> Vec<Vec<(usize, i32)>> {
+/// Legend labels at `size`, each after a 30-pixel sample, in rows that fit `width` pixels:
+/// (label, x) per row.
+pub fn legend_rows<'a>(
+    labels: impl Iterator<Item = &'a str>,
+    width: u32,
+    size: u32,
+) -> Vec<Vec<(usize, i32)>> {
     let mut rows: Vec<Vec<(usize, i32)>> = vec![Vec::new()];
     let mut x = 16;
-    for (i, key) in keys.iter().enumerate() {
-        let w = 32 + text_width(&key.label, LEGEND_FONT) as i32 + 22;
+    for (i, label) in labels.enumerate() {
+        let w = 32 + text_width(label, size) as i32 + 22;
         if x + w > width as i32 && x > 16 {
             rows.push(Vec::new());
             x = 16;
@@ -120,7 +130,8 @@ fn legend_rows(keys: &[Key], width: u32) -> Vec<Vec<(usize, i32)>> {
 /// entries touch.
 fn draw_legend<DB: DrawingBackend>(area: &Area<DB>, keys: &[Key]) -> Result<()> {
     let (width, _) = area.dim_in_pixel();
-    for (r, row) in legend_rows(keys, width).iter().enumerate() {
+    let labels = keys.iter().map(|k| k.label.as_str());
+    for (r, row) in legend_rows(labels, width, LEGEND_FONT).iter().enumerate() {
         let y = 6 + r as i32 * LEGEND_ROW as i32;
         for &(i, x) in row {
             let key = &keys[i];

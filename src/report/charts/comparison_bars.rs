@@ -2,7 +2,10 @@
 //! confidence interval as an error bar. Shares sit on a fixed 0-100 % axis; every latency bar
 //! carries the share of the variant's requests that failed, and the latency of answers of a
 //! variant that failed most of its requests is drawn hatched, so that a collapse never reads
-//! as speed. Panels of a policy's counts appear only where some variant has the policy.
+//! as speed. The two latency panels share one axis, logarithmic where their values span more
+//! than 1.5 decades. A variant whose replications split between recovering and staying
+//! collapsed says so over its bars. Panels of a policy's counts appear only where some variant
+//! has the policy. The figure grows wider rather than taller than three rows of panels.
 
 use anyhow::Result;
 use plotters::coord::types::RangedCoordf64;
@@ -10,8 +13,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::canvas::{self, Area, Drawn};
-use super::style::{FONT, axis_ticks, variant_color};
-use super::{Chart, Run, SIZE, Table};
+use super::over_time::YAxis;
+use super::style::{FONT, variant_color};
+use super::sweep_curves::{Points, YScale};
+use super::{Chart, Run, SIZE, Table, triggers};
 use crate::metrics::Metric;
 use crate::report::shape;
 
@@ -39,6 +44,10 @@ const TITLE: u32 = 44;
 const NOTE: u32 = 26;
 /// Font size of the labels over the bars.
 const LABEL_FONT: u32 = 12;
+/// The most rows of panels before the figure grows wider instead.
+const MOST_ROWS: usize = 3;
+/// The widest the figure grows, in pixels.
+const MAX_WIDTH: u32 = 1600;
 
 /// The comparison figure.
 pub struct ComparisonBars;
@@ -86,20 +95,32 @@ pub struct Panel {
 pub struct Bars(Vec<Panel>);
 
 impl Bars {
-    /// The top of each panel's axis ([`axis_top`]), except that the latency panels share
-    /// one: the latency of answers and of all requests are read against each other.
-    pub fn tops(&self) -> Vec<f64> {
-        let is_latency = |p: &Panel| matches!(p.kind, Kind::Latency { .. });
-        let latency = self
-            .0
-            .iter()
-            .filter(|p| is_latency(p))
-            .map(axis_top)
-            .fold(0.0, f64::max);
-        self.0
-            .iter()
-            .map(|p| if is_latency(p) { latency } else { axis_top(p) })
-            .collect()
+    /// Each panel's axis, linear up to [`axis_top`], except that the latency panels share
+    /// one (the latency of answers and of all requests are read against each other), which is
+    /// logarithmic where their values span more than 1.5 decades ([`YScale`]'s rule, as in
+    /// the sweep curves): 12 ms beside 1000 ms would otherwise sit on the floor.
+    pub fn axes(&self) -> Vec<YAxis> {
+        let is_latency = |p: &&Panel| matches!(p.kind, Kind::Latency { .. });
+        let latency = || self.0.iter().filter(is_latency);
+        let values: Points = latency()
+            .flat_map(|p| p.bars.iter().map(|b| vec![b.value]))
+            .collect();
+        let y = YScale::of(&values);
+        let shared = if y.log {
+            // A quarter more above the tallest whisker for the labels over the bars.
+            YAxis {
+                log: true,
+                lo: y.lo,
+                hi: y.hi + (y.hi - y.lo) * 0.25,
+            }
+        } else {
+            YAxis::linear(latency().map(axis_top).fold(0.0, f64::max))
+        };
+        let axis = |p: &Panel| match is_latency(&p) {
+            true => shared,
+            false => YAxis::linear(axis_top(p)),
+        };
+        self.0.iter().map(axis).collect()
     }
 
     /// Whether some bar is drawn hatched: a collapsed variant's latency of answers.
@@ -179,33 +200,42 @@ fn fit(text: &str, width: u32) -> (String, u32) {
         )
 }
 
-/// Columns and rows of a grid of `panels` panels, each wide enough for `variants` bars with
-/// their labels, at most four across, the rows filled evenly.
-fn grid(panels: usize, variants: usize) -> (usize, usize) {
+/// Columns, rows and the figure's width for a grid of `panels` panels, each wide enough for
+/// `variants` bars of 32 pixels with their labels, at most four across, the rows filled
+/// evenly: [`SIZE`]'s width, or wider (up to [`MAX_WIDTH`]) where that would take more than
+/// [`MOST_ROWS`] rows, so that no figure is taller than a screen.
+fn grid(panels: usize, variants: usize) -> (usize, usize, u32) {
     let panels = panels.max(1);
-    let slot = |c: usize| (SIZE.0 as usize / c).saturating_sub(80) / variants.max(1);
-    let most = (1..=4usize)
-        .rev()
-        .find(|&c| slot(c) >= 32)
-        .unwrap_or(1)
-        .min(panels);
-    let rows = panels.div_ceil(most);
-    (panels.div_ceil(rows), rows)
+    let fit = |width: u32| {
+        let slot = |c: usize| (width as usize / c).saturating_sub(80) / variants.max(1);
+        let most = (1..=4usize).rev().find(|&c| slot(c) >= 32).unwrap_or(1);
+        most.min(panels)
+    };
+    let mut width = SIZE.0;
+    if panels.div_ceil(fit(width)) > MOST_ROWS {
+        let cols = panels.div_ceil(MOST_ROWS).min(4) as u32;
+        width = (cols * (80 + 32 * variants.max(1) as u32)).clamp(SIZE.0, MAX_WIDTH);
+    }
+    let rows = panels.div_ceil(fit(width));
+    (panels.div_ceil(rows), rows, width)
 }
 
-/// The pixels the legend's rows take, as [`canvas::legend`] lays them out.
-fn legend_height(labels: &[String], width: u32) -> u32 {
-    let mut rows = 1;
-    let mut x = 16;
-    for label in labels {
-        let w = 32 + canvas::text_width(label, 15) + 22;
-        if x + w > width && x > 16 {
-            rows += 1;
-            x = 16;
+/// `text` on one line if it fits `slot` pixels at the label size, else broken at its first
+/// space.
+fn wrap(text: &str, slot: i32) -> Vec<String> {
+    match text.split_once(' ') {
+        Some((a, b)) if canvas::text_width(text, LABEL_FONT) as i32 + 4 > slot => {
+            vec![a.to_string(), b.to_string()]
         }
-        x += w;
+        _ => vec![text.to_string()],
     }
-    rows * 22 + 8
+}
+
+/// Per variant whose replications split between recovering and staying collapsed, how many
+/// recovered of how many, as the recovery analysis counts them.
+fn splits(run: &Run) -> Vec<Option<(f64, f64)>> {
+    let split = |v| triggers::split_counts(v).map(|(k, down)| (k, k + down));
+    run.point().variants.iter().map(split).collect()
 }
 
 impl ComparisonBars {
@@ -234,13 +264,16 @@ impl ComparisonBars {
         panels
     }
 
-    /// The variants' names as the legend shows them.
-    fn labels(run: &Run) -> Vec<String> {
-        run.point()
-            .variants
-            .iter()
-            .map(super::display_name)
-            .collect()
+    /// The legend's keys: the variants, with how many replications recovered where they
+    /// split.
+    fn keys(run: &Run) -> Vec<canvas::Key> {
+        let mut keys = canvas::variant_keys(&run.point().variants, false);
+        for (key, split) in keys.iter_mut().zip(splits(run)) {
+            if let Some((k, n)) = split {
+                key.label += &format!(" (split: {k:.0} of {n:.0} recovered)");
+            }
+        }
+        keys
     }
 }
 
@@ -252,13 +285,36 @@ impl Chart for ComparisonBars {
     }
 
     fn caption(&self, run: &Run) -> String {
-        let mut text = String::from(
-            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval. Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up. A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.",
-        );
+        let mut text = String::from(if run.experiment.replications > 1 {
+            "The headline numbers side by side; a bar's whisker is its 95 % confidence interval."
+        } else {
+            "The headline numbers side by side (one replication: no intervals)."
+        });
+        text.push_str(" Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, on one axis, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up.");
+        let bars = self.table(run).ok();
+        if bars
+            .as_ref()
+            .is_some_and(|b| b.axes().iter().any(|a| a.log))
+        {
+            text.push_str(
+                " The latency axis is logarithmic: the latencies span more than 1.5 decades.",
+            );
+        }
+        if bars.is_some_and(|b| b.any_collapsed()) {
+            text.push_str(" A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.");
+        }
+        if splits(run).iter().any(Option::is_some) {
+            text.push_str(" A variant whose replications split between recovering and staying collapsed says so over its bars and in the legend (split 8/20: 8 of 20 recovered): its bars are means over two outcomes, and no single run looks like them.");
+        }
         if run.ran().iter().any(|v| shape::can_degrade(&v.scenario)) {
             text.push_str(" A request a fallback answered is degraded: neither a success nor a failure, and its answer counts in the latency of answers.");
         }
-        text.push_str(" A policy's count gets a panel when some variant has the policy; a variant without it shows n/a.");
+        if ComparisonBars::panels(run)
+            .iter()
+            .any(|(k, _)| POLICY_PANELS.contains(k))
+        {
+            text.push_str(" A policy's count gets a panel when some variant has the policy; a variant without it shows n/a.");
+        }
         if run.ran().iter().any(|v| shape::has_calls(&v.scenario)) {
             text.push_str(" In this call graph, work and amplification count the attempts at the entry service only: the services behind it are in the per-service table, call-graph and service-load-over-time.");
         }
@@ -267,13 +323,13 @@ impl Chart for ComparisonBars {
 
     fn size(&self, run: &Run) -> (u32, u32) {
         let panels = ComparisonBars::panels(run);
-        let (_, rows) = grid(panels.len(), run.point().variants.len());
+        let (_, rows, width) = grid(panels.len(), run.point().variants.len());
         // The band that explains hatched bars is there only when some bar is hatched.
         let note = self
             .table(run)
             .map_or(NOTE, |t| if t.any_collapsed() { NOTE } else { 0 });
-        let head = TITLE + legend_height(&ComparisonBars::labels(run), SIZE.0) + note;
-        (SIZE.0, head + rows as u32 * ROW)
+        let head = TITLE + canvas::legend_height(&ComparisonBars::keys(run), width) + note;
+        (width, head + rows as u32 * ROW)
     }
 
     fn table(&self, run: &Run) -> Result<Bars> {
@@ -332,8 +388,7 @@ impl Chart for ComparisonBars {
             }
         );
         let body = canvas::titled(root, &title, TITLE, 20)?;
-        let keys = canvas::variant_keys(variants, false);
-        let below = canvas::legend(&body, &keys)?;
+        let below = canvas::legend(&body, &ComparisonBars::keys(run))?;
         let panels = if table.any_collapsed() {
             let (note, panels) = below.split_vertically(NOTE);
             draw_note(&note)?;
@@ -341,11 +396,13 @@ impl Chart for ComparisonBars {
         } else {
             below
         };
-        let (cols, rows) = grid(table.0.len(), variants.len());
+        let (cols, rows, _) = grid(table.0.len(), variants.len());
         let areas = panels.split_evenly((rows, cols));
         let cut: Vec<bool> = variants.iter().map(|v| v.is_truncated()).collect();
-        for ((panel, top), area) in table.0.iter().zip(table.tops()).zip(&areas) {
-            draw_panel(area, panel, top, &cut)?;
+        let words = |s: Option<(f64, f64)>| s.map(|(k, n)| format!("split {k:.0}/{n:.0}"));
+        let split: Vec<Option<String>> = splits(run).into_iter().map(words).collect();
+        for ((panel, axis), area) in table.0.iter().zip(table.axes()).zip(&areas) {
+            draw_panel(area, panel, &axis, (&cut, &split))?;
         }
         Ok(())
     }
@@ -394,23 +451,29 @@ fn hatch<DB: DrawingBackend>(
     Ok(())
 }
 
-/// One metric's panel, on an axis from 0 to `top`: a bar per variant (pale with a border where `cut`, truncated; pale,
-/// hatched and bordered where collapsed), with its whisker and, for shares and latencies, its
-/// label.
+/// One metric's panel on `axis`: a bar per variant (pale with a border where `cut`,
+/// truncated; pale, hatched and bordered where collapsed), with its whisker and, for shares
+/// and latencies, its label and the note of a variant whose replications `split`.
 fn draw_panel<DB: DrawingBackend>(
     area: &Area<DB>,
     panel: &Panel,
-    top: f64,
-    cut: &[bool],
+    axis: &YAxis,
+    (cut, split): (&[bool], &[Option<String>]),
 ) -> Result<()> {
     let bars = &panel.bars;
-    let y_ticks = axis_ticks(top);
+    let y_ticks = axis.ticks();
+    // "p99 latency, all (ms, log scale)".
+    // Only latency panels, "... (ms)", are ever logarithmic.
+    let title = match panel.title.strip_suffix(')') {
+        Some(head) if axis.log => format!("{head}, log scale)"),
+        _ => panel.title.clone(),
+    };
     let mut chart = ChartBuilder::on(area)
         .margin(8)
-        .caption(&panel.title, (FONT, 15))
+        .caption(&title, (FONT, 15))
         .x_label_area_size(8)
         .y_label_area_size(52)
-        .build_cartesian_2d(0.0..bars.len() as f64, super::style::span(0.0, top))
+        .build_cartesian_2d(0.0..bars.len() as f64, super::style::span(axis.lo, axis.hi))
         .drawn()?;
     chart
         .configure_mesh()
@@ -426,8 +489,9 @@ fn draw_panel<DB: DrawingBackend>(
     // The width of one variant's slot in pixels decides whether a label takes one line or two.
     let slot = (chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0).max(1);
     for (j, bar) in bars.iter().enumerate() {
-        draw_bar(&mut chart, area, panel, (j, bar), top, cut[j])?;
-        draw_label(&mut chart, panel, (j, bar), top, slot)?;
+        draw_bar(&mut chart, area, panel, (j, bar), axis, cut[j])?;
+        let split = split.get(j).and_then(Option::as_deref);
+        draw_label(&mut chart, panel, (j, bar), axis, (slot, split))?;
     }
     Ok(())
 }
@@ -435,20 +499,23 @@ fn draw_panel<DB: DrawingBackend>(
 /// The axes of a panel.
 type Bars2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// Bar `j` of `panel` on an axis from 0 to `top`: filled, pale with a border where `cut`
+/// Bar `j` of `panel` from the foot of `axis`: filled, pale with a border where `cut`
 /// (truncated) or collapsed, hatched where collapsed, with its whisker.
 fn draw_bar<DB: DrawingBackend>(
     chart: &mut Bars2d<'_, DB>,
     area: &Area<DB>,
     panel: &Panel,
     (j, bar): (usize, &Bar),
-    top: f64,
+    axis: &YAxis,
     cut: bool,
 ) -> Result<()> {
     let base = area.get_base_pixel();
     let color = variant_color(j);
     let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
-    let corners = [(j as f64 + 0.15, 0.0), (j as f64 + 0.85, mean.min(top))];
+    let corners = [
+        (j as f64 + 0.15, axis.lo),
+        (j as f64 + 0.85, axis.at(mean).min(axis.hi)),
+    ];
     let down = collapsed(panel, bar);
     // A truncated or collapsed variant's bar is pale with a border; a collapsed one is
     // hatched as well.
@@ -474,8 +541,8 @@ fn draw_bar<DB: DrawingBackend>(
         // A whisker with caps; no marker, which would hide a short interval.
         let (xm, lo, hi) = (
             j as f64 + 0.5,
-            (mean - half).max(0.0),
-            (mean + half).min(top),
+            axis.at((mean - half).max(0.0)),
+            axis.at(mean + half).min(axis.hi),
         );
         let (c0, c1) = (j as f64 + 0.38, j as f64 + 0.62);
         let whisker = [
@@ -495,14 +562,14 @@ fn draw_bar<DB: DrawingBackend>(
 }
 
 /// The label of bar `j` of `panel`: its share, or the variant's failure share over a
-/// latency, over the bar (inside it, in white, for a share near the top); `slot` is the
-/// pixel width of one variant's place.
+/// latency, over the bar (inside it, in white, for a share near the top), under the note of
+/// a variant whose replications `split`; `slot` is the pixel width of one variant's place.
 fn draw_label<DB: DrawingBackend>(
     chart: &mut Bars2d<'_, DB>,
     panel: &Panel,
     (j, bar): (usize, &Bar),
-    top: f64,
-    slot: i32,
+    axis: &YAxis,
+    (slot, split): (i32, Option<&str>),
 ) -> Result<()> {
     let (mean, half) = bar.value.unwrap_or((0.0, 0.0));
     // What a bar's label says: its share, or the variant's failure share over a latency;
@@ -517,12 +584,7 @@ fn draw_label<DB: DrawingBackend>(
             } else {
                 Vec::new()
             };
-            if canvas::text_width(&fails, LABEL_FONT) as i32 + 4 <= slot {
-                lines.push(fails);
-            } else {
-                let (word, share) = fails.split_once(' ').unwrap_or(("fails", "?"));
-                lines.extend([word.to_string(), share.to_string()]);
-            }
+            lines.extend(wrap(&fails, slot));
             lines
         }
         (Kind::Share, Some((m, _))) => vec![share_text(m)],
@@ -546,29 +608,27 @@ fn draw_label<DB: DrawingBackend>(
         .pos(Pos::new(HPos::Center, VPos::Bottom));
     // A label stands over the bar's whisker; a share near the top of its 0-100 axis has
     // no room there and is written inside the bar, in white, under the whisker.
-    let above = (mean + half).min(top);
-    let inside = panel.kind == Kind::Share && above > 0.85 * top;
-    let (at, style, step, first) = if inside {
+    let above = axis.at(mean + half).min(axis.hi);
+    if panel.kind == Kind::Share && above > 0.85 * axis.hi {
         // Inside, the label must fit the bar: a smaller size, or the number alone.
-        let width = (slot as f64 * 0.7) as u32;
-        let (text, size) = fit(&lines.join(" "), width);
-        lines = vec![text];
-        let style = TextStyle::from((FONT, size).into_font())
+        let (text, size) = fit(&lines.join(" "), (slot as f64 * 0.7) as u32);
+        let white = TextStyle::from((FONT, size).into_font())
             .color(&WHITE)
             .pos(Pos::new(HPos::Center, VPos::Top));
         // Below the whisker's lower end, so the two never cross.
-        let under = (mean - half).clamp(0.0, top);
-        ((j as f64 + 0.5, under), style, 1, 4)
-    } else {
-        ((j as f64 + 0.5, above), style, -1, -3)
-    };
-    let line = LABEL_FONT as i32 + 2;
-    if !inside {
-        lines.reverse();
+        let under = axis.at((mean - half).max(0.0)).min(axis.hi);
+        let label = EmptyElement::at((j as f64 + 0.5, under)) + Text::new(text, (0, 4), white);
+        chart.draw_series(std::iter::once(label)).drawn()?;
+        lines.clear();
     }
-    for (i, text) in lines.into_iter().enumerate() {
-        let dy = first + step * line * i as i32;
-        let label = EmptyElement::at(at) + Text::new(text, (0, dy), style.clone());
+    // The note of a split variant stands over the shares and latencies.
+    if let (Some(split), Kind::Share | Kind::Latency { .. }) = (split, panel.kind) {
+        lines.splice(0..0, wrap(split, slot));
+    }
+    let line = LABEL_FONT as i32 + 2;
+    for (i, text) in lines.into_iter().rev().enumerate() {
+        let at = EmptyElement::at((j as f64 + 0.5, above));
+        let label = at + Text::new(text, (0, -3 - line * i as i32), style.clone());
         chart.draw_series(std::iter::once(label)).drawn()?;
     }
     Ok(())
@@ -718,8 +778,10 @@ mod tests {
         );
     }
 
+    /// tail-at-scale: no hedging about 1000 ms against 12 ms hedged, whose bars sat on the
+    /// floor of a linear axis.
     #[test]
-    fn the_two_latency_panels_share_their_axis() {
+    fn the_two_latency_panels_share_their_axis_a_log_one_across_decades() {
         let panel = |kind, mean| Panel {
             title: "t".to_string(),
             kind,
@@ -729,17 +791,63 @@ mod tests {
                 failed: Some(10.0),
             }],
         };
-        let bars = Bars(vec![
-            panel(Kind::Share, 40.0),
-            panel(Kind::Latency { answers: true }, 60.0),
-            panel(Kind::Latency { answers: false }, 2000.0),
-            panel(Kind::Plain, 5.0),
-        ]);
-        let tops = bars.tops();
-        assert_eq!(tops[1], tops[2], "answers and all on one axis");
-        assert_eq!(tops[2], axis_top(&bars.0[2]));
-        assert_eq!(tops[0], 100.0);
-        assert_eq!(tops[3], axis_top(&bars.0[3]));
+        let bars = |answers: f64, all: f64| {
+            Bars(vec![
+                panel(Kind::Share, 40.0),
+                panel(Kind::Latency { answers: true }, answers),
+                panel(Kind::Latency { answers: false }, all),
+                panel(Kind::Plain, 5.0),
+            ])
+        };
+        let close = bars(600.0, 2000.0);
+        let axes = close.axes();
+        assert_eq!(axes[1], axes[2], "answers and all on one axis");
+        assert_eq!(axes[2], YAxis::linear(axis_top(&close.0[2])));
+        assert_eq!(axes[0], YAxis::linear(100.0));
+        assert_eq!(axes[3], YAxis::linear(axis_top(&close.0[3])));
+        // 12 ms beside 1000 ms: more than 1.5 decades, a log axis for both latency panels.
+        let apart = bars(12.0, 1000.0).axes();
+        assert_eq!(apart[1], apart[2]);
+        assert!(apart[1].log && !apart[0].log && !apart[3].log);
+        assert!(apart[1].at(12.0) > apart[1].lo && apart[1].at(1000.0) < apart[1].hi);
+        assert!(apart[1].lo <= 12f64.log10() && apart[1].hi >= 3.0);
+        assert_eq!(
+            apart[1].at(0.0),
+            apart[1].lo,
+            "nothing falls below the foot"
+        );
+    }
+
+    /// hotos-metastable's drop-outage bars (41.8 ± 22.2 % success) carried no mark of the
+    /// 8 of 20 replications that recovered: the legend and the caption say it now.
+    #[test]
+    fn a_split_variant_says_how_many_replications_recovered() {
+        let experiment = load_str(STALL, "t", &LoadOptions::default()).unwrap();
+        let mut result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        assert!(splits(&run).iter().all(Option::is_none));
+        assert!(!ComparisonBars.caption(&run).contains("split"));
+        result.points[0].variants[0].metrics.recovery = Some(crate::metrics::RecoveryMetrics {
+            recovered: 1.0,
+            replications: 2.0,
+            ..Default::default()
+        });
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        assert_eq!(splits(&run)[0], Some((1.0, 2.0)));
+        let keys = ComparisonBars::keys(&run);
+        assert_eq!(keys[0].label, "stall (split: 1 of 2 recovered)");
+        assert_eq!(keys[1].label, "healthy");
+        assert!(
+            ComparisonBars
+                .caption(&run)
+                .contains("split 8/20: 8 of 20 recovered")
+        );
     }
 
     #[test]
@@ -789,10 +897,13 @@ mod tests {
 
     #[test]
     fn panels_wrap_into_rows_that_keep_each_bar_readable() {
-        assert_eq!(grid(5, 3), (3, 2));
-        assert_eq!(grid(7, 3), (4, 2));
-        assert_eq!(grid(8, 5), (4, 2));
-        assert_eq!(grid(10, 10), (2, 5));
-        assert_eq!(grid(1, 1), (1, 1));
+        assert_eq!(grid(5, 3), (3, 2, 1000));
+        assert_eq!(grid(7, 3), (4, 2, 1000));
+        assert_eq!(grid(8, 5), (4, 2, 1000));
+        assert_eq!(grid(1, 1), (1, 1, 1000));
+        // hotos-metastable's ten panels of ten variants took five rows (1572 pixels): three
+        // rows now, in a wider figure.
+        assert_eq!(grid(10, 10), (4, 3, 1600));
+        assert_eq!(grid(10, 20), (2, 5, 1600), "no wider than 1600 pixels");
     }
 }

@@ -2,6 +2,7 @@
 //! distribution on a log time axis, with each variant's p50 and p99 marked where its curve
 //! reaches 50 % and 99 % (the exact values, pooled over replications, are in the legend). Failed requests are not in the curves, or a
 //! policy that fails fast would look fast: the legend gives each variant's failure share.
+//! A curve that another, drawn after it, covers exactly says so in its legend entry.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -47,12 +48,16 @@ impl Chart for LatencyCdf {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.can_degrade() {
+        let mut caption = String::from(if run.can_degrade() {
             "How long answered requests took (successes and, in this call graph, the requests a fallback answered alike: a fast fallback makes a variant look fast), start to answer, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark where each curve reaches 50 % and 99 % (on the step of the bin that holds the p50 and p99; 20 bins per decade), the legend the exact p50 and p99 and the share of failed requests, which the curves leave out."
         } else {
             "How long successful requests took, start to success, as a cumulative distribution on a log axis (every replication's requests pooled); dots mark where each curve reaches 50 % and 99 % (on the step of the bin that holds the p50 and p99; 20 bins per decade), the legend the exact p50 and p99 and the share of failed requests, which the curves leave out so that failing fast does not look fast."
+        });
+        let table = self.table(run);
+        if table.is_ok_and(|t| (0..t.0.len()).any(|j| under(&t, j).is_some())) {
+            caption.push_str(" Where two variants' curves lie within half a percentage point of each other everywhere, the one drawn first lies under the other, and its legend entry says so.");
         }
-        .to_string()
+        caption
     }
 
     fn table(&self, run: &Run) -> Result<Curves> {
@@ -88,13 +93,14 @@ impl Chart for LatencyCdf {
         // The legend sits above the plot, never over the curves. A curve starts at the share
         // it has reached at the axis' left edge, so requests left of the axis need no note.
         let mut keys = canvas::variant_keys(variants, true);
-        for (key, v) in keys.iter_mut().zip(variants) {
+        for (j, (key, v)) in keys.iter_mut().zip(variants).enumerate() {
             if v.metrics.succeeded == 0.0 {
                 key.label
                     .push_str(&format!(" ({})", latency::no_requests(can_degrade)));
             } else {
                 let mut notes = vec![quantiles(v)];
                 notes.extend(latency::failed_share(v));
+                notes.extend(under(table, j).map(|k| format!("drawn under {}", table.0[k].0)));
                 key.label.push_str(&format!(" ({})", notes.join(", ")));
             }
         }
@@ -151,6 +157,21 @@ impl Chart for LatencyCdf {
         }
         Ok(())
     }
+}
+
+/// How far apart (in share of requests) two curves may lie at most, everywhere, to be drawn
+/// one over the other: less than the width of a line.
+const COINCIDE: f64 = 0.005;
+
+/// The last curve drawn after curve `j` that lies within [`COINCIDE`] of it everywhere,
+/// which covers it; none for a curve of no requests.
+fn under(table: &Curves, j: usize) -> Option<usize> {
+    let requests = |k: usize| table.0[k].1.iter().any(|n| *n > 0.0);
+    let close = |k: &usize| {
+        let (a, b) = (&table.0[j].2, &table.0[*k].2);
+        requests(*k) && a.iter().zip(b).all(|(a, b)| (a.1 - b.1).abs() < COINCIDE)
+    };
+    requests(j).then(|| (j + 1..table.0.len()).rev().find(close))?
 }
 
 /// "p50 12.3 ms, p99 480 ms": a variant's exact quantiles, for its legend entry.
@@ -234,6 +255,31 @@ mod tests {
             );
         }
         assert!(quantiles(&run.point().variants[0]).starts_with("p50 "));
+    }
+
+    /// hotos-metastable's "no budget" lay hidden under the same "backoff" curve: the curve
+    /// drawn first names the one that covers it.
+    #[test]
+    fn a_curve_covered_by_a_coinciding_one_names_it() {
+        let curve = |name: &str, bins: [f64; 3]| {
+            let total: f64 = bins.iter().sum();
+            let mut acc = 0.0;
+            let shares = bins.iter().enumerate().map(|(i, n)| {
+                acc += n;
+                (i as f64, if total > 0.0 { acc / total } else { 0.0 })
+            });
+            (name.to_string(), bins.to_vec(), shares.collect())
+        };
+        let table = Curves(vec![
+            curve("no budget", [0.0, 3000.0, 1000.0]),
+            curve("backoff", [0.0, 3001.0, 1000.0]),
+            curve("lifo", [0.0, 1.0, 3.0]),
+            curve("again", [0.0, 300.0, 100.0]),
+            curve("none", [0.0; 3]),
+            curve("none either", [0.0; 3]),
+        ]);
+        let under: Vec<Option<usize>> = (0..6).map(|j| under(&table, j)).collect();
+        assert_eq!(under, [Some(3), Some(3), None, None, None, None]);
     }
 
     /// retry-chapter's servers fail every attempt: the figure says so instead of empty axes.

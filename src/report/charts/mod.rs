@@ -3,13 +3,16 @@
 //! the CSV beside it are both made from that one table, so the CSV is what was plotted; a
 //! figure never writes files itself.
 //!
-//! Text is drawn with the DejaVu Sans font compiled into the binary, so figures look the same
-//! on every machine and need no fonts from the operating system. A variant keeps one colour in
-//! every figure of a run.
+//! A figure is laid out in pixels ([`Chart::size`]); a PNG draws that layout at twice the
+//! resolution ([`hidpi`]), its text in the DejaVu Sans font compiled into the binary, so PNGs
+//! look the same on every machine. An SVG keeps the layout's size and names the `sans-serif`
+//! family, which the viewer's own font draws. A variant keeps one colour in every figure of a
+//! run.
 
 mod call_graph;
 mod canvas;
 mod comparison_bars;
+mod hidpi;
 mod latency;
 mod latency_cdf;
 mod latency_histogram;
@@ -113,7 +116,7 @@ pub trait Chart: Sync {
     }
     /// One line saying what to look at.
     fn caption(&self, run: &Run) -> String;
-    /// Width and height in pixels.
+    /// Width and height of the layout in pixels (the SVG's; a PNG has twice as many each way).
     fn size(&self, _run: &Run) -> (u32, u32) {
         SIZE
     }
@@ -156,8 +159,10 @@ impl<C: Chart> Figure for C {
         let size = self.size(run);
         let image = match format {
             ImageFormat::Png => {
-                let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
-                let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
+                let (w, h) = (size.0 * hidpi::SCALE, size.1 * hidpi::SCALE);
+                let mut buf = vec![0u8; (w * h * 3) as usize];
+                let bitmap = BitMapBackend::with_buffer(&mut buf, (w, h));
+                let root = hidpi::Scaled(bitmap).into_drawing_area();
                 self.draw(run, &table, &root)?;
                 root.present().drawn()?;
                 drop(root);
@@ -165,8 +170,8 @@ impl<C: Chart> Figure for C {
                 image::ImageEncoder::write_image(
                     image::codecs::png::PngEncoder::new(&mut png),
                     &buf,
-                    size.0,
-                    size.1,
+                    w,
+                    h,
                     image::ColorType::Rgb8,
                 )?;
                 png
@@ -301,7 +306,8 @@ pub fn display_name(v: &VariantResult) -> String {
     }
 }
 
-/// Width and height of a single-panel figure, in pixels: readable at 100 % in a document.
+/// Width and height of a single-panel figure's layout, in pixels (a PNG has twice as many
+/// each way): readable at 100 % in a document.
 pub const SIZE: (u32, u32) = (1000, 620);
 
 /// The size of a figure of `panels` rows, each `row` pixels tall, below `head` pixels of

@@ -9,7 +9,8 @@
 //! spans the longest activity, at least [`MIN_BUCKETS`] display buckets (a panel whose
 //! attempts all sit at one instant shows a narrow bar, not a block) and starts a little before
 //! 0, so a bar at t = 0 stands clear of the y axis. A [`Series`] is the table of an over-time
-//! figure: its CSV is written from the frame's rows that the figure draws.
+//! figure: its CSV is written from the frame's rows that the figure draws. A [`YAxis`] is
+//! linear, or logarithmic where a few tall bars (a herd at t = 0) would flatten the rest.
 
 use anyhow::Result;
 use plotters::chart::DualCoordChartContext;
@@ -18,7 +19,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn};
-use super::style::{FONT, TimeUnit, axis_ticks, span};
+use super::style::{FONT, TimeUnit, axis_ticks, power_tick, span};
 use super::triggers;
 use super::{Run, Table};
 use crate::metrics::Column;
@@ -137,6 +138,73 @@ impl Frame {
     }
 }
 
+/// How many decades the tallest value must stand above the median of the values drawn for
+/// a log axis (the rule of the sweep curves' y axes).
+const LOG_DECADES: f64 = 1.5;
+
+/// How many decades under the tallest value a log axis reaches: what lies lower (a retry
+/// or two in one of 200 replications) is noise, which neither decides for a log axis nor
+/// is drawn on one.
+const DEPTH: f64 = 4.0;
+
+/// A y axis: linear from 0 to `hi`, or logarithmic (`log`), values drawn at their log10 from
+/// `lo` to `hi`. Over-time figures and comparison.png's latency panels use it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct YAxis {
+    /// Whether values are drawn at their log10.
+    pub log: bool,
+    /// The foot, as drawn (0 on a linear axis).
+    pub lo: f64,
+    /// The top, as drawn.
+    pub hi: f64,
+}
+
+impl YAxis {
+    /// A linear axis from 0 to `top`.
+    pub fn linear(top: f64) -> YAxis {
+        YAxis {
+            log: false,
+            lo: 0.0,
+            hi: top,
+        }
+    }
+
+    /// An over-time figure's axis for `values` (rates; zeros do not count): logarithmic where
+    /// the tallest stands more than [`LOG_DECADES`] decades above the median of those within
+    /// [`DEPTH`] decades of it (thundering-herd: 100,000/s at t = 0 over hundreds a second
+    /// after), from the power of ten under the least of them; else linear.
+    pub fn of(values: impl Iterator<Item = f64>) -> YAxis {
+        let mut drawn: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
+        drawn.sort_by(f64::total_cmp);
+        let most = drawn.last().copied().unwrap_or(1e-9);
+        drawn.retain(|v| *v >= most / 10f64.powf(DEPTH));
+        let median = drawn.get(drawn.len() / 2).copied().unwrap_or(most);
+        if (most / median).log10() <= LOG_DECADES {
+            return YAxis::linear(most * 1.1);
+        }
+        YAxis {
+            log: true,
+            lo: drawn[0].log10().floor(),
+            hi: (most * 1.5).log10(),
+        }
+    }
+
+    /// Where `value` is drawn: itself, or on a log axis its log10, never under the foot.
+    pub fn at(&self, value: f64) -> f64 {
+        match (self.log, value > 0.0) {
+            (false, _) => value,
+            (true, true) => value.log10().max(self.lo),
+            (true, false) => self.lo,
+        }
+    }
+
+    /// The tick labels: numbers of one form, or on a log axis the whole powers of ten.
+    pub fn ticks(&self) -> impl Fn(&f64) -> String + use<> {
+        let (log, linear) = (self.log, axis_ticks(self.hi));
+        move |v: &f64| if log { power_tick(v) } else { linear(v) }
+    }
+}
+
 /// A panel of an over-time figure, with both y axes built.
 pub type Panel<'a, DB> = DualCoordChartContext<
     'a,
@@ -151,8 +219,8 @@ pub struct PanelSpec<'s> {
     pub title: &'s str,
     /// The title's colour.
     pub color: RGBColor,
-    /// The top of the left axis.
-    pub top: f64,
+    /// The left axis.
+    pub y: YAxis,
     /// The left axis' title.
     pub y_desc: &'s str,
     /// Tick labels for the left axis; `None` for numbers.
@@ -164,12 +232,12 @@ pub struct PanelSpec<'s> {
 }
 
 impl<'s> PanelSpec<'s> {
-    /// A panel with numbers on its left axis and no right axis.
-    pub fn new(title: &'s str, color: RGBColor, top: f64, y_desc: &'s str, last: bool) -> Self {
+    /// A panel with numbers on its left axis `y` and no right axis.
+    pub fn new(title: &'s str, color: RGBColor, y: YAxis, y_desc: &'s str, last: bool) -> Self {
         PanelSpec {
             title,
             color,
-            top,
+            y,
             y_desc,
             y_format: None,
             right: None,
@@ -191,6 +259,7 @@ pub fn panel<'a, DB: DrawingBackend>(
         .find(|&s| canvas::text_width(spec.title, s) <= room)
         .unwrap_or(10);
     let right_top = spec.right.map_or(1.0, |(t, _)| t);
+    let (lo, hi) = (spec.y.lo, spec.y.hi);
     let mut chart = ChartBuilder::on(area)
         .margin_left(12)
         .margin_right(16)
@@ -202,19 +271,19 @@ pub fn panel<'a, DB: DrawingBackend>(
             spec.title,
             (FONT, title_size).into_font().color(&spec.color),
         )
-        .build_cartesian_2d(span(frame.x0, frame.x1), span(0.0, spec.top))
+        .build_cartesian_2d(span(frame.x0, frame.x1), span(lo, hi))
         .drawn()?
         .set_secondary_coord(span(frame.x0, frame.x1), span(0.0, right_top));
     let unit = frame.unit;
     let x_label = move |x: &f64| unit.label(x);
-    let numbers = axis_ticks(spec.top);
-    let y_label: &dyn Fn(&f64) -> String = spec.y_format.unwrap_or(&numbers);
+    let numbers = spec.y.ticks();
+    let y_label = spec.y_format.unwrap_or(&numbers);
     let x_desc = frame.x_desc();
     let mut mesh = chart.configure_mesh();
     mesh.label_style((FONT, 13))
         .x_label_formatter(&x_label)
         .y_label_formatter(y_label)
-        .y_labels(3)
+        .y_labels(if spec.y.log { 6 } else { 3 })
         .x_labels(10)
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
@@ -384,48 +453,45 @@ pub fn sent(r: &Row) -> f64 {
     r[Column::FirstAttempts as usize] + r[Column::Retries as usize]
 }
 
-/// What the load figures draw in a panel: the trigger windows as bands underneath, first
-/// attempts (mixed to `pale`) under retries (mixed to `dark`) as bars, and goodput as a black
-/// line through the middle of each bucket.
+/// What the load figures draw in a panel on axis `y`: the trigger windows as bands
+/// underneath, first attempts (mixed to `pale`) under retries (mixed to `dark`) as bars, and
+/// goodput as a thin black line through the middle of each bucket, which leaves the bars'
+/// tops in sight where goodput meets them.
 #[allow(clippy::too_many_arguments)]
 pub fn draw_load<DB: DrawingBackend>(
     chart: &mut Panel<'_, DB>,
     frame: &Frame,
     rows: &[Row],
     windows: &[(f64, f64)],
-    top: f64,
+    y: &YAxis,
     color: RGBColor,
     (pale, dark): (f64, f64),
 ) -> Result<()> {
     chart
-        .draw_series(super::triggers::bands(windows, frame.x1, top))
+        .draw_series(super::triggers::bands(windows, frame.x1, (y.lo, y.hi)))
         .drawn()?;
+    let first = |r: &Row| y.at(r[Column::FirstAttempts as usize]);
     chart
         .draw_series(bars(
             frame,
             rows,
-            |_| 0.0,
-            |r| r[Column::FirstAttempts as usize],
+            |_| y.at(0.0),
+            first,
             color.mix(pale).filled(),
         ))
         .drawn()?;
+    let top = |r: &Row| y.at(sent(r));
     chart
-        .draw_series(bars(
-            frame,
-            rows,
-            |r| r[Column::FirstAttempts as usize],
-            sent,
-            color.mix(dark).filled(),
-        ))
+        .draw_series(bars(frame, rows, first, top, color.mix(dark).filled()))
         .drawn()?;
     let goodput = rows.iter().enumerate().map(|(i, r)| {
         (
             frame.start(i) + frame.bucket / 2.0,
-            r[Column::Succeeded as usize],
+            y.at(r[Column::Succeeded as usize]),
         )
     });
     chart
-        .draw_series(LineSeries::new(goodput, super::style::INK.stroke_width(2)))
+        .draw_series(LineSeries::new(goodput, super::style::INK.stroke_width(1)))
         .drawn()?;
     Ok(())
 }
@@ -468,6 +534,25 @@ mod tests {
         assert_eq!(f.rows[1].len(), 10, "a series stops at its last activity");
         assert!((f.rows[0][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
         assert!((f.rows[1][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
+    }
+
+    /// thundering-herd's herd of 100,000/s at t = 0 flattened the retries spread at hundreds
+    /// a second after it; a storm with a few stray retries around it stays linear.
+    #[test]
+    fn a_few_tall_bars_over_a_low_bulk_get_a_log_axis() {
+        let herd = [
+            100_000.0, 90_000.0, 2000.0, 900.0, 500.0, 300.0, 120.0, 5.0, 0.0,
+        ];
+        let y = YAxis::of(herd.into_iter());
+        assert!(y.log);
+        assert_eq!(y.lo, 2.0, "from the power of ten under 120/s, not 5/s");
+        assert_eq!(y.at(5.0), 2.0, "lower values sit on the foot");
+        assert!((y.at(1000.0) - 3.0).abs() < 1e-12);
+        assert_eq!(y.ticks()(&3.0), "1k");
+        let storm = [50.0, 52.0, 49.0, 51.0, 6.0, 0.005, 0.005, 0.005, 0.005, 0.0];
+        let y = YAxis::of(storm.into_iter());
+        assert_eq!(y, YAxis::linear(52.0 * 1.1));
+        assert!(!YAxis::of(std::iter::empty()).log);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn};
-use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
+use super::over_time::{self, Frame, Line, PanelSpec, Row, Series, YAxis};
 use super::style::{FONT, tick, variant_color};
 use super::triggers::{self, TRIGGER};
 use super::{Chart, Run};
@@ -43,21 +43,9 @@ enum Key {
 const KEY_FONT: u32 = 14;
 const KEY_ROW: u32 = 22;
 
-/// The keys in rows that fit `width` pixels, measured with the compiled-in font: (key, x)
-/// per row.
+/// The keys in rows that fit `width` pixels ([`canvas::legend_rows`]): (key, x) per row.
 fn key_rows(keys: &[(Key, String, Vec<RGBColor>)], width: u32) -> Vec<Vec<(usize, i32)>> {
-    let mut rows: Vec<Vec<(usize, i32)>> = vec![Vec::new()];
-    let mut x = 24;
-    for (i, (_, label, _)) in keys.iter().enumerate() {
-        let w = 30 + canvas::text_width(label, KEY_FONT) as i32;
-        if x + w + 8 > width as i32 && x > 24 {
-            rows.push(Vec::new());
-            x = 24;
-        }
-        rows.last_mut().expect("never empty").push((i, x));
-        x += w + 22;
-    }
-    rows
+    canvas::legend_rows(keys.iter().map(|k| k.1.as_str()), width, KEY_FONT)
 }
 
 /// Rows of samples saying what the marks mean, wrapped to the figure's width ([`key_rows`]).
@@ -201,8 +189,32 @@ impl Chart for PolicyOverTime {
         run.ran().iter().any(|v| instances(&v.scenario) != (0, 0))
     }
 
-    fn caption(&self, _run: &Run) -> String {
-        "The retry budgets and circuit breakers over time, a panel per variant that has one (line: the budgets' mean level, 100 % is full; shaded: the share of breakers open; grey bars: retries sent, on one right-hand scale for every panel): a budget drains as failures mount and stops retries when it is empty or, for a token bucket, at half (dashed); breakers open and close again; compare both with the retries bars.".to_string()
+    fn caption(&self, run: &Run) -> String {
+        let shown = || panels(run).into_iter().map(|j| &run.ran()[j].scenario);
+        let mut marks = Vec::new();
+        if shown().any(|s| instances(s).0 > 0) {
+            marks.push("line: the budgets' mean level, 100 % is full; a budget drains as failures mount and stops retries when it is empty");
+        }
+        if shown().any(token_bucket) {
+            marks.push("dashed: half full, under which a token bucket stops retries");
+        }
+        if shown().any(|s| instances(s).1 > 0) {
+            marks.push("shaded: the share of breakers open; breakers open and close again");
+        }
+        let rows = |t: Series| {
+            t.lines.iter().any(|l| {
+                t.frame.rows[l.row]
+                    .iter()
+                    .any(|r| r[Column::Retries as usize] > 0.0)
+            })
+        };
+        if self.table(run).is_ok_and(rows) {
+            marks.push("grey bars: retries sent, on one right-hand scale for every panel");
+        }
+        format!(
+            "The retry budgets and circuit breakers over time, a panel per variant that has either, on a time axis that ends with their activity ({}).",
+            marks.join("; ")
+        )
     }
 
     fn size(&self, run: &Run) -> (u32, u32) {
@@ -216,11 +228,17 @@ impl Chart for PolicyOverTime {
     /// `variant, bucket_start_s, bucket_s, budgets, budget_level_pct, breakers,
     /// breakers_open, breakers_open_pct, retries_per_s` (and `trigger`), the values drawn.
     fn table(&self, run: &Run) -> Result<Series> {
-        // The same time axis as the load-over-time figure: the frame of every variant, so a
-        // panel here spans what the same variant's panel spans there.
+        // The time axis of the variants drawn: a variant without a budget or a breaker that
+        // runs on for long would squeeze them.
         let mut series = Series::of_variants(run, &[]);
         let shown = panels(run);
         series.lines.retain(|l| shown.contains(&l.variant));
+        let variants: Vec<&VariantResult> =
+            shown.iter().map(|&j| &run.point().variants[j]).collect();
+        series.frame = Frame::of(&variants);
+        for (k, line) in series.lines.iter_mut().enumerate() {
+            line.row = k;
+        }
         series.trigger = series.lines.iter().any(|l| !l.windows.is_empty());
         let columns = [
             "budgets",
@@ -339,12 +357,12 @@ fn draw_panel<DB: DrawingBackend>(
     let spec = PanelSpec {
         y_format: Some(&percent),
         right,
-        ..PanelSpec::new(&title, color, TOP, "", last)
+        ..PanelSpec::new(&title, color, YAxis::linear(TOP), "", last)
     };
     let mut chart = over_time::panel(area, frame, &spec)?;
     // The trigger bands go under the data.
     chart
-        .draw_series(triggers::bands(&line.windows, frame.x1, TOP))
+        .draw_series(triggers::bands(&line.windows, frame.x1, (0.0, TOP)))
         .drawn()?;
     // States are sampled at the end of their bucket.
     let at_end = |i: usize| frame.start(i) + frame.bucket;

@@ -101,17 +101,15 @@ impl Chart for Replications {
             frame.bucket_words(),
         );
         let body = over_time::titled(root, title, table.trigger, 17)?;
-        let top = frame
-            .max(|r| over_time::sent(r).max(r[Column::Succeeded as usize]))
-            .max(1e-9)
-            * 1.1;
+        let sent = |r: &Row| over_time::sent(r).max(r[Column::Succeeded as usize]);
+        let y = over_time::YAxis::linear(frame.max(sent).max(1e-9) * 1.1);
         let areas = body.split_evenly((shown(variants).len(), 2));
         let n = table.lines.len();
         for (k, (line, area)) in table.lines.iter().zip(&areas).enumerate() {
             let j = line.variant;
             let color = variant_color(j);
             let title = format!("{}: {}", super::display_name(&variants[j]), line.key[2]);
-            let spec = PanelSpec::new(&title, color, top, "sent (/s)", k + 2 >= n);
+            let spec = PanelSpec::new(&title, color, y, "sent (/s)", k + 2 >= n);
             let mut chart = over_time::panel(area, frame, &spec)?;
             let rows = &frame.rows[line.row];
             over_time::draw_load(
@@ -119,7 +117,7 @@ impl Chart for Replications {
                 frame,
                 rows,
                 &line.windows,
-                top,
+                &y,
                 color,
                 (0.45, 1.0),
             )?;

@@ -10,7 +10,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn, Key, Mark};
-use super::over_time::{self, Frame, PanelSpec, Row, Series};
+use super::over_time::{self, Frame, PanelSpec, Row, Series, YAxis};
 use super::style::{self, variant_color};
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
@@ -148,7 +148,7 @@ impl Chart for ServerOverTime {
             } else {
                 "writes (/s)"
             };
-            let spec = PanelSpec::new(&right_title, color, 0.0, y_desc, last);
+            let spec = PanelSpec::new(&right_title, color, YAxis::linear(0.0), y_desc, last);
             let area = &rows[columns * j + columns - 1];
             draw_outcomes(area, frame, data, bands, &outcomes, spec)?;
         }
@@ -167,10 +167,10 @@ fn draw_outcomes<DB: DrawingBackend>(
     mut spec: PanelSpec,
 ) -> Result<()> {
     let total = |r: &Row| outcomes.iter().map(|(c, ..)| r[*c as usize]).sum::<f64>();
-    spec.top = frame.max(total).max(1e-9) * 1.1;
+    spec.y = YAxis::linear(frame.max(total).max(1e-9) * 1.1);
     let mut chart = over_time::panel(area, frame, &spec)?;
     chart
-        .draw_series(triggers::bands(bands, frame.x1, spec.top))
+        .draw_series(triggers::bands(bands, frame.x1, (0.0, spec.y.hi)))
         .drawn()?;
     for (k, (c, _, fill)) in outcomes.iter().enumerate() {
         let below = |r: &Row| {
@@ -208,10 +208,10 @@ fn draw_workers<DB: DrawingBackend>(
     let queue_top = queue_top.max(1.0) * 1.1;
     let spec = PanelSpec {
         right: any_queue.then_some((queue_top, "queue")),
-        ..PanelSpec::new(title, color, busy_top, "workers busy", last)
+        ..PanelSpec::new(title, color, YAxis::linear(busy_top), "workers busy", last)
     };
     let mut left = over_time::panel(area, frame, &spec)?;
-    left.draw_series(triggers::bands(bands, frame.x1, busy_top))
+    left.draw_series(triggers::bands(bands, frame.x1, (0.0, busy_top)))
         .drawn()?;
     // States are sampled at the end of their bucket: a step from there.
     let busy: Vec<(f64, f64)> = data

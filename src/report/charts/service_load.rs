@@ -7,7 +7,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn};
-use super::over_time::{self, Frame, Line, PanelSpec, Row, Series};
+use super::over_time::{self, Frame, Line, PanelSpec, Row, Series, YAxis};
 use super::style::variant_color;
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
@@ -129,10 +129,11 @@ impl Chart for ServiceLoad {
             } else {
                 name.clone()
             };
-            let spec = PanelSpec::new(&title, TITLE, top, "attempts (/s)", s + 1 == services.len());
+            let y = YAxis::linear(top);
+            let spec = PanelSpec::new(&title, TITLE, y, "attempts (/s)", s + 1 == services.len());
             let mut chart = over_time::panel(area, frame, &spec)?;
             chart
-                .draw_series(triggers::bands(&bands, frame.x1, top))
+                .draw_series(triggers::bands(&bands, frame.x1, (0.0, top)))
                 .drawn()?;
             for line in table.lines.iter().filter(|l| l.key[0] == *name) {
                 let j = line.variant;

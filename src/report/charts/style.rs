@@ -4,7 +4,8 @@ use std::sync::Once;
 
 use plotters::style::{FontStyle, RGBColor, register_font};
 
-/// The font family every figure uses (DejaVu Sans, compiled in).
+/// The font family every figure names: in a PNG the DejaVu Sans compiled in, in an SVG the
+/// viewer's sans-serif font.
 pub const FONT: &str = "sans-serif";
 
 /// Registers the compiled-in fonts with the plotting library, once per process.
@@ -155,6 +156,19 @@ pub fn axis_ticks(top: f64) -> impl Fn(&f64) -> String {
     }
 }
 
+/// A tick label on a log axis that plots values at their log10: the value at a whole power
+/// of ten (1, 10, 100, then 1k, 10k, 100k, 1M, so one axis keeps one form), nothing between.
+pub fn power_tick(v: &f64) -> String {
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    match 10f64.powf(v.round()) {
+        x if x >= 1e6 => format!("{}M", tick(&(x / 1e6))),
+        x if x >= 1e3 => format!("{}k", tick(&(x / 1e3))),
+        x => tick(&x),
+    }
+}
+
 /// A tick formatter for shares in % on an axis from 0 to `top` (in %): as many decimals as
 /// the ticks need to differ, so small shares never all read "0 %" (`0.02 %`, `0.04 %`).
 pub fn percent_ticks(top: f64) -> impl Fn(&f64) -> String {
@@ -256,6 +270,12 @@ mod tests {
         assert_eq!(axis_ticks(90_000.0)(&80_000.0), "80000");
         assert_eq!(TimeUnit::for_span(1e-4).label(&5e-5), "50");
         assert_eq!(TimeUnit::for_span(0.35).name, "ms");
+        // thundering-herd's log axis read "10000" under "100k".
+        let log: Vec<String> = [-1.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 2.5]
+            .iter()
+            .map(power_tick)
+            .collect();
+        assert_eq!(log, ["0.1", "1", "100", "1k", "10k", "100k", "1M", ""]);
     }
 
     /// retry-chapter's histogram read "0 %, 0 %, 0 %" on an axis of tiny shares.

@@ -1,10 +1,13 @@
 //! Every headline metric against the swept value, one small panel each, with one legend. With
-//! a two-axis sweep, against the first axis at the second axis' focus value.
+//! a two-axis sweep, against the first axis at the second axis' focus value. A metric with
+//! the same value for every variant at every point (aws-backoff-jitter's 100 % success) says
+//! so in words instead of drawing flat lines.
 
 use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area};
+use super::style::tick;
 use super::sweep_curves::{self, Points};
 use super::{Chart, Run, Table};
 use crate::metrics::Metric;
@@ -124,8 +127,48 @@ impl Chart for SweepGrid {
         let body = canvas::titled(root, &title, 40, 20)?;
         let grid = canvas::legend(&body, &canvas::variant_keys(run.variants(), true))?;
         for ((title, points), area) in table.panels.iter().zip(grid.split_evenly((3, 4))) {
-            sweep_curves::plot(run, points, title, true, &area)?;
+            let Some(value) = same_everywhere(points) else {
+                sweep_curves::plot(run, points, title, true, &area)?;
+                continue;
+            };
+            let (band, body) = area.split_vertically(24);
+            canvas::draw_title(&band, title, 15)?;
+            let words = format!("{} for every variant at every value", tick(&value));
+            canvas::nothing_to_show(&body, &words, 14)?;
         }
         Ok(())
+    }
+}
+
+/// The value of a metric that has the same one, without an interval, for every variant at
+/// every point; `None` where some differ or the metric does not apply somewhere.
+pub fn same_everywhere(points: &Points) -> Option<f64> {
+    let (first, _) = (*points.iter().flatten().next()?)?;
+    let same = points.iter().flatten().all(|c| *c == Some((first, 0.0)));
+    same.then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// aws-backoff-jitter's success was 100 % for every variant at every number of clients:
+    /// a panel of flat lines that carried no information.
+    #[test]
+    fn a_metric_the_same_everywhere_is_said_in_words() {
+        let all = |cell| vec![vec![cell; 3]; 2];
+        assert_eq!(same_everywhere(&all(Some((100.0, 0.0)))), Some(100.0));
+        assert_eq!(same_everywhere(&all(Some((0.0, 0.0)))), Some(0.0));
+        assert_eq!(
+            same_everywhere(&all(Some((100.0, 0.1)))),
+            None,
+            "an interval"
+        );
+        assert_eq!(same_everywhere(&all(None)), None);
+        let mut differ = all(Some((100.0, 0.0)));
+        differ[1][2] = Some((99.0, 0.0));
+        assert_eq!(same_everywhere(&differ), None);
+        differ[1][2] = None;
+        assert_eq!(same_everywhere(&differ), None, "a gap");
     }
 }

@@ -1,23 +1,25 @@
 //! A time-series column over time as a rate, one panel per variant on one time axis and one
-//! y scale: the retry-storm picture (retries pile up on a few instants without jitter and
-//! spread with it), or when attempts reached the server. Trigger windows are shaded and a
-//! variant whose replications split carries the same note as in the load-over-time figure.
+//! y scale (logarithmic where a few tall bars would flatten the rest): the retry-storm
+//! picture (retries pile up on a few instants without jitter and spread with it), or when
+//! attempts reached the server, drawn only where some variant can retry or hedge (else the
+//! attempts are the requests of the load figure). Trigger windows are shaded and a variant
+//! whose replications split carries the same note as in the load-over-time figure.
 
 use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{Area, Drawn};
-use super::over_time::{self, PanelSpec, Series};
+use super::over_time::{self, PanelSpec, Series, YAxis};
 use super::style::variant_color;
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
+use crate::model::{Backoff, Jitter};
+use crate::scenario::{Scenario, ServerKind};
 
 /// A time histogram figure: one column over time.
 pub struct TimeHistogram {
     stem: &'static str,
     column: Column,
-    /// Whether only a run with some of the column gets the figure.
-    only_if_any: bool,
 }
 
 /// When the clients' retries (and hedges, which the series counts with them) were sent;
@@ -25,14 +27,13 @@ pub struct TimeHistogram {
 pub const RETRIES: TimeHistogram = TimeHistogram {
     stem: "retries-over-time",
     column: Column::Retries,
-    only_if_any: true,
 };
 
-/// When attempts reached the entry service.
+/// When attempts reached the entry service; only runs where some variant can retry or
+/// hedge get it: without, the attempts are the requests the load figure draws.
 pub const ATTEMPTS: TimeHistogram = TimeHistogram {
     stem: "attempts-over-time",
     column: Column::Attempts,
-    only_if_any: false,
 };
 
 /// What a time histogram says it counts: the title's words, the y axis and the caption.
@@ -71,8 +72,20 @@ impl TimeHistogram {
                 let mut caption = match (retries, hedges) {
                     (false, true) => "When hedges were sent (no variant retries: every attempt beyond a request's first is a hedge).".to_string(),
                     (true, true) => "When retries and hedges were sent, counted together: the time series does not keep them apart (summary.json has each variant's totals of each).".to_string(),
-                    _ => "When retries were sent: without jitter they pile up on a few instants; with jitter they spread.".to_string(),
+                    _ => "When retries were sent.".to_string(),
                 };
+                // Only a run with variants that back off with jitter and without shows both.
+                let jitter = |s: &Scenario| match s.policy.retry.backoff {
+                    Backoff::Exponential { jitter, .. } => Some(jitter != Jitter::None),
+                    Backoff::None => None,
+                };
+                let retrying = scenarios().filter(|s| s.policy.retry.max_attempts != Some(1));
+                let jitters: Vec<bool> = retrying.filter_map(jitter).collect();
+                if jitters.contains(&true) && jitters.contains(&false) {
+                    caption.push_str(
+                        " Without jitter they pile up on a few instants; with jitter they spread.",
+                    );
+                }
                 let title = if graph {
                     caption.push_str(&format!(
                         " Only the clients' {what} to the entry service, {entry}: retries between services are not counted here (service-load-over-time shows the attempts each service received)."
@@ -92,9 +105,12 @@ impl TimeHistogram {
                     format!(
                         "When attempts reached the entry service, {entry}; the services behind it are in service-load-over-time."
                     )
-                } else {
+                } else if scenarios().any(|s| matches!(s.services[0].server.kind, ServerKind::Occ))
+                {
                     "When attempts reached the server (for the occ server, when writes happened)."
                         .to_string()
+                } else {
+                    "When attempts reached the server.".to_string()
                 };
                 let at = if graph { entry } else { "the server" };
                 Words {
@@ -104,6 +120,12 @@ impl TimeHistogram {
                 }
             }
         }
+    }
+
+    /// The y axis every panel shares, over the column's rates.
+    fn axis(&self, table: &Series) -> YAxis {
+        let col = self.column as usize;
+        YAxis::of(table.frame.rows.iter().flatten().map(|r| r[col]))
     }
 }
 
@@ -116,13 +138,22 @@ impl Chart for TimeHistogram {
 
     fn applies(&self, run: &Run) -> bool {
         let col = self.column as usize;
-        !self.only_if_any
-            || (run.result.points.iter().flat_map(|p| &p.variants))
-                .any(|v| v.series.iter().any(|r| r[col] > 0.0))
+        let mut all = run.result.points.iter().flat_map(|p| &p.variants);
+        match self.column {
+            Column::Retries => all.any(|v| v.series.iter().any(|r| r[col] > 0.0)),
+            // Without a variant that can retry or hedge, the attempts are the requests.
+            _ => (run.experiment.scenarios())
+                .any(|s| s.policy.retry.max_attempts != Some(1) || s.policy.hedge.is_some()),
+        }
     }
 
     fn caption(&self, run: &Run) -> String {
-        self.words(run).caption
+        let mut caption = self.words(run).caption;
+        caption.push_str(" Every panel has one time axis, which runs to the end of the last variant's activity; each panel stops where its own variant's activity stopped.");
+        if self.table(run).is_ok_and(|t| self.axis(&t).log) {
+            caption.push_str(" The rates are on a log axis: the tallest is more than 30 times the typical one, which a linear axis would flatten.");
+        }
+        caption
     }
 
     fn size(&self, run: &Run) -> (u32, u32) {
@@ -138,26 +169,27 @@ impl Chart for TimeHistogram {
         let (label, col) = (words.title.as_str(), self.column as usize);
         let variants = &run.point().variants;
         let frame = &table.frame;
+        // One y scale for every panel; a log one is said in the title, where there is room.
+        let y = self.axis(table);
         let title = format!(
-            "{}: {label} per second{} ({}{}",
+            "{}: {label} per second{} ({}{}{}",
             run.name(),
             run.at(),
             frame.bucket_words(),
             run.mean_of(),
+            if y.log { "; log scale" } else { "" },
         );
         let body = over_time::titled(root, title, table.trigger, 19)?;
-        // One y scale for every panel.
-        let top = frame.max(|r| r[col]).max(1e-9) * 1.1;
         let y_desc = words.y_desc;
         let areas = body.split_evenly((variants.len(), 1));
         for (line, (v, area)) in table.lines.iter().zip(variants.iter().zip(&areas)) {
             let j = line.variant;
             let color = variant_color(j);
             let title = over_time::panel_title(v);
-            let spec = PanelSpec::new(&title, color, top, &y_desc, j + 1 == variants.len());
+            let spec = PanelSpec::new(&title, color, y, &y_desc, j + 1 == variants.len());
             let mut chart = over_time::panel(area, frame, &spec)?;
             chart
-                .draw_series(triggers::bands(&line.windows, frame.x1, top))
+                .draw_series(triggers::bands(&line.windows, frame.x1, (y.lo, y.hi)))
                 .drawn()?;
             let style = if v.is_truncated() {
                 color.mix(0.45).filled()
@@ -166,7 +198,13 @@ impl Chart for TimeHistogram {
             };
             let rows = &frame.rows[line.row];
             chart
-                .draw_series(over_time::bars(frame, rows, |_| 0.0, |r| r[col], style))
+                .draw_series(over_time::bars(
+                    frame,
+                    rows,
+                    |_| y.lo,
+                    |r| y.at(r[col]),
+                    style,
+                ))
                 .drawn()?;
         }
         Ok(())

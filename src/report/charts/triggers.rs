@@ -33,18 +33,18 @@ pub fn overlaps(windows: &[(f64, f64)], start: f64, end: f64) -> bool {
 }
 
 /// The shaded bands (and their "trigger" labels) of `windows` on a panel whose x axis ends at
-/// `end` and whose y axis reaches `top`; drawn first, under the data.
+/// `end` and whose y axis runs from `foot` to `top`; drawn first, under the data.
 pub fn bands<DB: DrawingBackend>(
     windows: &[(f64, f64)],
     end: f64,
-    top: f64,
+    (foot, top): (f64, f64),
 ) -> Vec<DynElement<'static, DB, (f64, f64)>> {
     windows
         .iter()
         .filter(|(a, _)| *a < end)
         .flat_map(|&(a, b)| {
             [
-                Rectangle::new([(a, 0.0), (b.min(end), top)], TRIGGER.mix(0.13).filled())
+                Rectangle::new([(a, foot), (b.min(end), top)], TRIGGER.mix(0.13).filled())
                     .into_dyn(),
                 Text::new(
                     "trigger",
