@@ -192,6 +192,7 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
             ServiceSeries {
                 bucket: v.bucket,
                 rows,
+                latency: v.latency.clone(),
             }
         })
         .collect();

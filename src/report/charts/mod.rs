@@ -13,6 +13,7 @@ mod comparison_bars;
 mod latency;
 mod latency_cdf;
 mod latency_histogram;
+mod latency_over_time;
 mod load_over_time;
 mod over_time;
 mod phase_diagram;
@@ -52,6 +53,7 @@ pub const FIGURES: &[&dyn Figure] = &[
     &latency_cdf::LatencyCdf,
     &latency_histogram::LatencyHistogram,
     &load_over_time::LoadOverTime,
+    &latency_over_time::LatencyOverTime,
     &policy_over_time::PolicyOverTime,
     &replications::Replications,
     &call_graph::CallGraph,
