@@ -704,6 +704,43 @@ mod tests {
 
     /// A single server is a graph of one service: its entry is folded like any service,
     /// and it has a degraded count and share (0) like any run.
+    /// A bucket's p50 and p99 are those of every replication's answers in it, pooled (not
+    /// a mean of each replication's): one replication answered 60 requests in 10 ms, the
+    /// other 40 in 1 s. A bucket without an answer has none.
+    #[test]
+    fn bucket_percentiles_are_pooled_over_replications() {
+        use crate::engine::SimTime;
+        use crate::metrics::latency_bin_upper_ms;
+        let mut fast = TimeSeries::new(SimDuration::from_secs(1));
+        let mut slow = fast.clone();
+        for _ in 0..60 {
+            fast.answered(SimDuration::from_millis(10));
+        }
+        for _ in 0..40 {
+            slow.answered(SimDuration::from_secs(1));
+        }
+        for s in [&mut fast, &mut slow] {
+            s.tick(SimTime(2_500_000_000), Default::default);
+            s.add(Column::Started);
+            s.close(Default::default());
+        }
+        let mut mean = SeriesMean::new(2);
+        mean.add(&fast);
+        mean.add(&slow);
+        let latency = mean.latency();
+        assert_eq!(latency.len(), 3, "one per row");
+        let edge =
+            |ms: f64| latency_bin_upper_ms(crate::metrics::latency_bin_of((ms * 1e6) as u64));
+        assert_eq!(
+            latency[0],
+            Some(BucketLatency {
+                p50_ms: edge(10.0),
+                p99_ms: edge(1000.0)
+            })
+        );
+        assert_eq!(latency[1..], [None, None]);
+    }
+
     #[test]
     fn a_single_server_folds_its_one_service() {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);

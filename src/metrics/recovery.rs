@@ -35,9 +35,9 @@
 //! Latency comes back on its own terms, judged beside goodput on the same buckets: the **p99
 //! before** is the p99 of the answered requests (successful, or degraded by a fallback) that
 //! ended in the baseline's buckets, pooled; p99 is **back** at the first bucket boundary t at
-//! or after the end of the last trigger where the p99 of the answers over [t, t + 5 s) is at
-//! most 10 % above it, and the p99 of those over [t, duration) is too. A stretch without an
-//! answer is not back. Without an answer before the trigger there is nothing to come back to
+//! or after the end of the last trigger whose bucket has answers, where the p99 of the answers
+//! over [t, t + 5 s) is at most 10 % above it, and the p99 of those over [t, duration) is
+//! too: a bucket without an answer is not back. Without an answer before the trigger there is nothing to come back to
 //! (no p99 judgement); a replication whose p99 is never back is "not back by the end of the
 //! run". Each p99 is read from the buckets' latency bins (20 a decade, [`LatencyBins`]) as its
 //! bin's upper edge, so at this 12 % resolution "within 10 %" means in the bin of the level
@@ -205,7 +205,7 @@ fn p99_back(latency: &[(usize, LatencyBins)], span: &Span) -> (Option<f64>, Opti
             }
             filled += 1;
         }
-        if rest_back[k - span.after] && back(&window) {
+        if at[k].is_some() && rest_back[k - span.after] && back(&window) {
             return (Some(level), Some(SimTime(k as u64 * span.width)));
         }
         if let Some(bins) = at[k] {
@@ -279,8 +279,7 @@ pub fn analyse_rows(
         let n = u128::from(sums.sum(Column::Succeeded, a, b));
         RECOVERY_LEVEL.1 * n * base_buckets >= RECOVERY_LEVEL.0 * base_count * (b - a) as u128
     };
-    let recovered = (after..end)
-        .find(|&k| back(k, (k + window).min(end)) && back(k, end));
+    let recovered = (after..end).find(|&k| back(k, (k + window).min(end)) && back(k, end));
 
     let episode_end = recovered.unwrap_or(end).max(episode_start + 1);
     let ratio = |num: Column, den: Column, a: usize, b: usize| {
@@ -691,6 +690,68 @@ mod tests {
         assert!((r.peak_amplification - 1.6).abs() < 1e-12);
     }
 
+    /// `series` of goodput 10/s whose answers in bucket i took `latency_ms[i]` each (none
+    /// where it is 0).
+    fn with_latency(latency_ms: &[u64]) -> TimeSeries {
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for (i, &ms) in latency_ms.iter().enumerate() {
+            s.tick(SimTime(i as u64 * SECOND), Default::default);
+            for _ in 0..10 {
+                s.add(Column::Succeeded);
+                s.add(Column::Started);
+                if ms > 0 {
+                    s.answered(SimDuration::from_millis(ms));
+                }
+            }
+        }
+        s.close(Default::default());
+        s
+    }
+
+    /// p99 is back at the first boundary after the trigger from which the 5 s ahead and the
+    /// rest of the run are within 10 % of the level before it; a bin above it is not, the
+    /// same bin is; without answers before the trigger it is not judged.
+    #[test]
+    fn p99_is_back_when_the_window_ahead_and_the_rest_are_within_ten_percent() {
+        let edge = |ms: u64| latency_bin_upper_ms(super::super::latency_bin_of(ms * 1_000_000));
+        // 50 ms before, 500 ms from the trigger (20 s) to 30 s, then 50 ms but one bucket of
+        // 80 ms at 33 s (a window containing it is not back) and 48 ms (the same bin) after.
+        let mut ms = vec![50; 20];
+        ms.extend([500; 10]);
+        ms.extend([50; 3]);
+        ms.push(80);
+        ms.extend([48; 26]);
+        assert_eq!(edge(48), edge(50), "the same bin");
+        let r = analyse(&with_latency(&ms), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.p99_before_ms, Some(edge(50)));
+        assert_eq!(
+            r.recovered_at,
+            Some(SimTime(25 * SECOND)),
+            "goodput never left"
+        );
+        assert_eq!(r.p99_back_at, Some(SimTime(34 * SECOND)));
+        assert_eq!(r.p99_back_time(), Some(secs(9)));
+        // Still 500 ms to the end: not back by the end of the run.
+        let mut high = vec![50; 20];
+        high.extend([500; 40]);
+        let r = analyse(&with_latency(&high), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!((r.p99_before_ms, r.p99_back_at), (Some(edge(50)), None));
+        // A bucket without an answer is not back: here until 40 s.
+        let mut silent = vec![50; 20];
+        silent.extend([0; 20]);
+        silent.extend([50; 20]);
+        let r = analyse(&with_latency(&silent), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.p99_back_at, Some(SimTime(40 * SECOND)));
+        // Nothing answered before the trigger: nothing to come back to.
+        let mut late = vec![0; 20];
+        late.extend([50; 40]);
+        let r = analyse(&with_latency(&late), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!((r.p99_before_ms, r.p99_back_at), (None, None));
+        let (m, _) = summarise(&[r]).unwrap();
+        assert_eq!((m.p99_judged, m.p99_back), (0.0, 0.0));
+        assert_eq!((m.p99_before_ms, m.median_p99_back_s), (None, None));
+    }
+
     #[test]
     fn wilson_interval_matches_a_table() {
         // 8 of 10: (0.490, 0.943).
@@ -723,6 +784,10 @@ mod tests {
         assert_eq!(m.p90_recovery_s, Some(6.0));
         assert_eq!(m.baseline_per_s, 40.0);
         assert_eq!(m.below_90_s, 2.0);
+        // p99 back a second after goodput in the two that recovered, 3 s and 7 s after.
+        assert_eq!((m.p99_judged, m.p99_back), (4.0, 2.0));
+        assert_eq!(m.median_p99_back_s, Some(5.0));
+        assert_eq!((m.p99_before_ms, h.p99_before_ms), (Some(20.0), Some(0.0)));
         let keys = |v: &RecoveryMetrics| {
             let doc = serde_json::to_value(v).unwrap();
             doc.as_object().unwrap().keys().cloned().collect::<Vec<_>>()

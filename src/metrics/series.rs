@@ -700,6 +700,62 @@ mod tests {
         assert!(got[merged.len()..].iter().all(|&c| c == 0));
     }
 
+    /// Answers land in their bucket's bins wherever they come (the present bucket, a later
+    /// one, an earlier one, a bin below or above those held), as a plain count per bucket
+    /// and bin says; merging buckets adds their bins; percentiles are bin edges.
+    #[test]
+    fn answers_land_in_their_buckets_bins() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
+        let mut s = TimeSeries::new(SimDuration::from_millis(10));
+        let mut plain = vec![[0u64; LATENCY_BINS]; 400];
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            now += rng.random_range(0..200_000);
+            s.tick(SimTime(now), Gauges::default);
+            let latency = SimDuration::from_nanos(
+                rng.random_range(1..5_000_000_000u64) >> rng.random_range(0..30),
+            );
+            let at = match rng.random_range(0..8) {
+                0 => now.saturating_sub(rng.random_range(0..50_000_000)),
+                1 => now + rng.random_range(0..50_000_000),
+                _ => now,
+            };
+            if at == now {
+                s.answered(latency);
+            } else {
+                s.answered_at(SimTime(at), latency);
+            }
+            plain[(at / 10_000_000) as usize][super::super::latency_bin(latency.as_nanos())] += 1;
+        }
+        let bins_of = |s: &TimeSeries| {
+            let mut out = vec![[0u64; LATENCY_BINS]; 400];
+            for (b, bins) in s.latency() {
+                for (bin, n) in bins.bins() {
+                    out[b][bin] += n;
+                }
+            }
+            out
+        };
+        assert_eq!(bins_of(&s), plain);
+        s.coarsen();
+        let merged: Vec<[u64; LATENCY_BINS]> = plain
+            .chunks(2)
+            .map(|pair| std::array::from_fn(|bin| pair[0][bin] + pair[1][bin]))
+            .chain(std::iter::repeat_n([0; LATENCY_BINS], 200))
+            .collect();
+        assert_eq!(bins_of(&s), merged);
+        // A bucket of 99 answers in one bin and one far above: p50 and p99 are the first
+        // bin's upper edge, p100 the other's.
+        let mut b = LatencyBins::<u32>::default();
+        b.add(60, 99);
+        b.add(120, 1);
+        assert_eq!(b.quantile_ms(0.5), Some(latency_bin_upper_ms(60)));
+        assert_eq!(b.quantile_ms(0.99), Some(latency_bin_upper_ms(60)));
+        assert_eq!(b.quantile_ms(1.0), Some(latency_bin_upper_ms(120)));
+        assert_eq!(LatencyBins::<u32>::default().quantile_ms(0.99), None);
+    }
+
     #[test]
     fn counts_land_in_their_bucket_and_states_carry_over() {
         let mut s = TimeSeries::new(SimDuration::from_secs(1));

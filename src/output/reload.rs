@@ -1183,6 +1183,31 @@ mod tests {
             let e = format!("{:#}", read(&damaged, &experiment).unwrap_err());
             assert!(e.contains(reason), "expected {reason:?} in: {e}");
         }
+        // A bucket's latency cells: both or neither, the median not above the 99th
+        // percentile.
+        for name in [TIMESERIES, SERVICE_SERIES] {
+            let text = String::from_utf8(folder.get(name).unwrap().to_vec()).unwrap();
+            /// A row's cells before the latency, and its p50 and p99 when p50 < p99.
+            fn cells(l: &str) -> Option<(&str, &str, &str)> {
+                let (rest, p99) = l.rsplit_once(',')?;
+                let (head, p50) = rest.rsplit_once(',')?;
+                let (a, b) = (p50.parse::<f64>().ok()?, p99.parse::<f64>().ok()?);
+                (a < b).then_some((head, p50, p99))
+            }
+            let (row, (head, p50, p99)) = text
+                .lines()
+                .skip(1)
+                .find_map(|l| Some((l, cells(l)?)))
+                .unwrap();
+            for (to, reason) in [
+                (format!("{head},{p99},{p50}"), "above p99_ms"),
+                (format!("{head},,{p99}"), "p50_ms \"\" is not a number"),
+            ] {
+                let damaged = edit(&folder, name, row, &to);
+                let e = format!("{:#}", read(&damaged, &experiment).unwrap_err());
+                assert!(e.contains(reason), "{name}: expected {reason:?} in: {e}");
+            }
+        }
         let mut files = folder.files.clone();
         files.remove(SERVICE_SERIES);
         let e = read(&RunFolder { files }, &experiment).unwrap_err();

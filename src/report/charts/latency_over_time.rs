@@ -33,7 +33,10 @@ pub struct Latencies {
 
 /// Each line's percentiles per display bucket of `frame` (`series`: each line's stored ones
 /// with their bucket width): the highest of the stored buckets a display bucket merges.
-fn display(frame: &Frame, series: &[(&[Option<BucketLatency>], f64)]) -> Vec<Vec<Option<BucketLatency>>> {
+fn display(
+    frame: &Frame,
+    series: &[(&[Option<BucketLatency>], f64)],
+) -> Vec<Vec<Option<BucketLatency>>> {
     series
         .iter()
         .zip(&frame.rows)
@@ -98,7 +101,10 @@ impl Latencies {
     /// Whether the lines of `v` (its requests, `latency_of` "requests") or of service `name`
     /// are drawn, with their values.
     fn line(&self, of: &str, j: usize) -> Option<(&Line, &[Option<BucketLatency>])> {
-        let i = self.lines.iter().position(|l| l.key[0] == of && l.variant == j)?;
+        let i = self
+            .lines
+            .iter()
+            .position(|l| l.key[0] == of && l.variant == j)?;
         Some((&self.lines[i], &self.values[i]))
     }
 }
@@ -145,10 +151,17 @@ struct Scale {
 impl Scale {
     /// The scale of what `table` draws: p50 and p99 of the requests, p99 of the services.
     fn of(table: &Latencies) -> Scale {
-        let drawn = table.lines.iter().zip(&table.values).flat_map(|(line, values)| {
-            let requests = line.key[0] == "requests";
-            values.iter().flatten().flat_map(move |l| [requests.then_some(l.p50_ms), Some(l.p99_ms)])
-        });
+        let drawn = table
+            .lines
+            .iter()
+            .zip(&table.values)
+            .flat_map(|(line, values)| {
+                let requests = line.key[0] == "requests";
+                values
+                    .iter()
+                    .flatten()
+                    .flat_map(move |l| [requests.then_some(l.p50_ms), Some(l.p99_ms)])
+            });
         let drawn: Vec<f64> = drawn.flatten().collect();
         let lo = drawn.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = drawn.iter().copied().fold(0.0, f64::max);
@@ -213,30 +226,39 @@ impl Chart for LatencyOverTime {
     }
 
     fn applies(&self, run: &Run) -> bool {
-        run.point().variants.iter().any(|v| v.latency.iter().any(Option::is_some))
+        run.point()
+            .variants
+            .iter()
+            .any(|v| v.latency.iter().any(Option::is_some))
     }
 
     fn caption(&self, run: &Run) -> String {
         let table = Latencies::of(run);
-        let pooled = match run.experiment.replications {
-            1 => String::new(),
-            n => format!(", pooled over {n} replications"),
-        };
+        let pooled = pooled(run);
         let services = if table.lines.iter().any(|l| l.key[0] != "requests") {
             " Below them, each service of the call graph: the p99 of the time from an attempt's arrival to the service's answer, over the attempts it answered (successful or degraded) while their caller still waited, a line per variant."
         } else {
             ""
         };
-        let merged = run.point().variants.iter().any(|v| v.bucket.as_secs_f64() < table.frame.bucket * 0.999);
+        let merged = run
+            .point()
+            .variants
+            .iter()
+            .any(|v| v.bucket.as_secs_f64() < table.frame.bucket * 0.999);
         format!(
             "The p50 (thin) and p99 (thick) latency of the requests answered (successful, or degraded by a fallback), from each request's start, over those that ended in each of the {}{pooled}: how long after the trigger p99 stays high. Failed requests are not counted; a gap is a bucket in which nothing was answered.{services}{}",
             table.frame.bucket_words(),
-            if merged { " Each point is the highest of the stored buckets it spans." } else { "" }
+            if merged {
+                " Each point is the highest of the stored buckets it spans."
+            } else {
+                ""
+            }
         )
     }
 
     fn size(&self, run: &Run) -> (u32, u32) {
-        let panels = run.variants().len() + services(run.ran()).len() * usize::from(run.has_calls());
+        let panels =
+            run.variants().len() + services(run.ran()).len() * usize::from(run.has_calls());
         super::rows_size(panels, 150, if run.has_calls() { 110 } else { 66 })
     }
 
@@ -244,15 +266,21 @@ impl Chart for LatencyOverTime {
         Ok(Latencies::of(run))
     }
 
-    fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Latencies, root: &Area<DB>) -> Result<()> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        run: &Run,
+        table: &Latencies,
+        root: &Area<DB>,
+    ) -> Result<()> {
         let frame = &table.frame;
         let variants = &run.point().variants;
         let scale = Scale::of(table);
-        let log = if scale.base.is_some() { ", log scale" } else { "" };
-        let pooled = match run.experiment.replications {
-            1 => String::new(),
-            n => format!(", pooled over {n} replications"),
+        let log = if scale.base.is_some() {
+            ", log scale"
+        } else {
+            ""
         };
+        let pooled = pooled(run);
         let title = format!(
             "{}: latency of answered requests{} ({}{pooled}; thick: p99, thin: p50",
             run.name(),
@@ -260,8 +288,10 @@ impl Chart for LatencyOverTime {
             frame.bucket_words(),
         );
         let mut body = over_time::titled(root, title, table.trigger, 17)?;
-        let services: Vec<(String, bool)> =
-            services(run.ran()).into_iter().filter(|(s, _)| table.lines.iter().any(|l| l.key[0] == *s)).collect();
+        let services: Vec<(String, bool)> = services(run.ran())
+            .into_iter()
+            .filter(|(s, _)| table.lines.iter().any(|l| l.key[0] == *s))
+            .collect();
         if !services.is_empty() {
             body = canvas::legend(&body, &canvas::variant_keys(variants, true))?;
         }
@@ -278,13 +308,23 @@ impl Chart for LatencyOverTime {
             };
             let spec = PanelSpec {
                 y_format: Some(&label),
-                ..PanelSpec::new(&title, variant_color(j), scale.top, &y_desc, j + 1 == areas.len())
+                ..PanelSpec::new(
+                    &title,
+                    variant_color(j),
+                    scale.top,
+                    &y_desc,
+                    j + 1 == areas.len(),
+                )
             };
             let mut chart = over_time::panel(area, frame, &spec)?;
             panel_body(&mut chart, frame, line, scale, (j, v))?;
         }
-        for (s, ((name, entry), area)) in services.iter().zip(&areas[variants.len()..]).enumerate() {
-            let title = format!("{name}{}: p99 response time", if *entry { " (entry)" } else { "" });
+        for (s, ((name, entry), area)) in services.iter().zip(&areas[variants.len()..]).enumerate()
+        {
+            let title = format!(
+                "{name}{}: p99 response time",
+                if *entry { " (entry)" } else { "" }
+            );
             let spec = PanelSpec {
                 y_format: Some(&label),
                 ..PanelSpec::new(&title, INK, scale.top, &y_desc, s + 1 == services.len())
@@ -292,15 +332,31 @@ impl Chart for LatencyOverTime {
             let mut chart = over_time::panel(area, frame, &spec)?;
             let mut bands: Vec<(f64, f64)> = run.windows().into_iter().flatten().collect();
             bands.dedup();
-            chart.draw_series(triggers::bands(&bands, frame.x1, scale.top)).drawn()?;
+            chart
+                .draw_series(triggers::bands(&bands, frame.x1, scale.top))
+                .drawn()?;
             for (j, v) in variants.iter().enumerate() {
                 if let Some((_, values)) = table.line(name, j) {
                     let width = if v.is_truncated() { 1 } else { 2 };
-                    draw_line(&mut chart, frame, values, (scale, |l| l.p99_ms), (j, variant_color(j), width))?;
+                    draw_line(
+                        &mut chart,
+                        frame,
+                        values,
+                        (scale, |l| l.p99_ms),
+                        (j, variant_color(j), width),
+                    )?;
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// ", pooled over N replications" with more than one, else nothing.
+fn pooled(run: &Run) -> String {
+    match run.experiment.replications {
+        1 => String::new(),
+        n => format!(", pooled over {n} replications"),
     }
 }
 
@@ -315,21 +371,32 @@ fn panel_body<DB: DrawingBackend>(
     let Some((line, values)) = line else {
         return Ok(());
     };
-    chart.draw_series(triggers::bands(&line.windows, frame.x1, scale.top)).drawn()?;
+    chart
+        .draw_series(triggers::bands(&line.windows, frame.x1, scale.top))
+        .drawn()?;
     let color = variant_color(j);
     let paler = |c: u8| c + ((255 - c) as f64 * 0.4) as u8;
     let pale = RGBColor(paler(color.0), paler(color.1), paler(color.2));
     // One variant a panel: solid lines, told apart by their width.
     draw_line(chart, frame, values, (scale, |l| l.p50_ms), (0, pale, 1))?;
     let width = if v.is_truncated() { 1 } else { 3 };
-    draw_line(chart, frame, values, (scale, |l| l.p99_ms), (0, color, width))
+    draw_line(
+        chart,
+        frame,
+        values,
+        (scale, |l| l.p99_ms),
+        (0, color, width),
+    )
 }
 
 /// The longest stretch in which a variant answered nothing while its clients still started
 /// requests (`rows`), when it spans more than 5 % of the time axis: "nothing answered from
 /// a to b" (or "after a", when no answer came again).
 fn silence(frame: &Frame, rows: &[Row], values: &[Option<BucketLatency>]) -> Option<String> {
-    let busy = rows.iter().rposition(|r| r[Column::Started as usize] > 0.0)? + 1;
+    let busy = rows
+        .iter()
+        .rposition(|r| r[Column::Started as usize] > 0.0)?
+        + 1;
     let first = values.iter().position(Option::is_some)?;
     let answered = |i: usize| values.get(i).is_some_and(Option::is_some);
     let (mut best, mut i) = ((0, 0), first);
@@ -354,4 +421,75 @@ fn silence(frame: &Frame, rows: &[Row], values: &[Option<BucketLatency>]) -> Opt
         format!("nothing answered from {} to {}", at(a), at(b))
     };
     Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::fixture::{SERVICES, graph_run};
+    use crate::scenario::LoadOptions;
+
+    /// The figure's CSV is the table it drew: per variant its requests' p50 and p99 per
+    /// bucket as the variant's series has them (empty where nothing was answered), then per
+    /// service and variant the service's; a panel for each.
+    #[test]
+    fn the_latency_csv_is_each_series_percentiles() {
+        let (experiment, result) = graph_run(&LoadOptions::default());
+        let figures =
+            crate::report::charts::figures(&experiment, &result, Default::default(), 1).unwrap();
+        let figure = figures
+            .iter()
+            .find(|f| f.stem == "latency-over-time")
+            .unwrap();
+        assert!(
+            figure.caption.contains("pooled over 3 replications"),
+            "{}",
+            figure.caption
+        );
+        let variants = &result.points[0].variants;
+        let png = image::load_from_memory(&figure.image).unwrap();
+        assert!(png.height() >= 150 * (variants.len() + SERVICES.len()) as u32);
+        let mut reader = csv::Reader::from_reader(figure.csv.as_slice());
+        let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+        let expected = [
+            "latency_of",
+            "variant",
+            "bucket_start_s",
+            "bucket_s",
+            "p50_ms",
+            "p99_ms",
+            "trigger",
+        ];
+        assert_eq!(header, expected);
+        let mut rows = std::collections::BTreeMap::<(String, String), Vec<[String; 2]>>::new();
+        for r in reader.records().map(Result::unwrap) {
+            assert_eq!(&r[3], "1", "the stored 1 s buckets");
+            rows.entry((r[0].to_string(), r[1].to_string()))
+                .or_default()
+                .push([r[4].to_string(), r[5].to_string()]);
+        }
+        assert_eq!(rows.len(), variants.len() * (1 + SERVICES.len()));
+        let cells = |l: &Option<crate::metrics::BucketLatency>| match l {
+            Some(l) => [l.p50_ms.to_string(), l.p99_ms.to_string()],
+            None => [String::new(), String::new()],
+        };
+        for v in variants {
+            let drawn = &rows[&("requests".to_string(), v.name.clone())];
+            assert!(!drawn.is_empty());
+            for (d, l) in drawn.iter().zip(&v.latency) {
+                assert_eq!(*d, cells(l), "{}", v.name);
+            }
+            for (name, s) in SERVICES.iter().zip(&v.service_series) {
+                let drawn = &rows[&(name.to_string(), v.name.clone())];
+                for (d, l) in drawn.iter().zip(&s.latency) {
+                    assert_eq!(*d, cells(l), "{name} {}", v.name);
+                }
+            }
+        }
+        // The stall from 10 s to 15 s leaves buckets without an answer: empty cells.
+        assert!(
+            rows.values()
+                .flatten()
+                .any(|[p50, p99]| p50.is_empty() && p99.is_empty())
+        );
+    }
 }

@@ -36,7 +36,7 @@ pub(super) fn recovery_section(
     }
     let _ = writeln!(
         out,
-        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it. Latency is judged apart, on the same buckets: p99 is back at the first t after the trigger where the p99 of the requests answered (successful, or degraded by a fallback) over [t, t + 5 s), and from t to the end of the run, is at most 10 % above its level before the trigger (read at the 12 % resolution of the latency bins: the same bin or a lower one).\n"
+        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it. Latency is judged apart, on the same buckets: p99 is back at the first t after the trigger where requests are answered (successful, or degraded by a fallback) and the p99 of those answered over [t, t + 5 s), and from t to the end of the run, is at most 10 % above its level before the trigger (read at the 12 % resolution of the latency bins: the same bin or a lower one).\n"
     );
     for (v, s) in variants.iter().zip(scenarios) {
         let Some(r) = v.metrics.recovery else {
@@ -158,9 +158,17 @@ fn p99_outcome(r: &RecoveryMetrics) -> String {
         if k == 0.0 { "not back" } else { "back" },
         milliseconds(level)
     );
-    let reps = if n == 1.0 { "replication" } else { "replications" };
+    let reps = if n == 1.0 {
+        "replication"
+    } else {
+        "replications"
+    };
     let tail = if k == 0.0 {
-        let any = if n == 1.0 { String::new() } else { format!(" in any of its {n:.0} {reps}") };
+        let any = if n == 1.0 {
+            String::new()
+        } else {
+            format!(" in any of its {n:.0} {reps}")
+        };
         format!(" by the end of the run{any}")
     } else if k == n {
         let which = if n == 1.0 { "its" } else { "all" };
