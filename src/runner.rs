@@ -24,7 +24,7 @@ use std::sync::{Condvar, Mutex};
 use crate::metrics::recovery::{self, Recovery};
 use crate::metrics::{
     Column, Digest, ExampleRun, ExperimentResult, LatencyPool, PointResult, Replications,
-    ServiceSeries, TimeSeries, TruncatedReplication, VariantResult, aggregate_series,
+    TimeSeries, TruncatedReplication, VariantResult, aggregate_series,
 };
 use crate::scenario::{Experiment, Scenario};
 use crate::sim;
@@ -258,15 +258,12 @@ impl<'a> Folder<'a> {
             metrics,
             ci95,
             series: folded.series,
+            latency: folded.latency,
             success_latency_bins: folded.success_latency_bins,
             bucket: folded.bucket,
             truncations,
             examples: Vec::new(),
-            service_series: folded
-                .service_series
-                .into_iter()
-                .map(|(bucket, rows)| ServiceSeries { bucket, rows })
-                .collect(),
+            service_series: folded.service_series,
         };
         let picks = examples(&outlines);
         if picks.is_empty() {

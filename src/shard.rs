@@ -29,14 +29,14 @@ use sha2::{Digest as _, Sha256};
 use crate::engine::SimDuration;
 use crate::metrics::ExperimentResult;
 use crate::metrics::{Counters, Digest, LatencyHistogram, LatencyParts, LatencyPool, Metrics};
-use crate::metrics::{MAX_ROWS, Row, TimeSeries, Truncation};
+use crate::metrics::{LatencyBins, MAX_ROWS, Row, TimeSeries, Truncation};
 use crate::output::publish::{MANIFEST, Manifest, is_plain_name};
 use crate::report::{ImageFormat, OutputFile};
 use crate::runner::{self, RangeResult, Refed};
 use crate::scenario::{Axis, Experiment, LoadOptions, Sweep, load_str};
 
-/// The version of the shard folder's format.
-pub const FORMAT: u32 = 1;
+/// The version of the shard folder's format (2: each series has its buckets' latency bins).
+pub const FORMAT: u32 = 2;
 /// The shard folder's description.
 pub const INFO: &str = crate::output::publish::SHARD_INFO;
 /// The scenario file's text, as the shard loaded it.
@@ -325,6 +325,8 @@ struct RawReplication {
     metrics: Metrics,
     bucket_ns: SimDuration,
     series: Vec<Row>,
+    /// The buckets with answers and their latency bins ([`TimeSeries::latency`]).
+    latency: Vec<(usize, LatencyBins)>,
     services: Vec<RawSeries>,
 }
 
@@ -333,6 +335,7 @@ struct RawReplication {
 struct RawSeries {
     bucket_ns: SimDuration,
     rows: Vec<Row>,
+    latency: Vec<(usize, LatencyBins)>,
 }
 
 impl RawReplication {
@@ -347,12 +350,14 @@ impl RawReplication {
             metrics: d.metrics.clone(),
             bucket_ns: d.series.bucket(),
             series: d.series.rows().to_vec(),
+            latency: d.series.latency(),
             services: d
                 .service_series
                 .iter()
                 .map(|s| RawSeries {
                     bucket_ns: s.bucket(),
                     rows: s.rows().to_vec(),
+                    latency: s.latency(),
                 })
                 .collect(),
         }
@@ -360,7 +365,7 @@ impl RawReplication {
 
     /// The digest back; only what folding reads of the counts is kept (events, requests).
     fn digest(self) -> anyhow::Result<Digest> {
-        let series = |bucket: SimDuration, rows: Vec<Row>| {
+        let series = |bucket: SimDuration, rows: Vec<Row>, latency: Vec<(usize, LatencyBins)>| {
             anyhow::ensure!(
                 bucket.as_nanos() > 0 && !rows.is_empty(),
                 "a time series without buckets"
@@ -370,7 +375,9 @@ impl RawReplication {
                 "a time series of {} buckets, more than a run keeps ({MAX_ROWS})",
                 rows.len()
             );
-            Ok(TimeSeries::from_rows(bucket, rows))
+            TimeSeries::from_rows(bucket, rows)
+                .with_latency(latency)
+                .ok_or_else(|| anyhow::anyhow!("a time series' latencies do not fit its buckets"))
         };
         Ok(Digest {
             counters: Counters {
@@ -381,11 +388,11 @@ impl RawReplication {
             latency_counts: self.latency_counts,
             truncated: self.truncated,
             metrics: self.metrics,
-            series: series(self.bucket_ns, self.series)?,
+            series: series(self.bucket_ns, self.series, self.latency)?,
             service_series: self
                 .services
                 .into_iter()
-                .map(|s| series(s.bucket_ns, s.rows))
+                .map(|s| series(s.bucket_ns, s.rows, s.latency))
                 .collect::<anyhow::Result<_>>()?,
         })
     }

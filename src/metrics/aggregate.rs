@@ -12,10 +12,10 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::series::{COLUMNS, Column, TimeSeries};
+use super::series::{COLUMNS, Column, LatencyBins, TimeSeries, merge_pairs};
 use super::{
-    CallMetric, Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics, PartMetric,
-    ServiceMetric,
+    BucketLatency, CallMetric, Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics,
+    PartMetric, ServiceMetric, ServiceSeries,
 };
 use crate::engine::SimDuration;
 
@@ -129,16 +129,15 @@ pub struct Folded {
     pub bucket: SimDuration,
     /// Mean time series ([`aggregate_series`]).
     pub series: Vec<[f64; COLUMNS]>,
+    /// Per bucket, the p50 and p99 of the answers, pooled ([`SeriesMean::latency`]).
+    pub latency: Vec<Option<BucketLatency>>,
     /// Mean successful logical requests per latency bin.
     pub success_latency_bins: Vec<f64>,
     /// Per service, the entry first: its mean load over time, with its bucket width
-    /// ([`aggregate_series`]). Empty for a run of one service, whose load is the main
-    /// series' (see `RunResult::service_series`).
-    pub service_series: Vec<MeanSeries>,
+    /// ([`aggregate_series`]), and its answers' latency per bucket, pooled. Empty for a run
+    /// of one service, whose load is the main series' (see `RunResult::service_series`).
+    pub service_series: Vec<ServiceSeries>,
 }
-
-/// A mean time series: its bucket width and rows ([`aggregate_series`]).
-pub type MeanSeries = (SimDuration, Vec<[f64; COLUMNS]>);
 
 /// A variant's replications folded one at a time, in replication order: per-metric running
 /// moments and the time series summed; their latency histograms are merged apart, in a
@@ -231,7 +230,7 @@ impl PartsFold {
 
     /// Writes the means and half-widths into the variant's documents; returns the services'
     /// mean series.
-    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> Vec<MeanSeries> {
+    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> Vec<ServiceSeries> {
         (metrics.services, ci95.services) = self
             .services
             .iter()
@@ -254,7 +253,18 @@ impl PartsFold {
                 half.route_success_rate = Some(finite(e.half_width));
             }
         }
-        self.series.into_iter().map(SeriesMean::finish).collect()
+        self.series
+            .into_iter()
+            .map(|mean| {
+                let latency = mean.latency();
+                let (bucket, rows) = mean.finish();
+                ServiceSeries {
+                    bucket,
+                    rows,
+                    latency,
+                }
+            })
+            .collect()
     }
 }
 
@@ -377,12 +387,14 @@ impl Replications {
         let rate = self.degraded_rate.estimate();
         metrics.degraded_rate = Some(finite(rate.mean));
         ci95.degraded_rate = Some(finite(rate.half_width));
+        let latency = self.series.latency();
         let (bucket, series) = self.series.finish();
         Folded {
             metrics,
             ci95,
             bucket,
             series,
+            latency,
             success_latency_bins,
             service_series,
         }
@@ -434,6 +446,7 @@ pub fn aggregate_series(series: &[&TimeSeries]) -> (SimDuration, Vec<[f64; COLUM
 /// those series hold there (their last states, in order). Only when a later series has wider
 /// buckets than the ones before are the rows summed so far merged pairwise (counts added,
 /// states from the later bucket), which equals merging each series first up to rounding.
+/// Each bucket's answers are pooled: their latency bins summed (integers, so in any order).
 #[derive(Debug, Clone)]
 pub struct SeriesMean {
     n: f64,
@@ -441,6 +454,8 @@ pub struct SeriesMean {
     rows: Vec<[f64; COLUMNS]>,
     /// What the series seen so far add to a row past all their ends: their last states.
     held: [f64; COLUMNS],
+    /// Per bucket, the latency bins of every series' answers summed; no longer than `rows`.
+    latency: Vec<LatencyBins<u64>>,
 }
 
 impl SeriesMean {
@@ -451,6 +466,7 @@ impl SeriesMean {
             width: SimDuration::ZERO,
             rows: Vec::new(),
             held: [0.0; COLUMNS],
+            latency: Vec::new(),
         }
     }
 
@@ -496,6 +512,26 @@ impl SeriesMean {
                 *h += f64::from(*v) * col.scale() / self.n;
             }
         }
+        for (bucket, bins) in aligned.latency() {
+            if self.latency.len() <= bucket {
+                self.latency.resize(bucket + 1, LatencyBins::default());
+            }
+            self.latency[bucket].merge(&bins);
+        }
+    }
+
+    /// Per bucket (one per row), the p50 and p99 of the answers of every series added,
+    /// pooled; `None` for a bucket without one.
+    pub fn latency(&self) -> Vec<Option<BucketLatency>> {
+        (0..self.rows.len())
+            .map(|i| {
+                let bins = self.latency.get(i)?;
+                Some(BucketLatency {
+                    p50_ms: bins.quantile_ms(0.5)?,
+                    p99_ms: bins.quantile_ms(0.99)?,
+                })
+            })
+            .collect()
     }
 
     /// Merges neighbouring rows, doubling the width, as [`TimeSeries::coarsen`] does.
@@ -514,6 +550,7 @@ impl SeriesMean {
                 row
             })
             .collect();
+        self.latency = merge_pairs(&self.latency);
         self.width = SimDuration::from_nanos(self.width.as_nanos().saturating_mul(2));
     }
 
@@ -657,16 +694,53 @@ mod tests {
         // Each service's series averaged like the main one: the frontend's single attempt
         // in bucket 0, the backend's over 20 and 60 buckets.
         assert_eq!(f.service_series.len(), 2);
-        let (width, rows) = &f.service_series[1];
-        assert_eq!(*width, SimDuration::from_secs(1));
+        let ServiceSeries { bucket, rows, .. } = &f.service_series[1];
+        assert_eq!(*bucket, SimDuration::from_secs(1));
         assert_eq!(rows.len(), 60);
         assert_eq!(rows[0][Column::Attempts as usize], 1.0);
         assert_eq!(rows[30][Column::Attempts as usize], 0.5);
-        assert_eq!(f.service_series[0].1[0][Column::Attempts as usize], 1.0);
+        assert_eq!(f.service_series[0].rows[0][Column::Attempts as usize], 1.0);
     }
 
     /// A single server is a graph of one service: its entry is folded like any service,
     /// and it has a degraded count and share (0) like any run.
+    /// A bucket's p50 and p99 are those of every replication's answers in it, pooled (not
+    /// a mean of each replication's): one replication answered 60 requests in 10 ms, the
+    /// other 40 in 1 s. A bucket without an answer has none.
+    #[test]
+    fn bucket_percentiles_are_pooled_over_replications() {
+        use crate::engine::SimTime;
+        use crate::metrics::latency_bin_upper_ms;
+        let mut fast = TimeSeries::new(SimDuration::from_secs(1));
+        let mut slow = fast.clone();
+        for _ in 0..60 {
+            fast.answered(SimDuration::from_millis(10));
+        }
+        for _ in 0..40 {
+            slow.answered(SimDuration::from_secs(1));
+        }
+        for s in [&mut fast, &mut slow] {
+            s.tick(SimTime(2_500_000_000), Default::default);
+            s.add(Column::Started);
+            s.close(Default::default());
+        }
+        let mut mean = SeriesMean::new(2);
+        mean.add(&fast);
+        mean.add(&slow);
+        let latency = mean.latency();
+        assert_eq!(latency.len(), 3, "one per row");
+        let edge =
+            |ms: f64| latency_bin_upper_ms(crate::metrics::latency_bin_of((ms * 1e6) as u64));
+        assert_eq!(
+            latency[0],
+            Some(BucketLatency {
+                p50_ms: edge(10.0),
+                p99_ms: edge(1000.0)
+            })
+        );
+        assert_eq!(latency[1..], [None, None]);
+    }
+
     #[test]
     fn a_single_server_folds_its_one_service() {
         let f = fold(&[run(1, 2, &[]), run(3, 2, &[])]);

@@ -172,6 +172,20 @@ pub struct RecoveryMetrics {
     pub peak_amplification: f64,
     /// Wasted / served over the episode; mean over replications.
     pub wasted_fraction: f64,
+    /// Replications with answered requests before the first trigger: those whose p99 is
+    /// judged.
+    pub p99_judged: f64,
+    /// Of those, the replications whose p99 of answered requests came back within 10 % of
+    /// its level before the trigger.
+    pub p99_back: f64,
+    /// The p99 of answered requests before the first trigger, in milliseconds; mean over the
+    /// judged replications (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_before_ms: Option<f64>,
+    /// Median time after the last trigger ended until p99 was back, over the replications
+    /// whose p99 came back, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_p99_back_s: Option<f64>,
 }
 
 /// The metrics of one replication, or a variant's means or 95 % half-widths over its
@@ -652,6 +666,14 @@ impl Metric {
     pub const RECOVERY_BASELINE: Metric = recovery_metric!("recovery.baseline_per_s", "baseline goodput", PerSecond, 1.0, 1, Neither, baseline_per_s);
     /// Wasted share of the work served during the episode.
     pub const RECOVERY_WASTED: Metric = recovery_metric!("recovery.wasted_fraction", "wasted in the episode", Percent, 100.0, 1, Lower, wasted_fraction);
+    /// Replications whose p99 is judged (answers before the trigger).
+    pub const RECOVERY_P99_JUDGED: Metric = recovery_metric!("recovery.p99_judged", "replications with a p99 before", Count, 1.0, 0, Neither, p99_judged);
+    /// Replications whose p99 came back.
+    pub const RECOVERY_P99_BACK: Metric = recovery_metric!("recovery.p99_back", "replications with p99 back", Count, 1.0, 0, Higher, p99_back);
+    /// p99 of answered requests before the trigger.
+    pub const RECOVERY_P99_BEFORE: Metric = recovery_metric!("recovery.p99_before_ms", "p99 before the trigger", Millis, 1.0, 1, Neither, ?p99_before_ms);
+    /// Median time until p99 was back.
+    pub const RECOVERY_P99_MEDIAN: Metric = recovery_metric!("recovery.median_p99_back_s", "median time to p99 back", Seconds, 1.0, 1, Lower, ?median_p99_back_s);
 
     /// Every metric a replication measures, in summary.json's order: each is averaged over
     /// replications with a 95 % interval.
@@ -713,7 +735,7 @@ impl Metric {
     ];
 
     /// Every number of a `recovery` object, in summary.json's order.
-    pub const RECOVERY_ALL: [Metric; 13] = [
+    pub const RECOVERY_ALL: [Metric; 17] = [
         Metric::RECOVERY_REPLICATIONS,
         Metric::RECOVERY_RECOVERED,
         Metric::RECOVERED,
@@ -727,6 +749,10 @@ impl Metric {
         Metric::RECOVERY_BELOW_90,
         Metric::RECOVERY_PEAK,
         Metric::RECOVERY_WASTED,
+        Metric::RECOVERY_P99_JUDGED,
+        Metric::RECOVERY_P99_BACK,
+        Metric::RECOVERY_P99_BEFORE,
+        Metric::RECOVERY_P99_MEDIAN,
     ];
 
     /// The headline recovery metrics.
@@ -1177,6 +1203,10 @@ mod tests {
             below_90_s: 11.0,
             peak_amplification: 12.0,
             wasted_fraction: 13.0,
+            p99_judged: 14.0,
+            p99_back: 15.0,
+            p99_before_ms: Some(16.0),
+            median_p99_back_s: Some(17.0),
         };
         let doc = serde_json::to_value(r).unwrap();
         let keys: Vec<String> = doc

@@ -19,8 +19,10 @@ pub use metric::{
     RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves,
 };
 pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
-pub use results::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
-pub use series::{Column, Gauges, MAX_ROWS, Row, TimeSeries};
+pub use results::{
+    BucketLatency, ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult,
+};
+pub use series::{BinCount, Column, Gauges, LatencyBins, MAX_ROWS, Row, TimeSeries};
 
 use hdrhistogram::Histogram;
 
@@ -172,6 +174,68 @@ pub fn latency_bin_upper_ms(i: usize) -> f64 {
 fn latency_bin(nanos: u64) -> usize {
     let decades = (nanos.max(1) as f64 / 1e3).log10();
     ((decades * LATENCY_BINS_PER_DECADE as f64).floor().max(0.0) as usize).min(LATENCY_BINS - 1)
+}
+
+/// The latency bin of `nanos`, as [`latency_bin`] gives it but without a logarithm: it is
+/// taken at every answered request's end. A value's sixteenth of an octave (its leading five
+/// bits and their place) gives the bin of the sixteenth's lowest value; no bin is narrower
+/// than a sixteenth (a factor 17/16 against 10^(1/20)), so the value lies in that bin or the
+/// next, which the next bin's lowest value decides.
+#[inline]
+pub(crate) fn latency_bin_of(nanos: u64) -> usize {
+    let t = BinTables::get();
+    let b = usize::from(t.first[sixteenth(nanos)]);
+    (b + usize::from(nanos >= t.lowest[b + 1])).min(LATENCY_BINS - 1)
+}
+
+/// The sixteenth of an octave `n` lies in: `n` itself below 16, else 16 per octave.
+#[inline(always)]
+fn sixteenth(n: u64) -> usize {
+    if n < 16 {
+        return n as usize;
+    }
+    let msb = 63 - n.leading_zeros();
+    ((msb - 3) * 16) as usize + ((n >> (msb - 4)) & 15) as usize
+}
+
+/// The tables of [`latency_bin_of`], computed once from [`latency_bin`].
+struct BinTables {
+    /// Each bin's lowest value in nanoseconds, and `u64::MAX` after the last.
+    lowest: [u64; LATENCY_BINS + 1],
+    /// The bin of each sixteenth's lowest value.
+    first: [u8; 976],
+}
+
+impl BinTables {
+    fn get() -> &'static BinTables {
+        static TABLES: std::sync::OnceLock<BinTables> = std::sync::OnceLock::new();
+        TABLES.get_or_init(|| {
+            let mut lowest = [u64::MAX; LATENCY_BINS + 1];
+            lowest[0] = 0;
+            for (i, low) in lowest.iter_mut().enumerate().take(LATENCY_BINS).skip(1) {
+                // The least value whose bin is at least i (bins rise with the value): the
+                // bin's edge in nanoseconds, moved to where the logarithm puts it.
+                let mut x = (1e3 * 10f64.powf(i as f64 / LATENCY_BINS_PER_DECADE as f64)) as u64;
+                while latency_bin(x) >= i {
+                    x -= 1;
+                }
+                while latency_bin(x) < i {
+                    x += 1;
+                }
+                *low = x;
+            }
+            let mut first = [0u8; 976];
+            for (k, f) in first.iter_mut().enumerate() {
+                let start = if k < 16 {
+                    k as u64
+                } else {
+                    (16 + (k % 16) as u64) << (k / 16 - 1)
+                };
+                *f = (lowest[1..LATENCY_BINS].partition_point(|&l| l <= start)) as u8;
+            }
+            BinTables { lowest, first }
+        })
+    }
 }
 
 /// A latency distribution in nanoseconds: an HDR histogram (three significant figures, one
@@ -505,11 +569,13 @@ impl Recorder {
     /// Records a logical request that succeeded at `at`, `latency` after it started: an
     /// instant the driver settled at an earlier event (and the run has reached, perhaps after
     /// later ones).
+    #[inline(always)]
     pub fn request_succeeded_at(&mut self, latency: SimDuration, at: SimTime) {
         self.counters.final_outcomes[Outcome::Success.index()] += 1;
         self.counters.makespan = self.counters.makespan.max(at);
         self.success_latency.record(latency);
         self.series.add_at(at, Column::Succeeded);
+        self.series.answered_at(at, latency);
     }
 
     /// Records the end of a logical request.
@@ -520,9 +586,11 @@ impl Recorder {
         if outcome == Outcome::Success {
             self.success_latency.record(latency);
             self.series.add(Column::Succeeded);
+            self.series.answered(latency);
         } else if outcome == Outcome::Degraded {
             // Answered, by a fallback: its latency is an answer's, but it is not goodput.
             self.success_latency.record(latency);
+            self.series.answered(latency);
         } else {
             self.failure_latency.record(latency);
             self.series.add(Column::Failed);
@@ -877,6 +945,29 @@ mod tests {
             b.merge(&h);
             assert_eq!(a.summary(), b.summary(), "{n}");
             assert_eq!(a.bins(), b.bins(), "{n}");
+        }
+    }
+
+    /// The bin without a logarithm is the bin, at every bin's edges and between them.
+    #[test]
+    fn latency_bins_without_a_logarithm_are_the_same_bins() {
+        let t = BinTables::get();
+        let mut values: Vec<u64> = (0..4096).chain([u64::MAX, u64::MAX - 1]).collect();
+        for &edge in &t.lowest[..LATENCY_BINS] {
+            values.extend([edge.saturating_sub(1), edge, edge.saturating_add(1)]);
+        }
+        for shift in 0..64 {
+            values.extend([(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1]);
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 64));
+        }
+        for v in values {
+            assert_eq!(latency_bin_of(v), latency_bin(v), "{v} ns");
         }
     }
 

@@ -30,11 +30,23 @@
 //!   what the clients saw on the way.
 //!
 //! The comparisons are made on integer counts, so a goodput of exactly 90 % counts as recovered
-//! on every machine. Pure functions, no I/O.
+//! on every machine.
+//!
+//! Latency comes back on its own terms, judged beside goodput on the same buckets: the **p99
+//! before** is the p99 of the answered requests (successful, or degraded by a fallback) that
+//! ended in the baseline's buckets, pooled; p99 is **back** at the first bucket boundary t at
+//! or after the end of the last trigger whose bucket has answers, where the p99 of the answers
+//! over [t, t + 5 s) is at most 10 % above it, and the p99 of those over [t, duration) is
+//! too: a bucket without an answer is not back. Without an answer before the trigger there is nothing to come back to
+//! (no p99 judgement); a replication whose p99 is never back is "not back by the end of the
+//! run". Each p99 is read from the buckets' latency bins (20 a decade, [`LatencyBins`]) as its
+//! bin's upper edge, so at this 12 % resolution "within 10 %" means in the bin of the level
+//! before the trigger or a lower one. Pure functions, no I/O.
 
 use super::RecoveryMetrics;
 use super::aggregate::Estimate;
-use super::series::{Column, Row, TimeSeries};
+use super::series::{Column, LatencyBins, Row, TimeSeries};
+use super::{LATENCY_BINS, latency_bin_upper_ms};
 use crate::engine::{SimDuration, SimTime};
 use crate::scenario::Trigger;
 
@@ -48,6 +60,9 @@ const RECOVERY_LEVEL: (u128, u128) = (9, 10);
 
 /// The share of the span before the first trigger skipped as warm-up, as a ratio (10 %).
 const WARM_UP: (usize, usize) = (1, 10);
+
+/// p99 is back when at most this factor of its level before the trigger (10 % above it).
+const P99_BACK: f64 = 1.1;
 
 /// The 0.975 quantile of the standard normal distribution, for Wilson intervals.
 const Z_975: f64 = 1.959_963_984_540_054;
@@ -72,6 +87,12 @@ pub struct Recovery {
     /// Time from the first trigger's start to `duration` during which the 5 s goodput ahead
     /// was under 90 % of the baseline.
     pub below_90: SimDuration,
+    /// The p99 of the answers over the baseline's buckets, in milliseconds; `None` without
+    /// an answer there (then p99 is not judged).
+    pub p99_before_ms: Option<f64>,
+    /// When p99 was back within 10 % of it for good (a bucket boundary at or after
+    /// `triggers_end`), or `None`: not back by the end of the run, or not judged.
+    pub p99_back_at: Option<SimTime>,
 }
 
 impl Recovery {
@@ -80,16 +101,153 @@ impl Recovery {
         self.recovered_at
             .map(|t| t.saturating_since(self.triggers_end))
     }
+
+    /// How long after the last trigger ended p99 was back within 10 % of its level before
+    /// the trigger, if it came back.
+    pub fn p99_back_time(&self) -> Option<SimDuration> {
+        self.p99_back_at
+            .map(|t| t.saturating_since(self.triggers_end))
+    }
 }
 
-/// Analyses one replication's time series. `None` without a trigger, or when no whole bucket
-/// ends before the first trigger (no baseline to recover to).
+/// Analyses one replication's time series: goodput from its rows, p99 from its latencies.
+/// `None` without a trigger, or when no whole bucket ends before the first trigger (no
+/// baseline to recover to).
 pub fn analyse(
     series: &TimeSeries,
     triggers: &[Trigger],
     duration: SimDuration,
 ) -> Option<Recovery> {
-    analyse_rows(series.rows(), series.bucket(), triggers, duration)
+    let mut recovery = analyse_rows(series.rows(), series.bucket(), triggers, duration)?;
+    let span = Span::of(series.bucket(), triggers, duration)?;
+    (recovery.p99_before_ms, recovery.p99_back_at) = p99_back(&series.latency(), &span);
+    Some(recovery)
+}
+
+/// The whole buckets a recovery is judged on, as indices of buckets `width` ns wide.
+struct Span {
+    width: u64,
+    /// The baseline: buckets `skip..pre`, which end at or before the first trigger's start.
+    skip: usize,
+    pre: usize,
+    /// The first candidate: the first bucket that starts at or after the last trigger's end.
+    after: usize,
+    /// The buckets that end at or before `duration`: `..end`.
+    end: usize,
+    /// Buckets in [`RECOVERY_WINDOW`] (at least one).
+    window: usize,
+}
+
+impl Span {
+    /// `None` without a trigger, with one that lasts until `duration`, or with no whole
+    /// bucket before the first.
+    fn of(bucket: SimDuration, triggers: &[Trigger], duration: SimDuration) -> Option<Span> {
+        let first = triggers.iter().map(|t| t.from).min()?;
+        let last = triggers.iter().map(|t| t.to).max()?;
+        if last.as_nanos() >= duration.as_nanos() {
+            // The trigger lasts until new requests stop: there is no "after" to judge.
+            return None;
+        }
+        let width = bucket.as_nanos().max(1);
+        let pre = (first.as_nanos() / width) as usize;
+        if pre == 0 {
+            return None;
+        }
+        let skip = if pre == 1 {
+            0
+        } else {
+            (pre * WARM_UP.0).div_ceil(WARM_UP.1).max(1)
+        };
+        Some(Span {
+            width,
+            skip,
+            pre,
+            after: last.as_nanos().div_ceil(width) as usize,
+            end: (duration.as_nanos() / width) as usize,
+            window: RECOVERY_WINDOW.as_nanos().div_ceil(width).max(1) as usize,
+        })
+    }
+}
+
+/// The p99 before the trigger, and when p99 was back within 10 % of it for good (module
+/// docs), from a replication's answers per bucket (`latency`, by rising bucket).
+fn p99_back(latency: &[(usize, LatencyBins)], span: &Span) -> (Option<f64>, Option<SimTime>) {
+    let mut at: Vec<Option<&LatencyBins>> = vec![None; span.end.max(span.pre)];
+    for (bucket, bins) in latency {
+        if let Some(slot) = at.get_mut(*bucket) {
+            *slot = Some(bins);
+        }
+    }
+    let mut before = Pool::default();
+    for bins in at[span.skip..span.pre].iter().flatten() {
+        before.add(bins, 1);
+    }
+    let Some(level) = before.p99_ms() else {
+        return (None, None);
+    };
+    let back = |pool: &Pool| pool.p99_ms().is_some_and(|p| p <= level * P99_BACK);
+    // From the end backwards: whether p99 over [k, end) is back.
+    let mut rest = Pool::default();
+    let mut rest_back = vec![false; span.end.saturating_sub(span.after)];
+    for k in (span.after..span.end).rev() {
+        if let Some(bins) = at[k] {
+            rest.add(bins, 1);
+        }
+        rest_back[k - span.after] = back(&rest);
+    }
+    // Forwards, a window of 5 s (cut at `end`) sliding over the candidates.
+    let mut window = Pool::default();
+    let mut filled = span.after;
+    for k in span.after..span.end {
+        while filled < (k + span.window).min(span.end) {
+            if let Some(bins) = at[filled] {
+                window.add(bins, 1);
+            }
+            filled += 1;
+        }
+        if at[k].is_some() && rest_back[k - span.after] && back(&window) {
+            return (Some(level), Some(SimTime(k as u64 * span.width)));
+        }
+        if let Some(bins) = at[k] {
+            window.add(bins, -1);
+        }
+    }
+    (Some(level), None)
+}
+
+/// Answers per latency bin over a stretch of buckets, to read its p99.
+struct Pool {
+    counts: [i64; LATENCY_BINS],
+    n: i64,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool {
+            counts: [0; LATENCY_BINS],
+            n: 0,
+        }
+    }
+}
+
+impl Pool {
+    /// Adds (`sign` 1) or takes away (`sign` -1) a bucket's answers.
+    fn add(&mut self, bins: &LatencyBins, sign: i64) {
+        for (bin, count) in bins.bins() {
+            self.counts[bin] += sign * count as i64;
+            self.n += sign * count as i64;
+        }
+    }
+
+    /// The p99 by the rule of [`LatencyBins::quantile_ms`]; `None` without an answer.
+    fn p99_ms(&self) -> Option<f64> {
+        let rank = ((0.99 * self.n as f64).ceil() as i64).max(1);
+        let mut seen = 0;
+        self.counts.iter().enumerate().find_map(|(bin, c)| {
+            seen += c;
+            (seen >= rank).then(|| latency_bin_upper_ms(bin))
+        })
+    }
 }
 
 /// [`analyse`] on bare rows of buckets of width `bucket` (> 0), starting at time zero.
@@ -99,32 +257,20 @@ pub fn analyse_rows(
     triggers: &[Trigger],
     duration: SimDuration,
 ) -> Option<Recovery> {
-    let first = triggers.iter().map(|t| t.from).min()?;
     let triggers_end = triggers.iter().map(|t| t.to).max()?;
-    if triggers_end.as_nanos() >= duration.as_nanos() {
-        // The trigger lasts until new requests stop: there is no "after" to judge.
-        return None;
-    }
-    let width = bucket.as_nanos().max(1);
+    let Span {
+        width,
+        skip,
+        pre,
+        after,
+        end,
+        window,
+    } = Span::of(bucket, triggers, duration)?;
     let width_s = width as f64 / 1e9;
-    // Buckets that end at or before a time, and the first bucket that starts at or after it.
-    let floor = |t: u64| (t / width) as usize;
-    let ceil = |t: u64| t.div_ceil(width) as usize;
-
-    let pre = floor(first.as_nanos());
-    if pre == 0 {
-        return None;
-    }
-    let end = floor(duration.as_nanos());
     let episode_start = pre;
     let len = rows.len().max(end).max(episode_start + 1);
     let sums = Sums::new(rows, len);
 
-    let skip = if pre == 1 {
-        0
-    } else {
-        (pre * WARM_UP.0).div_ceil(WARM_UP.1).max(1)
-    };
     let base_count = u128::from(sums.sum(Column::Succeeded, skip, pre));
     let base_buckets = (pre - skip) as u128;
     let baseline_per_s = base_count as f64 / (base_buckets as f64 * width_s);
@@ -133,9 +279,7 @@ pub fn analyse_rows(
         let n = u128::from(sums.sum(Column::Succeeded, a, b));
         RECOVERY_LEVEL.1 * n * base_buckets >= RECOVERY_LEVEL.0 * base_count * (b - a) as u128
     };
-    let window = ceil(RECOVERY_WINDOW.as_nanos()).max(1);
-    let recovered = (ceil(triggers_end.as_nanos())..end)
-        .find(|&k| back(k, (k + window).min(end)) && back(k, end));
+    let recovered = (after..end).find(|&k| back(k, (k + window).min(end)) && back(k, end));
 
     let episode_end = recovered.unwrap_or(end).max(episode_start + 1);
     let ratio = |num: Column, den: Column, a: usize, b: usize| {
@@ -183,6 +327,8 @@ pub fn analyse_rows(
         wasted_fraction,
         dip_fraction,
         below_90,
+        p99_before_ms: None,
+        p99_back_at: None,
     })
 }
 
@@ -290,20 +436,14 @@ pub fn summarise(runs: &[Recovery]) -> Option<(RecoveryMetrics, RecoveryMetrics)
     let peak = mean(|r| r.peak_amplification);
     let wasted = mean(|r| r.wasted_fraction);
     let order = |f: fn(&[f64]) -> f64| (k > 0).then(|| f(&times));
+    let (p99_judged, p99_before, p99_times) = p99_summary(runs);
     let metrics = RecoveryMetrics {
         replications: n as f64,
         recovered: k as f64,
         recovered_fraction: fraction,
         recovered_fraction_lower: lower,
         recovered_fraction_upper: upper,
-        median_recovery_s: order(|t| {
-            let k = t.len();
-            if k % 2 == 1 {
-                t[k / 2]
-            } else {
-                (t[k / 2 - 1] + t[k / 2]) / 2.0
-            }
-        }),
+        median_recovery_s: order(median),
         p90_recovery_s: order(|t| t[(t.len() * 9).div_ceil(10).max(1) - 1]),
         max_recovery_s: order(|t| t[t.len() - 1]),
         baseline_per_s: baseline.mean,
@@ -311,6 +451,10 @@ pub fn summarise(runs: &[Recovery]) -> Option<(RecoveryMetrics, RecoveryMetrics)
         below_90_s: below.mean,
         peak_amplification: peak.mean,
         wasted_fraction: wasted.mean,
+        p99_judged: p99_judged as f64,
+        p99_back: p99_times.len() as f64,
+        p99_before_ms: p99_before.map(|e| e.mean),
+        median_p99_back_s: (!p99_times.is_empty()).then(|| median(&p99_times)),
     };
     let ci95 = RecoveryMetrics {
         recovered_fraction: (fraction - lower).max(upper - fraction),
@@ -322,9 +466,35 @@ pub fn summarise(runs: &[Recovery]) -> Option<(RecoveryMetrics, RecoveryMetrics)
         below_90_s: below.half_width,
         peak_amplification: peak.half_width,
         wasted_fraction: wasted.half_width,
+        p99_before_ms: p99_before.map(|e| e.half_width),
+        median_p99_back_s: metrics.median_p99_back_s.map(|_| 0.0),
         ..RecoveryMetrics::default()
     };
     Some((metrics, ci95))
+}
+
+/// The median of sorted values (the mean of the two middle ones for an even count).
+fn median(t: &[f64]) -> f64 {
+    let k = t.len();
+    if k % 2 == 1 {
+        t[k / 2]
+    } else {
+        (t[k / 2 - 1] + t[k / 2]) / 2.0
+    }
+}
+
+/// Over the replications whose p99 was judged: how many, the mean of their p99 before the
+/// trigger, and the times until it was back (in seconds, sorted), of those whose came back.
+fn p99_summary(runs: &[Recovery]) -> (usize, Option<Estimate>, Vec<f64>) {
+    let before: Vec<f64> = runs.iter().filter_map(|r| r.p99_before_ms).collect();
+    let mut times: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.p99_back_time())
+        .map(SimDuration::as_secs_f64)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let level = (!before.is_empty()).then(|| Estimate::from_samples(&before));
+    (before.len(), level, times)
 }
 
 #[cfg(test)]
@@ -520,6 +690,68 @@ mod tests {
         assert!((r.peak_amplification - 1.6).abs() < 1e-12);
     }
 
+    /// `series` of goodput 10/s whose answers in bucket i took `latency_ms[i]` each (none
+    /// where it is 0).
+    fn with_latency(latency_ms: &[u64]) -> TimeSeries {
+        let mut s = TimeSeries::new(SimDuration::from_secs(1));
+        for (i, &ms) in latency_ms.iter().enumerate() {
+            s.tick(SimTime(i as u64 * SECOND), Default::default);
+            for _ in 0..10 {
+                s.add(Column::Succeeded);
+                s.add(Column::Started);
+                if ms > 0 {
+                    s.answered(SimDuration::from_millis(ms));
+                }
+            }
+        }
+        s.close(Default::default());
+        s
+    }
+
+    /// p99 is back at the first boundary after the trigger from which the 5 s ahead and the
+    /// rest of the run are within 10 % of the level before it; a bin above it is not, the
+    /// same bin is; without answers before the trigger it is not judged.
+    #[test]
+    fn p99_is_back_when_the_window_ahead_and_the_rest_are_within_ten_percent() {
+        let edge = |ms: u64| latency_bin_upper_ms(super::super::latency_bin_of(ms * 1_000_000));
+        // 50 ms before, 500 ms from the trigger (20 s) to 30 s, then 50 ms but one bucket of
+        // 80 ms at 33 s (a window containing it is not back) and 48 ms (the same bin) after.
+        let mut ms = vec![50; 20];
+        ms.extend([500; 10]);
+        ms.extend([50; 3]);
+        ms.push(80);
+        ms.extend([48; 26]);
+        assert_eq!(edge(48), edge(50), "the same bin");
+        let r = analyse(&with_latency(&ms), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.p99_before_ms, Some(edge(50)));
+        assert_eq!(
+            r.recovered_at,
+            Some(SimTime(25 * SECOND)),
+            "goodput never left"
+        );
+        assert_eq!(r.p99_back_at, Some(SimTime(34 * SECOND)));
+        assert_eq!(r.p99_back_time(), Some(secs(9)));
+        // Still 500 ms to the end: not back by the end of the run.
+        let mut high = vec![50; 20];
+        high.extend([500; 40]);
+        let r = analyse(&with_latency(&high), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!((r.p99_before_ms, r.p99_back_at), (Some(edge(50)), None));
+        // A bucket without an answer is not back: here until 40 s.
+        let mut silent = vec![50; 20];
+        silent.extend([0; 20]);
+        silent.extend([50; 20]);
+        let r = analyse(&with_latency(&silent), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!(r.p99_back_at, Some(SimTime(40 * SECOND)));
+        // Nothing answered before the trigger: nothing to come back to.
+        let mut late = vec![0; 20];
+        late.extend([50; 40]);
+        let r = analyse(&with_latency(&late), &[window(20, 25)], secs(60)).unwrap();
+        assert_eq!((r.p99_before_ms, r.p99_back_at), (None, None));
+        let (m, _) = summarise(&[r]).unwrap();
+        assert_eq!((m.p99_judged, m.p99_back), (0.0, 0.0));
+        assert_eq!((m.p99_before_ms, m.median_p99_back_s), (None, None));
+    }
+
     #[test]
     fn wilson_interval_matches_a_table() {
         // 8 of 10: (0.490, 0.943).
@@ -541,6 +773,8 @@ mod tests {
             wasted_fraction: 0.5,
             dip_fraction: 0.5,
             below_90: SimDuration::from_secs(2),
+            p99_before_ms: Some(20.0),
+            p99_back_at: recovered_after.map(|s| SimTime((26 + s) * SECOND)),
         };
         let (m, h) = summarise(&[run(Some(2)), run(None), run(Some(6)), run(None)]).unwrap();
         assert_eq!(m.replications, 4.0);
@@ -550,6 +784,10 @@ mod tests {
         assert_eq!(m.p90_recovery_s, Some(6.0));
         assert_eq!(m.baseline_per_s, 40.0);
         assert_eq!(m.below_90_s, 2.0);
+        // p99 back a second after goodput in the two that recovered, 3 s and 7 s after.
+        assert_eq!((m.p99_judged, m.p99_back), (4.0, 2.0));
+        assert_eq!(m.median_p99_back_s, Some(5.0));
+        assert_eq!((m.p99_before_ms, h.p99_before_ms), (Some(20.0), Some(0.0)));
         let keys = |v: &RecoveryMetrics| {
             let doc = serde_json::to_value(v).unwrap();
             doc.as_object().unwrap().keys().cloned().collect::<Vec<_>>()

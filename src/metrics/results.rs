@@ -40,6 +40,10 @@ pub struct VariantResult {
     pub ci95: Metrics,
     /// Mean time series over replications.
     pub series: Vec<[f64; COLUMNS]>,
+    /// Per bucket of `series`, the p50 and p99 of the answered requests (successful, or
+    /// degraded by a fallback) that ended in it, pooled over replications; `None` for a bucket
+    /// without one. As long as `series`.
+    pub latency: Vec<Option<BucketLatency>>,
     /// Mean successful logical requests per latency bin over replications.
     pub success_latency_bins: Vec<f64>,
     /// Width of a time-series bucket.
@@ -56,13 +60,29 @@ pub struct VariantResult {
 }
 
 /// One service's mean load over time: the columns of [`VariantResult::series`], of which
-/// `attempts`, `served`, `wasted`, `queue_len` and `in_service` are filled.
+/// `attempts`, `served`, `wasted`, `queue_len` and `in_service` are filled, and the response
+/// time of the attempts it answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSeries {
     /// Width of a time-series bucket.
     pub bucket: SimDuration,
     /// The mean rows, in the units of [`VariantResult::series`].
     pub rows: Vec<[f64; COLUMNS]>,
+    /// Per bucket, the p50 and p99 of the time from an attempt's arrival at the service to
+    /// its answer, over the attempts it served and answered with a success (or degraded)
+    /// while their caller still waited, pooled over replications; `None` for a bucket
+    /// without one. As long as `rows`.
+    pub latency: Vec<Option<BucketLatency>>,
+}
+
+/// The p50 and p99 of the latencies recorded in one time bucket, in milliseconds: each the
+/// upper edge of its latency bin ([`super::latency_bin_upper_ms`], 12 % wide).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BucketLatency {
+    /// The median.
+    pub p50_ms: f64,
+    /// The 99th percentile.
+    pub p99_ms: f64,
 }
 
 /// One replication's own time series, kept to show what a single run looked like where the

@@ -7,9 +7,15 @@
 //! bucket while a breaker or a ratio budget can still change without an event.
 //! A run that goes on far longer than its buckets foresaw (a long drain, a storm) does not grow
 //! the series without bound: past [`MAX_ROWS`] buckets, neighbours merge and the width doubles.
+//!
+//! Beside the rows, each bucket keeps the latencies of the answers that ended in it, binned
+//! like the headline latency distribution ([`LatencyBins`]), so that its p50 and p99 can be
+//! read, alone or pooled with other buckets and replications.
 
 use crate::engine::{SimDuration, SimTime};
 use crate::model::Outcome;
+
+use super::{LATENCY_BINS, latency_bin_of, latency_bin_upper_ms};
 
 /// The columns of a time-series row. The order is the CSV column order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,12 +175,242 @@ pub struct Gauges {
     pub budget_level_ppm: u32,
 }
 
+/// How many answers a [`LatencyBins`] counts per bin: `u32` in a replication (saturating),
+/// `u64` once replications are pooled.
+pub trait BinCount: Copy + Default + Into<u64> {
+    /// `self + n`, saturating.
+    fn plus(self, n: u64) -> Self;
+}
+
+impl BinCount for u32 {
+    #[inline(always)]
+    fn plus(self, n: u64) -> u32 {
+        u32::try_from(u64::from(self).saturating_add(n)).unwrap_or(u32::MAX)
+    }
+}
+
+impl BinCount for u64 {
+    #[inline(always)]
+    fn plus(self, n: u64) -> u64 {
+        self.saturating_add(n)
+    }
+}
+
+/// The answers that ended in one bucket, per latency bin ([`super::latency_bin_upper_ms`]: 20
+/// bins a decade, each 12 % wider than the one before), holding only the bins from the lowest
+/// to the highest one used: a bucket's latencies seldom span more than two decades, so it
+/// costs a few dozen counts, and an empty bucket none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyBins<C = u32> {
+    /// The first bin held.
+    lo: u16,
+    /// The counts of bins `lo`, `lo + 1`, ...
+    counts: Vec<C>,
+}
+
+impl<C: BinCount> LatencyBins<C> {
+    /// Adds `n` answers to bin `bin` (< [`LATENCY_BINS`]).
+    #[inline(always)]
+    pub fn add(&mut self, bin: usize, n: u64) {
+        let i = bin.wrapping_sub(usize::from(self.lo));
+        match self.counts.get_mut(i) {
+            Some(c) => *c = c.plus(n),
+            None => self.widen(bin, n),
+        }
+    }
+
+    /// [`LatencyBins::add`] to a bin outside those held: the bins held grow to reach it.
+    #[cold]
+    fn widen(&mut self, bin: usize, n: u64) {
+        let lo = usize::from(self.lo);
+        if self.counts.is_empty() {
+            self.lo = bin as u16;
+            self.counts.push(C::default().plus(n));
+        } else if bin < lo {
+            let mut counts = vec![C::default(); lo - bin];
+            counts.append(&mut self.counts);
+            self.counts = counts;
+            self.lo = bin as u16;
+            self.counts[0] = self.counts[0].plus(n);
+        } else {
+            self.counts.resize(bin - lo + 1, C::default());
+            self.counts[bin - lo] = self.counts[bin - lo].plus(n);
+        }
+    }
+
+    /// The bins with answers, as (bin, answers), in order.
+    pub fn bins(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let lo = usize::from(self.lo);
+        self.counts
+            .iter()
+            .enumerate()
+            .map(move |(i, c)| (lo + i, (*c).into()))
+            .filter(|(_, c)| *c > 0)
+    }
+
+    /// Adds every answer of `other`.
+    pub fn merge<D: BinCount>(&mut self, other: &LatencyBins<D>) {
+        for (bin, n) in other.bins() {
+            self.add(bin, n);
+        }
+    }
+
+    /// Answers counted.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().map(|c| (*c).into()).sum()
+    }
+
+    /// The `p` quantile (0 < p <= 1) in milliseconds, by the headline histogram's rule: the
+    /// upper edge of the bin where the count reaches ceil(p * n) (at least 1). `None` without
+    /// an answer.
+    pub fn quantile_ms(&self, p: f64) -> Option<f64> {
+        let n = self.count();
+        let rank = ((p * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        self.bins().find_map(|(bin, c)| {
+            seen += c;
+            (seen >= rank).then(|| latency_bin_upper_ms(bin))
+        })
+    }
+
+    /// Whether the bins held lie within the [`LATENCY_BINS`] there are (bins read from a
+    /// shard folder).
+    pub fn is_valid(&self) -> bool {
+        usize::from(self.lo) + self.counts.len() <= LATENCY_BINS
+    }
+}
+
+/// Neighbouring buckets' bins merged pairwise, as the buckets merge when their width doubles.
+pub fn merge_pairs<C: BinCount>(buckets: &[LatencyBins<C>]) -> Vec<LatencyBins<C>> {
+    buckets
+        .chunks(2)
+        .map(|pair| {
+            let mut bins = pair[0].clone();
+            if let [_, second] = pair {
+                bins.merge(second);
+            }
+            bins
+        })
+        .collect()
+}
+
+/// The answers of a series' buckets per latency bin, kept only for the buckets that had
+/// answers: a head per such bucket, in bucket order, and their counts in one shared vector,
+/// the last bucket's at its end, so that a bucket's first answer costs no allocation and an
+/// answer in the present bucket (the last) is an increment, or a few more counts at the end.
+#[derive(Debug, Clone, Default)]
+struct BucketBins {
+    heads: Vec<Head>,
+    counts: Vec<u32>,
+}
+
+/// Where a bucket's counts are in [`BucketBins::counts`].
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    bucket: u32,
+    /// The first bin held, and how many.
+    lo: u16,
+    len: u16,
+    /// Where its counts start.
+    at: u32,
+}
+
+impl BucketBins {
+    /// Counts an answer in bin `bin` of bucket `bucket` (< [`MAX_ROWS`]).
+    #[inline(always)]
+    fn add(&mut self, bucket: usize, bin: usize) {
+        if let Some(h) = self.heads.last()
+            && h.bucket as usize == bucket
+        {
+            let i = bin.wrapping_sub(usize::from(h.lo));
+            if i < usize::from(h.len) {
+                let c = &mut self.counts[h.at as usize + i];
+                *c = c.saturating_add(1);
+                return;
+            }
+        }
+        self.add_elsewhere(bucket, bin);
+    }
+
+    /// [`BucketBins::add`] outside the last bucket's bins: a later bucket's first answer, a
+    /// bin the last bucket does not hold yet (its counts are the last, so they grow in
+    /// place), or an earlier bucket (settled after the fact, seldom: everything is packed
+    /// again).
+    #[cold]
+    fn add_elsewhere(&mut self, bucket: usize, bin: usize) {
+        match self.heads.last_mut() {
+            Some(h) if (h.bucket as usize) > bucket => {
+                let mut all = self.unpack();
+                let i = all.partition_point(|(b, _)| *b < bucket);
+                if all.get(i).is_none_or(|(b, _)| *b != bucket) {
+                    all.insert(i, (bucket, LatencyBins::default()));
+                }
+                all[i].1.add(bin, 1);
+                *self = BucketBins::pack(all);
+            }
+            Some(h) if h.bucket as usize == bucket => {
+                let (lo, at) = (usize::from(h.lo), h.at as usize);
+                if bin < lo {
+                    self.counts.splice(at..at, std::iter::repeat_n(0, lo - bin));
+                    h.lo = bin as u16;
+                }
+                let len = (self.counts.len() - at).max(bin - usize::from(h.lo) + 1);
+                self.counts.resize(at + len, 0);
+                h.len = len as u16;
+                self.counts[at + bin - usize::from(h.lo)] += 1;
+            }
+            _ => {
+                self.heads.push(Head {
+                    bucket: bucket as u32,
+                    lo: bin as u16,
+                    len: 1,
+                    at: self.counts.len() as u32,
+                });
+                self.counts.push(1);
+            }
+        }
+    }
+
+    /// Each bucket with answers, in order, with its bins.
+    fn unpack(&self) -> Vec<(usize, LatencyBins)> {
+        self.heads
+            .iter()
+            .map(|h| {
+                let at = h.at as usize;
+                let bins = LatencyBins {
+                    lo: h.lo,
+                    counts: self.counts[at..at + usize::from(h.len)].to_vec(),
+                };
+                (h.bucket as usize, bins)
+            })
+            .collect()
+    }
+
+    /// The bins of `buckets` (in increasing order of bucket, each < [`MAX_ROWS`]), packed.
+    fn pack(buckets: Vec<(usize, LatencyBins)>) -> BucketBins {
+        let mut packed = BucketBins::default();
+        for (bucket, bins) in buckets {
+            packed.heads.push(Head {
+                bucket: bucket as u32,
+                lo: bins.lo,
+                len: bins.counts.len() as u16,
+                at: packed.counts.len() as u32,
+            });
+            packed.counts.extend(bins.counts);
+        }
+        packed
+    }
+}
+
 /// The time series of one replication.
 #[derive(Debug, Clone)]
 pub struct TimeSeries {
     bucket: SimDuration,
     /// One row per bucket up to the present; never more than [`MAX_ROWS`].
     rows: Vec<Row>,
+    /// The latencies of the answers that ended in each bucket that had any.
+    latency: BucketBins,
     /// Index of the bucket holding the present.
     current: usize,
     next_boundary: SimTime,
@@ -186,6 +422,7 @@ impl TimeSeries {
         TimeSeries {
             bucket,
             rows: vec![[0; COLUMNS]],
+            latency: BucketBins::default(),
             current: 0,
             next_boundary: SimTime::ZERO + bucket,
         }
@@ -205,8 +442,20 @@ impl TimeSeries {
             bucket,
             next_boundary: SimTime((current as u64 + 1).saturating_mul(bucket.as_nanos())),
             rows,
+            latency: BucketBins::default(),
             current,
         }
+    }
+
+    /// The series with these latencies, as [`TimeSeries::latency`] gave them; `None` unless
+    /// their buckets rise and are buckets of the series and their bins exist (a shard
+    /// folder's latencies).
+    pub fn with_latency(mut self, latency: Vec<(usize, LatencyBins)>) -> Option<Self> {
+        let rising = latency.windows(2).all(|w| w[0].0 < w[1].0);
+        let inside = latency.last().is_none_or(|(b, _)| *b < self.rows.len());
+        let valid = latency.iter().all(|(_, bins)| bins.is_valid());
+        self.latency = BucketBins::pack(latency);
+        (rising && inside && valid).then_some(self)
     }
 
     /// Bucket width.
@@ -223,6 +472,12 @@ impl TimeSeries {
     /// The rows so far.
     pub fn rows(&self) -> &[Row] {
         &self.rows
+    }
+
+    /// The latencies of the answers that ended in each bucket: the buckets that had any, in
+    /// order, each with its bins.
+    pub fn latency(&self) -> Vec<(usize, LatencyBins)> {
+        self.latency.unpack()
     }
 
     /// Moves to the bucket holding `now`; the buckets passed over get `state` as their
@@ -278,6 +533,14 @@ impl TimeSeries {
             })
             .collect();
         self.rows = merged;
+        let mut merged: Vec<(usize, LatencyBins)> = Vec::new();
+        for (bucket, bins) in self.latency.unpack() {
+            match merged.last_mut() {
+                Some((b, into)) if *b == bucket / 2 => into.merge(&bins),
+                _ => merged.push((bucket / 2, bins)),
+            }
+        }
+        self.latency = BucketBins::pack(merged);
         self.current /= 2;
         self.bucket = SimDuration::from_nanos(self.bucket.as_nanos().saturating_mul(2));
         self.next_boundary =
@@ -305,6 +568,30 @@ impl TimeSeries {
         };
         let row = &mut self.rows[i];
         row[col as usize] = row[col as usize].saturating_add(1);
+    }
+
+    /// Records an answer that ended now, `latency` after it started.
+    #[inline]
+    pub fn answered(&mut self, latency: SimDuration) {
+        self.answered_in(self.current, latency);
+    }
+
+    /// Records an answer that ended at `t`, `latency` after it started: an instant the driver
+    /// settled at an earlier event, in the current bucket, an earlier one or a later one.
+    #[inline(always)]
+    pub fn answered_at(&mut self, t: SimTime, latency: SimDuration) {
+        let i = t.as_nanos() / self.bucket.as_nanos();
+        let i = if i < self.rows.len() as u64 {
+            i as usize
+        } else {
+            self.index_of(t)
+        };
+        self.answered_in(i, latency);
+    }
+
+    #[inline(always)]
+    fn answered_in(&mut self, i: usize, latency: SimDuration) {
+        self.latency.add(i, latency_bin_of(latency.as_nanos()));
     }
 
     /// Closes the series with the final state.
@@ -411,6 +698,62 @@ mod tests {
         let got = retries(&s);
         assert_eq!(got[..merged.len()], merged[..]);
         assert!(got[merged.len()..].iter().all(|&c| c == 0));
+    }
+
+    /// Answers land in their bucket's bins wherever they come (the present bucket, a later
+    /// one, an earlier one, a bin below or above those held), as a plain count per bucket
+    /// and bin says; merging buckets adds their bins; percentiles are bin edges.
+    #[test]
+    fn answers_land_in_their_buckets_bins() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
+        let mut s = TimeSeries::new(SimDuration::from_millis(10));
+        let mut plain = vec![[0u64; LATENCY_BINS]; 400];
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            now += rng.random_range(0..200_000);
+            s.tick(SimTime(now), Gauges::default);
+            let latency = SimDuration::from_nanos(
+                rng.random_range(1..5_000_000_000u64) >> rng.random_range(0..30),
+            );
+            let at = match rng.random_range(0..8) {
+                0 => now.saturating_sub(rng.random_range(0..50_000_000)),
+                1 => now + rng.random_range(0..50_000_000),
+                _ => now,
+            };
+            if at == now {
+                s.answered(latency);
+            } else {
+                s.answered_at(SimTime(at), latency);
+            }
+            plain[(at / 10_000_000) as usize][super::super::latency_bin(latency.as_nanos())] += 1;
+        }
+        let bins_of = |s: &TimeSeries| {
+            let mut out = vec![[0u64; LATENCY_BINS]; 400];
+            for (b, bins) in s.latency() {
+                for (bin, n) in bins.bins() {
+                    out[b][bin] += n;
+                }
+            }
+            out
+        };
+        assert_eq!(bins_of(&s), plain);
+        s.coarsen();
+        let merged: Vec<[u64; LATENCY_BINS]> = plain
+            .chunks(2)
+            .map(|pair| std::array::from_fn(|bin| pair[0][bin] + pair[1][bin]))
+            .chain(std::iter::repeat_n([0; LATENCY_BINS], 200))
+            .collect();
+        assert_eq!(bins_of(&s), merged);
+        // A bucket of 99 answers in one bin and one far above: p50 and p99 are the first
+        // bin's upper edge, p100 the other's.
+        let mut b = LatencyBins::<u32>::default();
+        b.add(60, 99);
+        b.add(120, 1);
+        assert_eq!(b.quantile_ms(0.5), Some(latency_bin_upper_ms(60)));
+        assert_eq!(b.quantile_ms(0.99), Some(latency_bin_upper_ms(60)));
+        assert_eq!(b.quantile_ms(1.0), Some(latency_bin_upper_ms(120)));
+        assert_eq!(LatencyBins::<u32>::default().quantile_ms(0.99), None);
     }
 
     #[test]

@@ -23,11 +23,11 @@ use serde_json::{Value, json};
 
 use super::publish::{self, MANIFEST, Manifest};
 use super::summary::{GraphNames, Summary, VariantSummary};
-use super::timeseries::{SERVICE_COLUMNS, service_timeseries_header};
+use super::timeseries::{LATENCY_COLUMNS, SERVICE_COLUMNS, service_timeseries_header};
 use crate::engine::SimDuration;
 use crate::metrics::{
-    Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit, latency_bin_upper_ms, leaves,
-    part_leaves, series::COLUMNS,
+    BucketLatency, Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit,
+    latency_bin_upper_ms, leaves, part_leaves, series::COLUMNS,
 };
 use crate::metrics::{ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult};
 use crate::report::{OutputFile, csv_untext, value_text};
@@ -297,6 +297,7 @@ fn read_points(summary: Summary, experiment: &Experiment) -> anyhow::Result<Vec<
                 metrics: v.metrics.into_owned(),
                 ci95: v.ci95.into_owned(),
                 series: Vec::new(),
+                latency: Vec::new(),
                 success_latency_bins: vec![0.0; LATENCY_BINS],
                 bucket: SimDuration::from_nanos(1),
                 truncations: v.truncated_replications.into_owned(),
@@ -446,6 +447,14 @@ fn check_metrics(m: &Metrics, half_widths: bool) -> anyhow::Result<()> {
                 r.replications
             );
         }
+        if !half_widths && (r.p99_back > r.p99_judged || r.p99_judged > r.replications) {
+            bail!(
+                "recovery.p99_back` is {} of {} replications whose p99 was judged, out of {}: more than there were",
+                r.p99_back,
+                r.p99_judged,
+                r.replications
+            );
+        }
     }
     // A half-width of a share can exceed 1 (a Student-t interval over few replications).
     for (key, x) in shares.into_iter().filter(|_| !half_widths) {
@@ -504,7 +513,7 @@ fn read_service_series(
         .as_ref()
         .is_some_and(|s| s.second.is_some());
     let header = service_timeseries_header(two_axes);
-    let keys = header.len() - SERVICE_COLUMNS.len() - 2;
+    let keys = header.len() - SERVICE_COLUMNS.len() - LATENCY_COLUMNS.len() - 2;
     let mut reader = csv_reader(bytes, &header)?;
     let points = PointsByValue::new(experiment, two_axes);
     let mut series: BTreeMap<(usize, usize, usize), SeriesReader> = BTreeMap::new();
@@ -530,13 +539,9 @@ fn read_service_series(
         else {
             bail!("line {line}: {service:?} is not a service of variant {name:?}'s call graph");
         };
-        series
-            .entry((p, v, s))
-            .or_insert(SeriesReader {
-                width: 0.0,
-                rows: Vec::new(),
-            })
-            .push_columns(&record, keys, keys + 2, &SERVICE_COLUMNS)?;
+        let reader = series.entry((p, v, s)).or_default();
+        reader.push_columns(&record, keys, keys + 2, &SERVICE_COLUMNS)?;
+        reader.push_latency(&record, keys + 2 + SERVICE_COLUMNS.len())?;
     }
     for (p, (point, at)) in result.points.iter_mut().zip(&experiment.points).enumerate() {
         for (v, (variant, ran)) in point.variants.iter_mut().zip(&at.variants).enumerate() {
@@ -555,6 +560,7 @@ fn read_service_series(
                 variant.service_series.push(ServiceSeries {
                     bucket: SimDuration::from_secs_f64(rows.width),
                     rows: rows.rows,
+                    latency: rows.latency,
                 });
             }
         }
@@ -739,10 +745,12 @@ fn check_bucket(line: u64, bucket_s: f64) -> anyhow::Result<()> {
 
 /// A series' rows: the columns of [`Column::ALL`] from `first` on, counts not negative and the
 /// budget level a share. `bucket_start_s` must be the row's index times the width, so rows
-/// are whole and in order.
+/// are whole and in order. The time series (not the typical runs) add each bucket's latency.
+#[derive(Default)]
 struct SeriesReader {
     width: f64,
     rows: Vec<[f64; COLUMNS]>,
+    latency: Vec<Option<BucketLatency>>,
 }
 
 impl SeriesReader {
@@ -792,6 +800,25 @@ impl SeriesReader {
         self.rows.push(row);
         Ok(())
     }
+
+    /// The row's [`LATENCY_COLUMNS`] from `first` on: both empty (no answer in the bucket),
+    /// or both numbers, the median not above the 99th percentile.
+    fn push_latency(&mut self, record: &csv::StringRecord, first: usize) -> anyhow::Result<()> {
+        let empty = |i: usize| record.get(i).is_none_or(str::is_empty);
+        let latency = if empty(first) && empty(first + 1) {
+            None
+        } else {
+            let p50_ms = cell_number(record, first, LATENCY_COLUMNS[0])?;
+            let p99_ms = cell_number(record, first + 1, LATENCY_COLUMNS[1])?;
+            if p50_ms > p99_ms {
+                let line = record.position().map_or(0, |p| p.line());
+                bail!("line {line}: p50_ms is {p50_ms}, above p99_ms ({p99_ms})");
+            }
+            Some(BucketLatency { p50_ms, p99_ms })
+        };
+        self.latency.push(latency);
+        Ok(())
+    }
 }
 
 /// Fills every variant's time series from timeseries.csv: a row's sweep values and variant
@@ -812,6 +839,7 @@ fn read_series(
     header.extend(["variant", "bucket_start_s", "bucket_s"]);
     let keys = header.len() - 2;
     header.extend(Column::ALL.iter().map(|c| c.name()));
+    header.extend(LATENCY_COLUMNS);
     let mut reader = csv_reader(bytes, &header)?;
     let points = PointsByValue::new(experiment, two_axes);
     let mut series: BTreeMap<(usize, usize), SeriesReader> = BTreeMap::new();
@@ -827,13 +855,9 @@ fn read_series(
         else {
             bail!("line {line}: {name:?} is not a variant of this run");
         };
-        series
-            .entry((p, v))
-            .or_insert(SeriesReader {
-                width: 0.0,
-                rows: Vec::new(),
-            })
-            .push(&record, keys, keys + 2)?;
+        let reader = series.entry((p, v)).or_default();
+        reader.push(&record, keys, keys + 2)?;
+        reader.push_latency(&record, keys + 2 + COLUMNS)?;
     }
     for (p, point) in result.points.iter_mut().enumerate() {
         for (v, variant) in point.variants.iter_mut().enumerate() {
@@ -849,6 +873,7 @@ fn read_series(
             };
             variant.bucket = SimDuration::from_secs_f64(s.width);
             variant.series = s.rows;
+            variant.latency = s.latency;
         }
     }
     Ok(())
@@ -938,10 +963,7 @@ fn read_examples(bytes: &[u8], replications: u32, point: &mut PointResult) -> an
                     bucket: SimDuration::from_nanos(1),
                     series: Vec::new(),
                 },
-                SeriesReader {
-                    width: 0.0,
-                    rows: Vec::new(),
-                },
+                SeriesReader::default(),
             ));
         }
         let (_, _, reader) = runs.last_mut().expect("pushed above");
@@ -1160,6 +1182,31 @@ mod tests {
         for (damaged, reason) in cases {
             let e = format!("{:#}", read(&damaged, &experiment).unwrap_err());
             assert!(e.contains(reason), "expected {reason:?} in: {e}");
+        }
+        // A bucket's latency cells: both or neither, the median not above the 99th
+        // percentile.
+        for name in [TIMESERIES, SERVICE_SERIES] {
+            let text = String::from_utf8(folder.get(name).unwrap().to_vec()).unwrap();
+            /// A row's cells before the latency, and its p50 and p99 when p50 < p99.
+            fn cells(l: &str) -> Option<(&str, &str, &str)> {
+                let (rest, p99) = l.rsplit_once(',')?;
+                let (head, p50) = rest.rsplit_once(',')?;
+                let (a, b) = (p50.parse::<f64>().ok()?, p99.parse::<f64>().ok()?);
+                (a < b).then_some((head, p50, p99))
+            }
+            let (row, (head, p50, p99)) = text
+                .lines()
+                .skip(1)
+                .find_map(|l| Some((l, cells(l)?)))
+                .unwrap();
+            for (to, reason) in [
+                (format!("{head},{p99},{p50}"), "above p99_ms"),
+                (format!("{head},,{p99}"), "p50_ms \"\" is not a number"),
+            ] {
+                let damaged = edit(&folder, name, row, &to);
+                let e = format!("{:#}", read(&damaged, &experiment).unwrap_err());
+                assert!(e.contains(reason), "{name}: expected {reason:?} in: {e}");
+            }
         }
         let mut files = folder.files.clone();
         files.remove(SERVICE_SERIES);

@@ -6,9 +6,13 @@
 //!
 //! A run with calls below the entry adds `service-timeseries.csv`: the same rows per service,
 //! with the columns a service has ([`SERVICE_COLUMNS`]).
+//!
+//! Both end with [`LATENCY_COLUMNS`]: the p50 and p99 of the answers that ended in the bucket,
+//! pooled over replications (answered requests in timeseries.csv, the attempts a service
+//! answered in service-timeseries.csv), both empty where the bucket had none.
 
-use crate::metrics::Column;
 use crate::metrics::ExperimentResult;
+use crate::metrics::{BucketLatency, Column};
 use crate::report::{csv_text, value_text};
 use crate::scenario::Experiment;
 
@@ -28,6 +32,7 @@ pub fn timeseries_csv(
     }
     header.extend(["variant", "bucket_start_s", "bucket_s"]);
     header.extend(Column::ALL.iter().map(|c| c.name()));
+    header.extend(LATENCY_COLUMNS);
     w.write_record(&header)?;
     for (point, at) in result.points.iter().zip(&experiment.points) {
         let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
@@ -48,11 +53,24 @@ pub fn timeseries_csv(
                     format_number(width as f64 / 1e9),
                 ]);
                 record.extend(row.iter().map(|x| format_number(*x)));
+                record.extend(latency_cells(v.latency.get(i)));
                 w.write_record(&record)?;
             }
         }
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The last columns of timeseries.csv and service-timeseries.csv: the bucket's p50 and p99
+/// of answers, in milliseconds.
+pub(super) const LATENCY_COLUMNS: [&str; 2] = ["p50_ms", "p99_ms"];
+
+/// The cells of [`LATENCY_COLUMNS`] for a bucket: empty without an answer.
+fn latency_cells(latency: Option<&Option<BucketLatency>>) -> [String; 2] {
+    match latency.copied().flatten() {
+        Some(l) => [format_number(l.p50_ms), format_number(l.p99_ms)],
+        None => [String::new(), String::new()],
+    }
 }
 
 /// The columns a service's load over time fills (the others are zero).
@@ -72,13 +90,15 @@ pub(super) fn service_timeseries_header(two_axes: bool) -> Vec<&'static str> {
     }
     header.extend(["variant", "service", "bucket_start_s", "bucket_s"]);
     header.extend(SERVICE_COLUMNS.iter().map(|c| c.name()));
+    header.extend(LATENCY_COLUMNS);
     header
 }
 
 /// `service-timeseries.csv`: for the variants with calls below the entry, one row per time
 /// bucket per service per variant (and sweep value), means over replications, in the order
 /// of the scenario's services: attempts that reached the service, attempts served and wasted
-/// per bucket, and the queue and attempts holding a worker at the bucket's end. `None` when
+/// per bucket, the queue and attempts holding a worker at the bucket's end, and the p50 and
+/// p99 response time of the attempts it answered (from arrival to answer). `None` when
 /// no variant has calls: the one service's series is timeseries.csv.
 pub fn service_timeseries_csv(
     experiment: &Experiment,
@@ -117,6 +137,7 @@ pub fn service_timeseries_csv(
                             .iter()
                             .map(|c| format_number(row[*c as usize])),
                     );
+                    record.extend(latency_cells(series.latency.get(i)));
                     w.write_record(&record)?;
                 }
             }

@@ -170,29 +170,32 @@ fn decorate(v: &mut VariantResult, r: f64, j: usize) {
     v.ci95.degraded = ci(requests * rate);
     v.service_series = amp
         .iter()
-        .map(|a| {
-            let k = a / amp[0].max(1e-9);
-            let rows = v
-                .series
-                .iter()
-                .map(|row| {
-                    let mut out = [0.0; crate::metrics::series::COLUMNS];
-                    for c in [
-                        Column::Attempts,
-                        Column::Served,
-                        Column::Wasted,
-                        Column::QueueLen,
-                        Column::InService,
-                    ] {
-                        out[c as usize] = row[c as usize] * k;
-                    }
-                    out
-                })
-                .collect();
-            ServiceSeries {
-                bucket: v.bucket,
-                rows,
+        .map(|a| service_series(v, a / amp[0].max(1e-9)))
+        .collect();
+}
+
+/// A service's load over time: the entry's, `k` times as much, and its answers' latency.
+fn service_series(v: &VariantResult, k: f64) -> ServiceSeries {
+    let rows = v
+        .series
+        .iter()
+        .map(|row| {
+            let mut out = [0.0; crate::metrics::series::COLUMNS];
+            for c in [
+                Column::Attempts,
+                Column::Served,
+                Column::Wasted,
+                Column::QueueLen,
+                Column::InService,
+            ] {
+                out[c as usize] = row[c as usize] * k;
             }
+            out
         })
         .collect();
+    ServiceSeries {
+        bucket: v.bucket,
+        rows,
+        latency: v.latency.clone(),
+    }
 }

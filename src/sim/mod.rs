@@ -209,6 +209,10 @@ struct Sim<'a> {
     /// Calls whose slot is in use (ended calls included until their attempts are all
     /// accounted for).
     live_slots: u64,
+    /// In a call graph, by call slot: when the attempt its caller awaits reached its service,
+    /// for the service to time its answer (empty for a single service, which keeps no
+    /// series of its own).
+    arrivals: Vec<SimTime>,
     /// Attempts holding a worker while their downstream calls run, by slot.
     works: Vec<Work>,
     free_works: Vec<u32>,
@@ -302,6 +306,7 @@ impl<'a> Sim<'a> {
             calls: Vec::new(),
             free_calls: Vec::new(),
             live_slots: 0,
+            arrivals: Vec::new(),
             works: Vec::new(),
             free_works: Vec::new(),
             in_flight: 0,

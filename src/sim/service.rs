@@ -180,6 +180,9 @@ impl Sim<'_> {
         }
         self.services[s].counters.attempts += 1;
         self.tally(s, Column::Attempts);
+        if self.graph && self.calls[slot as usize].awaits(token) {
+            self.arrived(slot, now);
+        }
         match settings.faults.outage(now) {
             Some(Outage::Reject) => {
                 self.services[s].counters.outage_rejected += 1;
@@ -220,6 +223,16 @@ impl Sim<'_> {
         if !self.enqueue(s, slot, token, now) {
             self.key_released(s, slot, now);
         }
+    }
+
+    /// In a call graph, the attempt of call `slot` its caller awaits reached its service at
+    /// `now`.
+    fn arrived(&mut self, slot: u32, now: SimTime) {
+        let slot = slot as usize;
+        if self.arrivals.len() <= slot {
+            self.arrivals.resize(slot + 1, SimTime::ZERO);
+        }
+        self.arrivals[slot] = now;
     }
 
     /// `occ`: attempt `token` of call `slot` leaves its caller at `sent` on an edge that folds
@@ -702,6 +715,13 @@ impl Sim<'_> {
         }
         if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
+        }
+        if matches!(outcome, Outcome::Success | Outcome::Degraded)
+            && let Some(series) = &mut self.services[s].series
+        {
+            // Only a call graph's services keep series: the caller awaits this attempt, so
+            // its arrival is the one kept for the call.
+            series.answered(now.saturating_since(self.arrivals[slot as usize]));
         }
         self.reply(slot, token, outcome, now);
     }

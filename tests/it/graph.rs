@@ -157,3 +157,49 @@ fn a_single_server_written_as_one_service_is_the_same_scenario() {
         }
     }
 }
+
+/// A service's response time is from an attempt's arrival to its answer: with every time
+/// constant and workers to spare, c answers in its 7 ms of service, b in its 3 ms plus the
+/// hop to c, c's 7 ms and the hop back (2 ms each way), and the clients' requests take a's
+/// time below, plus their own two hops; every bucket's p50 and p99 are the bin holding it.
+/// A service that answers only errors has no answered attempt and no percentile.
+#[test]
+fn each_service_times_its_answers_from_arrival() {
+    let text = r#"{"name": "timed", "duration": "4s", "replications": 2,
+      "clients": {"count": 4, "workload": {"open": {"rate_per_s": 50}}, "entry": "a"},
+      "network": {"latency": {"constant": "2ms"}},
+      "metrics": {"bucket": "1s"},
+      "services": {
+        "a": {"concurrency": "unlimited", "service_time": {"constant": "1ms"}, "calls": [{"to": "b"}]},
+        "b": {"concurrency": "unlimited", "service_time": {"constant": "3ms"}, "calls": [{"to": "c"}]},
+        "c": {"concurrency": "unlimited", "service_time": {"constant": "7ms"}}
+      }}"#;
+    let (_, r) = run_text(text);
+    let v = &r.points[0].variants[0];
+    let edge = |ms: f64| {
+        (0..retrystorm::metrics::LATENCY_BINS)
+            .map(retrystorm::metrics::latency_bin_upper_ms)
+            .find(|e| *e > ms)
+            .unwrap()
+    };
+    let (c, b) = (7.0, 3.0 + 2.0 + 7.0 + 2.0);
+    let a = 1.0 + 2.0 + b + 2.0;
+    for (series, ms) in v.service_series.iter().zip([a, b, c]) {
+        let answered: Vec<_> = series.latency.iter().flatten().collect();
+        assert!(answered.len() >= 4, "{ms} ms: {answered:?}");
+        for l in answered {
+            assert_eq!((l.p50_ms, l.p99_ms), (edge(ms), edge(ms)), "{ms} ms");
+        }
+    }
+    for l in v.latency.iter().flatten() {
+        assert_eq!(l.p99_ms, edge(a + 4.0), "the clients' requests");
+    }
+    let failing = text.replace(
+        r#""constant": "7ms"}"#,
+        r#""constant": "7ms"}, "error_rate": 1"#,
+    );
+    let (_, r) = run_text(&failing);
+    let v = &r.points[0].variants[0];
+    assert!(v.service_series[2].latency.iter().all(Option::is_none));
+    assert!(v.latency.iter().all(Option::is_none), "nothing answered");
+}

@@ -130,3 +130,123 @@ fn the_report_re_renders_recovery_byte_for_byte() {
     let csv = std::fs::read_to_string(first.join("load-over-time.csv")).unwrap();
     assert!(csv.lines().next().unwrap().ends_with(",trigger"), "{csv}");
 }
+
+/// The answers of buckets `a..b` of a replication's series, pooled, and their p99.
+fn pooled_p99(
+    latency: &[(usize, retrystorm::metrics::LatencyBins)],
+    a: usize,
+    b: usize,
+) -> Option<f64> {
+    let mut pool = retrystorm::metrics::LatencyBins::<u64>::default();
+    for (_, bins) in latency.iter().filter(|(i, _)| (a..b).contains(i)) {
+        pool.merge(bins);
+    }
+    pool.quantile_ms(0.99)
+}
+
+/// A 2 s outage answered `rejected`, with retries every 400 ms: the requests started during
+/// it are answered once it is over, seconds late, so p99 rises after the trigger, then
+/// returns. The per-bucket p50 and p99 are those of the replication's own latency bins (one
+/// replication: pooling changes nothing), in timeseries.csv with empty cells where nothing
+/// was answered; the p99 before the trigger and the time until it is back are those the
+/// rule gives on the time series, recomputed here bucket by bucket.
+#[test]
+fn p99_rises_after_an_outage_and_its_return_is_read_off_the_time_series() {
+    let text = healthy("", r#"[{"from": "10s", "to": "12s", "outage": "reject"}]"#)
+        .replace(r#""replications": 6"#, r#""replications": 1"#)
+        .replace(
+            r#""backoff": "none""#,
+            r#""max_attempts": 10, "backoff": {"base": "400ms", "multiplier": 1, "cap": "400ms", "jitter": "none"}"#,
+        )
+        .replace(r#""max_attempts": 3, "#, "");
+    let (experiment, result) = run_text(&text);
+    let v = variant(&result, "baseline");
+    let sc = &experiment.points[0].variants[0].scenario;
+    let run = retrystorm::sim::run(sc, experiment.seed, 0);
+    let latency = run.series.latency();
+    let width = v.bucket.as_nanos();
+    assert_eq!(width, 200_000_000, "duration / 200");
+    // Every success lands in its bucket's bins (no fallback: answered = succeeded).
+    for (i, row) in run.series.rows().iter().enumerate() {
+        let answered: u64 = latency
+            .iter()
+            .find(|(b, _)| *b == i)
+            .map_or(0, |(_, bins)| bins.count());
+        let succeeded = row[retrystorm::metrics::Column::Succeeded as usize];
+        assert_eq!(answered, u64::from(succeeded), "bucket {i}");
+    }
+    // The variant's per-bucket percentiles are its replication's, and so is timeseries.csv.
+    assert_eq!(v.latency.len(), v.series.len());
+    for (i, l) in v.latency.iter().enumerate() {
+        let p99 = pooled_p99(&latency, i, i + 1);
+        assert_eq!(l.map(|l| l.p99_ms), p99, "bucket {i}");
+    }
+    let files = retrystorm::output::render(
+        &experiment,
+        &result,
+        retrystorm::report::ImageFormat::Svg,
+        0,
+    )
+    .unwrap();
+    let csv = &files
+        .iter()
+        .find(|f| f.name == "timeseries.csv")
+        .unwrap()
+        .bytes;
+    let mut reader = csv::Reader::from_reader(csv.as_slice());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header[header.len() - 2..], ["p50_ms", "p99_ms"]);
+    let mut empty = 0;
+    for (record, l) in reader.records().map(Result::unwrap).zip(&v.latency) {
+        let cell = |k: usize| record[record.len() - 2 + k].to_string();
+        match l {
+            Some(l) => assert_eq!(
+                [cell(0), cell(1)],
+                [l.p50_ms.to_string(), l.p99_ms.to_string()]
+            ),
+            None => {
+                assert_eq!([cell(0), cell(1)], ["", ""]);
+                empty += 1;
+            }
+        }
+    }
+    assert!(empty > 0, "the outage leaves buckets without an answer");
+    // The rule, bucket by bucket: the level over the buckets before 10 s (the first 10 %
+    // skipped), then the first boundary from 12 s on whose bucket has answers and where the
+    // 5 s ahead and the rest up to 40 s are within 10 % of it.
+    let (pre, after, end, window) = (50, 60, 200, 25);
+    let level = pooled_p99(&latency, 5, pre).unwrap();
+    let back = |a: usize, b: usize| pooled_p99(&latency, a, b).is_some_and(|p| p <= 1.1 * level);
+    let k = (after..end)
+        .find(|&k| {
+            pooled_p99(&latency, k, k + 1).is_some()
+                && back(k, (k + window).min(end))
+                && back(k, end)
+        })
+        .expect("p99 comes back");
+    let r = v.metrics.recovery.unwrap();
+    assert_eq!(r.p99_before_ms, Some(level));
+    assert_eq!((r.p99_judged, r.p99_back), (1.0, 1.0));
+    let expected = (k - after) as f64 * 0.2;
+    assert!(
+        (r.median_p99_back_s.unwrap() - expected).abs() < 1e-9,
+        "{r:?}"
+    );
+    // p99 did rise: the first bucket after the outage is well above the level, and p99 came
+    // back later than goodput did.
+    let first_after = v.latency[after].unwrap().p99_ms;
+    assert!(
+        first_after > 3.0 * level,
+        "{first_after} ms against {level} ms"
+    );
+    assert!(
+        expected > 0.0 && expected > r.median_recovery_s.unwrap(),
+        "{r:?}"
+    );
+    let report = files.iter().find(|f| f.name == "report.md").unwrap();
+    let report = String::from_utf8_lossy(&report.bytes);
+    let words = format!(
+        "Its p99 latency of answered requests was back within 10 % of its pre-trigger {level:.0} ms in its 1 replication, a median {expected:.1} s after the trigger ended."
+    );
+    assert!(report.contains(&words), "{words}\n{report}");
+}

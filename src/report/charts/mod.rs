@@ -16,6 +16,7 @@ mod hidpi;
 mod latency;
 mod latency_cdf;
 mod latency_histogram;
+mod latency_over_time;
 mod load_over_time;
 mod over_time;
 mod phase_diagram;
@@ -55,6 +56,7 @@ pub const FIGURES: &[&dyn Figure] = &[
     &latency_cdf::LatencyCdf,
     &latency_histogram::LatencyHistogram,
     &load_over_time::LoadOverTime,
+    &latency_over_time::LatencyOverTime,
     &policy_over_time::PolicyOverTime,
     &replications::Replications,
     &call_graph::CallGraph,

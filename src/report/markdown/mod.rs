@@ -392,6 +392,7 @@ mod testing {
             metrics,
             ci95: Metrics::default(),
             series: Vec::new(),
+            latency: Vec::new(),
             success_latency_bins: Vec::new(),
             bucket: SimDuration::from_secs(1),
             truncations: Vec::new(),

@@ -36,7 +36,7 @@ pub(super) fn recovery_section(
     }
     let _ = writeln!(
         out,
-        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it.\n"
+        ". A replication has recovered at time t after the last trigger ends when its goodput (requests that succeeded per second) over [t, t + 5 s) is back to at least 90 % of its level before the first trigger, and its mean from t to the end of the run is too; the drain after new requests stop does not count. A replication that never gets there is metastable: the trigger is gone, the overload is not. The dip is the lowest goodput over 5 s from the trigger's start on, relative to that level; a system can recover at once after the trigger and still have dipped during it. Latency is judged apart, on the same buckets: p99 is back at the first t after the trigger where requests are answered (successful, or degraded by a fallback) and the p99 of those answered over [t, t + 5 s), and from t to the end of the run, is at most 10 % above its level before the trigger (read at the 12 % resolution of the latency bins: the same bin or a lower one).\n"
     );
     for (v, s) in variants.iter().zip(scenarios) {
         let Some(r) = v.metrics.recovery else {
@@ -67,11 +67,12 @@ pub(super) fn recovery_section(
         };
         let _ = write!(
             line,
-            " Goodput dipped to {:.0} %{} of that level and stayed under 90 % for {:.1}{} s.",
+            " Goodput dipped to {:.0} %{} of that level and stayed under 90 % for {:.1}{} s.{}",
             100.0 * r.dip_fraction,
             pm(100.0 * h.dip_fraction),
             r.below_90_s,
             pm(h.below_90_s),
+            p99_outcome(&r),
         );
         let _ = write!(out, "{line} {}", episode_load(&r, v, server));
         match storm_load(v, s, server) {
@@ -122,7 +123,7 @@ fn outcome(r: &RecoveryMetrics) -> String {
         } else {
             format!(" in any of its {}{interval}", reps(n))
         };
-        return format!("Metastable: it did not recover by the end of the run{any}.");
+        return format!("Metastable: its goodput did not recover by the end of the run{any}.");
     }
     if k == n {
         let spread = match r.p90_recovery_s {
@@ -131,16 +132,72 @@ fn outcome(r: &RecoveryMetrics) -> String {
         };
         let which = if n == 1.0 { "its" } else { "all" };
         return format!(
-            "It recovered in {which} {}{interval}, median {median:.1} s after the trigger ended{spread}.",
+            "Its goodput recovered in {which} {}{interval}, back to 90 % of that level a median {median:.1} s after the trigger ended{spread}.",
             reps(n)
         );
     }
     format!(
-        "{k:.0} of {} ({:.0} %{}) recovered (median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
+        "{k:.0} of {} ({:.0} %{}) recovered their goodput (back to 90 % of that level a median {median:.1} s after the trigger ended); the others stayed collapsed to the end: an average of the two would describe no run.",
         reps(n),
         100.0 * k / n,
         bounds.map_or(String::new(), |b| format!(", {b}"))
     )
+}
+
+/// Whether the p99 of answered requests came back within 10 % of its level before the
+/// trigger, and when, counting replications as [`outcome`] does: " Its p99 ... was back ...".
+/// Empty when no replication had answers before the trigger.
+fn p99_outcome(r: &RecoveryMetrics) -> String {
+    let (Some(level), n) = (r.p99_before_ms, r.p99_judged) else {
+        return String::new();
+    };
+    let k = r.p99_back;
+    let median = r.median_p99_back_s.unwrap_or(0.0);
+    let head = format!(
+        " Its p99 latency of answered requests was {} within 10 % of its pre-trigger {}",
+        if k == 0.0 { "not back" } else { "back" },
+        milliseconds(level)
+    );
+    let reps = if n == 1.0 {
+        "replication"
+    } else {
+        "replications"
+    };
+    let tail = if k == 0.0 {
+        let any = if n == 1.0 {
+            String::new()
+        } else {
+            format!(" in any of its {n:.0} {reps}")
+        };
+        format!(" by the end of the run{any}")
+    } else if k == n {
+        let which = if n == 1.0 { "its" } else { "all" };
+        format!(" in {which} {n:.0} {reps}, a median {median:.1} s after the trigger ended")
+    } else {
+        format!(
+            " in {k:.0} of {n:.0} {reps}, a median {median:.1} s after the trigger ended, and not by the end of the run in the others"
+        )
+    };
+    let unjudged = r.replications - n;
+    let note = if unjudged > 0.0 {
+        format!(" ({unjudged:.0} answered nothing before the trigger)")
+    } else {
+        String::new()
+    };
+    format!("{head}{tail}{note}.")
+}
+
+/// A latency in words: "45 ms", "2.5 ms", "0.35 ms", "1.6 s".
+fn milliseconds(ms: f64) -> String {
+    if ms >= 1000.0 {
+        seconds(ms)
+    } else if ms >= 10.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
 }
 
 /// The load from the trigger until recovery (or the end of the run): its peak amplification
