@@ -9,15 +9,13 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::canvas::{self, Area, Drawn};
-use super::over_time::{self, Frame, Line, PanelSpec, Row};
+use super::over_time::{self, Frame, Line, PanelSpec, Row, YAxis};
 use super::service_load::services;
-use super::style::{INK, tick, variant_color};
+use super::style::{INK, variant_color};
+use super::sweep_curves::YScale;
 use super::{Chart, Run, Table, triggers};
 use crate::metrics::{BucketLatency, Column, VariantResult};
 use crate::report::shape;
-
-/// How many decades the values must span for a log y axis (as the sweep curves).
-const LOG_DECADES: f64 = 1.5;
 
 /// The latency-over-time figure.
 pub struct LatencyOverTime;
@@ -138,61 +136,25 @@ impl Table for Latencies {
     }
 }
 
-/// The y axis every panel shares: linear from 0, or logarithmic (values at their log10,
-/// counted from the whole decade below the least) when they span more than
-/// [`LOG_DECADES`].
-#[derive(Clone, Copy)]
-struct Scale {
-    /// The whole decade the log axis starts at, or `None` on a linear axis.
-    base: Option<f64>,
-    top: f64,
-}
-
-impl Scale {
-    /// The scale of what `table` draws: p50 and p99 of the requests, p99 of the services.
-    fn of(table: &Latencies) -> Scale {
-        let drawn = table
-            .lines
-            .iter()
-            .zip(&table.values)
-            .flat_map(|(line, values)| {
-                let requests = line.key[0] == "requests";
-                values
-                    .iter()
-                    .flatten()
-                    .flat_map(move |l| [requests.then_some(l.p50_ms), Some(l.p99_ms)])
-            });
-        let drawn: Vec<f64> = drawn.flatten().collect();
-        let lo = drawn.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = drawn.iter().copied().fold(0.0, f64::max);
-        if lo > 0.0 && hi > 0.0 && (hi / lo).log10() > LOG_DECADES {
-            let base = lo.log10().floor();
-            return Scale {
-                base: Some(base),
-                top: (hi.log10() - base) * 1.04,
-            };
-        }
-        Scale {
-            base: None,
-            top: if hi > 0.0 { hi * 1.1 } else { 1.0 },
-        }
-    }
-
-    /// Where `ms` is plotted.
-    fn at(self, ms: f64) -> f64 {
-        match self.base {
-            Some(base) => (ms.max(1e-300).log10() - base).max(0.0),
-            None => ms,
-        }
-    }
-
-    /// A tick label: milliseconds, at whole decades only on a log axis.
-    fn label(self, y: &f64) -> String {
-        match self.base {
-            Some(base) if (y - y.round()).abs() < 1e-6 => tick(&10f64.powf(y.round() + base)),
-            Some(_) => String::new(),
-            None => super::style::axis_ticks(self.top)(y),
-        }
+/// The y axis every panel shares, by the sweep curves' rule ([`YScale`]): logarithmic where
+/// the percentiles drawn span more than 1.5 decades, else linear from 0.
+fn axis(table: &Latencies) -> YAxis {
+    let drawn = table
+        .lines
+        .iter()
+        .zip(&table.values)
+        .flat_map(|(line, values)| {
+            let requests = line.key[0] == "requests";
+            values
+                .iter()
+                .flatten()
+                .flat_map(move |l| [requests.then_some(l.p50_ms), Some(l.p99_ms)])
+        });
+    let y = YScale::of(&vec![drawn.flatten().map(|ms| Some((ms, 0.0))).collect()]);
+    YAxis {
+        log: y.log,
+        lo: y.lo,
+        hi: y.hi,
     }
 }
 
@@ -202,13 +164,13 @@ fn draw_line<DB: DrawingBackend>(
     chart: &mut over_time::Panel<'_, DB>,
     frame: &Frame,
     values: &[Option<BucketLatency>],
-    (scale, pick): (Scale, fn(&BucketLatency) -> f64),
+    (axis, pick): (YAxis, fn(&BucketLatency) -> f64),
     (dash, color, width): (usize, RGBColor, u32),
 ) -> Result<()> {
     let points: Vec<Option<(f64, f64)>> = values
         .iter()
         .enumerate()
-        .map(|(i, l)| l.map(|l| (frame.start(i) + frame.bucket / 2.0, scale.at(pick(&l)))))
+        .map(|(i, l)| l.map(|l| (frame.start(i) + frame.bucket / 2.0, axis.at(pick(&l)))))
         .collect();
     for run in points.split(Option::is_none).filter(|r| !r.is_empty()) {
         let run: Vec<(f64, f64)> = run.iter().flatten().copied().collect();
@@ -274,12 +236,8 @@ impl Chart for LatencyOverTime {
     ) -> Result<()> {
         let frame = &table.frame;
         let variants = &run.point().variants;
-        let scale = Scale::of(table);
-        let log = if scale.base.is_some() {
-            ", log scale"
-        } else {
-            ""
-        };
+        let scale = axis(table);
+        let log = if scale.log { ", log scale" } else { "" };
         let pooled = pooled(run);
         let title = format!(
             "{}: latency of answered requests{} ({}{pooled}; thick: p99, thin: p50",
@@ -297,25 +255,22 @@ impl Chart for LatencyOverTime {
         }
         let areas = body.split_evenly((variants.len() + services.len(), 1));
         let y_desc = format!("ms{log}");
-        let label = move |y: &f64| scale.label(y);
         for (j, (v, area)) in variants.iter().zip(&areas).enumerate() {
             let line = table.line("requests", j);
             // A stretch without an answer is named in the title, clear of the lines.
             let silent = line.and_then(|(l, values)| silence(frame, &frame.rows[l.row], values));
+            let title = over_time::panel_title_as(v, "percentiles pooled over");
             let title = match silent {
-                Some(words) => format!("{}: {words}", over_time::panel_title(v)),
-                None => over_time::panel_title(v),
+                Some(words) => format!("{title}: {words}"),
+                None => title,
             };
-            let spec = PanelSpec {
-                y_format: Some(&label),
-                ..PanelSpec::new(
-                    &title,
-                    variant_color(j),
-                    scale.top,
-                    &y_desc,
-                    j + 1 == areas.len(),
-                )
-            };
+            let spec = PanelSpec::new(
+                &title,
+                variant_color(j),
+                scale,
+                &y_desc,
+                j + 1 == areas.len(),
+            );
             let mut chart = over_time::panel(area, frame, &spec)?;
             panel_body(&mut chart, frame, line, scale, (j, v))?;
         }
@@ -325,15 +280,12 @@ impl Chart for LatencyOverTime {
                 "{name}{}: p99 response time",
                 if *entry { " (entry)" } else { "" }
             );
-            let spec = PanelSpec {
-                y_format: Some(&label),
-                ..PanelSpec::new(&title, INK, scale.top, &y_desc, s + 1 == services.len())
-            };
+            let spec = PanelSpec::new(&title, INK, scale, &y_desc, s + 1 == services.len());
             let mut chart = over_time::panel(area, frame, &spec)?;
             let mut bands: Vec<(f64, f64)> = run.windows().into_iter().flatten().collect();
             bands.dedup();
             chart
-                .draw_series(triggers::bands(&bands, frame.x1, scale.top))
+                .draw_series(triggers::bands(&bands, frame.x1, (scale.lo, scale.hi)))
                 .drawn()?;
             for (j, v) in variants.iter().enumerate() {
                 if let Some((_, values)) = table.line(name, j) {
@@ -365,14 +317,18 @@ fn panel_body<DB: DrawingBackend>(
     chart: &mut over_time::Panel<'_, DB>,
     frame: &Frame,
     line: Option<(&Line, &[Option<BucketLatency>])>,
-    scale: Scale,
+    scale: YAxis,
     (j, v): (usize, &VariantResult),
 ) -> Result<()> {
     let Some((line, values)) = line else {
         return Ok(());
     };
     chart
-        .draw_series(triggers::bands(&line.windows, frame.x1, scale.top))
+        .draw_series(triggers::bands(
+            &line.windows,
+            frame.x1,
+            (scale.lo, scale.hi),
+        ))
         .drawn()?;
     let color = variant_color(j);
     let paler = |c: u8| c + ((255 - c) as f64 * 0.4) as u8;
@@ -491,5 +447,24 @@ mod tests {
                 .flatten()
                 .any(|[p50, p99]| p50.is_empty() && p99.is_empty())
         );
+    }
+
+    /// A split variant's panel draws percentiles of both groups' answers pooled, not a mean:
+    /// its title says so, where the load figures say "mean of".
+    #[test]
+    fn a_split_variant_panel_says_its_percentiles_are_pooled() {
+        let (_, mut result) = graph_run(&LoadOptions::default());
+        let v = &mut result.points[0].variants[0];
+        v.metrics.recovery = Some(crate::metrics::RecoveryMetrics {
+            recovered: 1.0,
+            replications: 3.0,
+            ..Default::default()
+        });
+        let title = super::over_time::panel_title_as(v, "percentiles pooled over");
+        assert!(
+            title.ends_with("(percentiles pooled over 1 recovered and 2 collapsed replications: no single run looks like this)"),
+            "{title}"
+        );
+        assert!(super::over_time::panel_title(v).contains("(mean of 1 recovered"));
     }
 }

@@ -441,8 +441,14 @@ pub fn titled<DB: DrawingBackend>(
 /// A panel's title: the variant's name as figures show it, with the note of a variant whose
 /// replications split between recovering and staying collapsed.
 pub fn panel_title(v: &VariantResult) -> String {
+    panel_title_as(v, "mean of")
+}
+
+/// A panel's title for a figure whose values are `what` the replications ("percentiles
+/// pooled over"), not their mean.
+pub fn panel_title_as(v: &VariantResult, what: &str) -> String {
     let name = super::display_name(v);
-    match super::triggers::split_note(v) {
+    match super::triggers::split_words(v, what) {
         Some(note) => format!("{name} ({note})"),
         None => name,
     }

@@ -60,9 +60,15 @@ pub fn bands<DB: DrawingBackend>(
 /// For a variant whose replications split between recovering and staying collapsed, the note
 /// its panels carry: a mean over both looks like no single run.
 pub fn split_note(v: &VariantResult) -> Option<String> {
+    split_words(v, "mean of")
+}
+
+/// The same note for a figure that draws something else than a mean of the replications
+/// (`what`: "percentiles pooled over").
+pub fn split_words(v: &VariantResult, what: &str) -> Option<String> {
     split_counts(v).map(|(k, down)| {
         format!(
-            "mean of {k:.0} recovered and {down:.0} collapsed replications: no single run looks like this"
+            "{what} {k:.0} recovered and {down:.0} collapsed replications: no single run looks like this"
         )
     })
 }
