@@ -48,8 +48,11 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run scenario files and write summary.json, timeseries.csv (and sweep.csv) and
-    /// scenario.resolved.json.
+    /// Run scenario files, write each run's folder and print the results table.
+    ///
+    /// A run's folder holds report.md and its figures (PNG or SVG, each with the CSV it plots),
+    /// summary.json, timeseries.csv, latency.csv, scenario.resolved.json and manifest.json, and
+    /// where they apply sweep.csv, example-runs.csv and service-timeseries.csv.
     Run(RunArgs),
     /// Validate scenario files and list every problem, without running them.
     Check {
@@ -105,7 +108,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Override the number of replications.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_replications)]
     pub replications: Option<u64>,
     /// Override or add a sweep: PATH=V1,V2,... (values are JSON, e.g. clients.count=10,20).
     /// Given twice, the second is a second axis: every pair of values runs.
@@ -137,6 +140,17 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
         Ok(n) if n <= MAX_JOBS => Ok(n),
         _ => Err(format!(
             "must be a whole number of threads from 1 to {MAX_JOBS}, or 0 for all cores"
+        )),
+    }
+}
+
+/// `--replications N`: a whole number of at least 1, said as a person would.
+fn parse_replications(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1 (got 0): each variant runs this many times".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "must be a whole number of at least 1 (got {text:?}): each variant runs this many times"
         )),
     }
 }

@@ -25,6 +25,7 @@ pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
 #[serde(deny_unknown_fields)]
 pub struct RawClients {
     /// Number of clients (at least 1). Each owns its own budget and breaker state.
+    #[schemars(range(min = 1, max = u32::MAX))]
     pub count: u64,
     /// Open (Poisson arrivals) or closed (one request at a time per client).
     pub workload: RawWorkload,
@@ -51,6 +52,7 @@ pub enum RawWorkload {
 #[serde(deny_unknown_fields)]
 pub struct RawOpen {
     /// Total arrival rate of logical requests, per second, over all clients.
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub rate_per_s: f64,
     /// Changes of the total rate over time: steps, or linear ramps with `"ramp": true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,6 +66,7 @@ pub struct RawRateStep {
     /// When the new rate applies (or, for a ramp, is reached).
     pub at: DurationText,
     /// Total rate per second from `at` on.
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub rate_per_s: f64,
     /// Ramp linearly from the previous point instead of stepping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,6 +79,7 @@ pub struct RawRateStep {
 pub struct RawClosed {
     /// Logical requests per client; omitted: keep going until `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub requests_per_client: Option<u64>,
     /// Wait between the end of one request and the start of the next (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -616,13 +616,28 @@ impl BaseProblems {
         let problems = shape::check(base);
         for p in &problems {
             let path = show(&p.path);
-            if !written.contains(&(path.clone(), p.message.clone())) {
-                let place = settings
-                    .iter()
-                    .find(|s| covers(s.path, &path))
-                    .and_then(|s| s.place.clone());
-                found.add(Problem::new(path, &p.message), context, place);
+            if written.contains(&(path.clone(), p.message.clone())) {
+                continue;
             }
+            // An unknown key on a swept path is the path's mistake whatever the value: one
+            // problem, at the path, not one per value.
+            let (context, place) = match settings
+                .iter()
+                .find(|s| p.at_key && leads_to(s.path, &path))
+            {
+                Some(s) if s.place.is_some() => {
+                    (format!("in {}", s.key), Some((parse(s.key), false)))
+                }
+                Some(_) => ("in --sweep".to_string(), None),
+                None => {
+                    let place = settings
+                        .iter()
+                        .find(|s| covers(s.path, &path))
+                        .and_then(|s| s.place.clone());
+                    (context.to_string(), place)
+                }
+            };
+            found.add(Problem::new(path, &p.message), &context, place);
         }
         let rules = if problems.is_empty() {
             check(base).err().unwrap_or_default().into_iter().collect()
@@ -726,10 +741,9 @@ fn kind_of(text: &str) -> String {
     out
 }
 
-/// Whether the setting at dotted sweep `path` holds the problem at `problem` (a path as
-/// messages write it, list indices in brackets).
-fn covers(path: &str, problem: &str) -> bool {
-    let shown = show(
+/// Dotted sweep `path` as messages write paths, list indices in brackets.
+fn shown_dotted(path: &str) -> String {
+    show(
         &path
             .split('.')
             .map(|k| match k.parse() {
@@ -737,10 +751,25 @@ fn covers(path: &str, problem: &str) -> bool {
                 Err(_) => Step::Key(k.to_string()),
             })
             .collect::<Vec<_>>(),
-    );
-    problem
-        .strip_prefix(&shown)
+    )
+}
+
+/// Whether `inner` is `outer` or lies inside it (both paths as messages write them).
+fn within(inner: &str, outer: &str) -> bool {
+    inner
+        .strip_prefix(outer)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// Whether the setting at dotted sweep `path` holds the problem at `problem` (a path as
+/// messages write it, list indices in brackets).
+fn covers(path: &str, problem: &str) -> bool {
+    within(problem, &shown_dotted(path))
+}
+
+/// Whether `problem` lies on the way to dotted sweep `path`, or is it.
+fn leads_to(path: &str, problem: &str) -> bool {
+    within(&shown_dotted(path), problem)
 }
 
 /// The value at `path` in `doc`, if there is one.
@@ -1166,14 +1195,8 @@ fn check_variant(
                 }
             }
         }
-        Value::Null => {}
-        other => problems.push(Problem::new(
-            format!("{path}.patch"),
-            format!(
-                "must be an object to merge into the scenario (got {})",
-                short(other)
-            ),
-        )),
+        // Anything else is a shape problem of the file as written.
+        _ => {}
     }
 }
 

@@ -40,6 +40,7 @@ pub struct RawScenario {
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
     /// Names the scenario and its output folder (letters, digits, '.', '_' and '-').
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$"))]
     pub name: String,
     /// What the scenario models, in a sentence or two; shown in reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,6 +51,7 @@ pub struct RawScenario {
     pub seed: Option<u64>,
     /// Independent replications of every variant (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub replications: Option<u64>,
     /// New logical requests stop at this time; everything in flight then drains.
     pub duration: DurationText,
@@ -73,6 +75,7 @@ pub struct RawScenario {
     pub policy: Option<RawPolicy>,
     /// Variants of the scenario, each the base with a JSON merge patch applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub variants: Option<Vec<RawVariant>>,
     /// Runs every variant at every value of one setting (or every pair of values of two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +118,7 @@ pub enum RawDist {
         /// Median duration.
         median: DurationText,
         /// Standard deviation of the logarithm (dimensionless).
+        #[schemars(range(min = 0.0))]
         sigma: f64,
     },
     /// A weighted mixture, e.g. bimodal service times.
@@ -126,6 +130,7 @@ pub enum RawDist {
 #[serde(deny_unknown_fields)]
 pub struct RawMixturePart {
     /// Relative weight (positive; weights need not sum to 1).
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub weight: f64,
     /// The component distribution.
     pub dist: RawDist,
@@ -154,6 +159,7 @@ macro_rules! with_server_keys {
             pub kind: Option<RawServerKind>,
             /// Workers: an integer >= 1 or "unlimited" (default 1).
             #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(schema_with = "count_from_one")]
             pub concurrency: Option<Count>,
             /// Waiting places: an integer >= 0 or "unlimited" (default "unlimited").
             #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,10 +177,12 @@ macro_rules! with_server_keys {
             pub slowdown_per_inflight: Option<DurationText>,
             /// Probability that a served attempt ends `error` (default 0).
             #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 0.0, max = 1.0))]
             pub error_rate: Option<f64>,
             /// Probability that a logical request (for a service other than the entry: a call
             /// to it) is bad: every attempt ends `permanent` (default 0).
             #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 0.0, max = 1.0))]
             pub permanent_error_rate: Option<f64>,
             /// Discard attempts whose caller has already given up, at arrival and at dequeue
             /// (and, for a service, before each downstream call; default false).
@@ -366,7 +374,12 @@ impl JsonSchema for RawCalls {
             "description": "The calls in order: a list of calls, each with `to`; or an object of calls by name, whose `to` defaults to the name, so that a variant's merge patch reaches one call by name and removes one with null",
             "oneOf": [
                 { "type": "array", "items": listed, "maxItems": 64 },
-                { "type": "object", "additionalProperties": by_name, "maxProperties": 64 }
+                {
+                    "type": "object",
+                    "additionalProperties": by_name,
+                    "propertyNames": { "pattern": NAME_PATTERN },
+                    "maxProperties": 64
+                }
             ]
         })
     }
@@ -417,7 +430,10 @@ impl JsonSchema for RawServices {
         json_schema!({
             "type": "object",
             "description": "Services by name (at most 64), each a server that may call others; the clients call the one clients.entry names",
-            "additionalProperties": service
+            "additionalProperties": service,
+            "propertyNames": { "pattern": NAME_PATTERN },
+            "minProperties": 1,
+            "maxProperties": 64
         })
     }
 }
@@ -482,11 +498,25 @@ pub enum RawScope {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawVariant {
-    /// Shown in tables, charts and summary.json.
+    /// Shown in tables, charts and summary.json: not blank, no control characters, unique.
+    #[schemars(regex(pattern = LABEL_PATTERN))]
     pub name: String,
-    /// Merged into the base scenario; `null` removes a key.
-    #[serde(default)]
+    /// A JSON merge patch (RFC 7396) of the base scenario: an object merges key by key (a
+    /// service's calls written by name, call by call), any other value replaces what is there
+    /// (a list whole), and `null` removes a key. It may not set name, seed, replications,
+    /// variants, sweep or $schema. Null or absent: the base scenario itself.
+    #[serde(default, deserialize_with = "patch_object")]
+    #[schemars(schema_with = "patch_schema")]
     pub patch: Value,
+}
+
+/// A variant's patch as serde reads it: an object, or null (the walk of `shape` says so
+/// first, in the format's words).
+fn patch_object<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    match Value::deserialize(d)? {
+        patch @ (Value::Object(_) | Value::Null) => Ok(patch),
+        _ => Err(de::Error::custom("a variant's patch must be an object")),
+    }
 }
 
 /// `sweep`: run every variant at every value of one setting, or at every pair of values of
@@ -500,8 +530,10 @@ pub struct RawSweep {
     /// path's last two keys (and list indices among them) with underscores as spaces, e.g.
     /// "clients.count" -> "clients count", "server.faults.0.to" -> "faults 0 to".
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = LABEL_PATTERN))]
     pub label: Option<String>,
     /// The values to put there, in order.
+    #[schemars(length(min = 1))]
     pub values: Vec<Value>,
     /// The value whose point the figures and tables of a single sweep value show (the
     /// comparison and over-time figures, report.md's Results, timeseries.csv); one of
@@ -525,8 +557,10 @@ pub struct RawAxis {
     /// The axis' name in figures and report.md; default made from the path as for
     /// `sweep.label`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = LABEL_PATTERN))]
     pub label: Option<String>,
     /// The values to put there, in order.
+    #[schemars(length(min = 1))]
     pub values: Vec<Value>,
 }
 
@@ -545,10 +579,67 @@ pub struct RawMetrics {
 pub struct RawLimits {
     /// Events one replication may process (default 2,000,000,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_events: Option<u64>,
     /// Logical requests that may be in flight at once (default 5,000,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_in_flight: Option<u64>,
+}
+
+/// The schema of a variant's `patch`: an object (or null, for the base scenario itself).
+fn patch_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": ["object", "null"],
+        "propertyNames": { "not": { "enum": ["name", "seed", "replications", "variants", "sweep", "$schema"] } }
+    })
+}
+
+/// A variant's name or a sweep axis' label: not blank, and no control character, which would
+/// break the lines of the tables and CSV files it is written into.
+const LABEL_PATTERN: &str = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$";
+
+/// The names of services, and of calls written by name: what a path such as
+/// `services.<name>.concurrency` can hold (1 to 64 characters, none a control character, '.',
+/// '[' or ']').
+const NAME_PATTERN: &str = r"^[^.\[\]\u0000-\u001f\u007f-\u009f]{1,64}$";
+
+/// A duration's pattern, without anchors: what `units::parse_duration` reads (a number in
+/// plain digits, a unit, spaces around and between them), leaving its bound to `validate`.
+const DURATION_PATTERN: &str = r"\s*\+?([0-9]+\.?[0-9]*|\.[0-9]+)\s*(ns|us|µs|ms|s|m|h)\s*";
+
+/// A percentile's pattern, without anchors: "p" and a number above 0 and below 100 with at
+/// most four decimals, as `units::parse_percentile` reads it.
+const PERCENTILE_PATTERN: &str = r"\s*p(0*[1-9][0-9]?(\.[0-9]{1,4})?|0*\.([1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9]))\s*";
+
+/// The schema of a hedge's `delay`: a duration or a percentile.
+pub(super) fn hedge_delay_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "description": "How long an attempt goes unanswered before a hedge: a duration such as \"10ms\", or a percentile of the call's recent latencies such as \"p95\" or \"p99.9\"",
+        "pattern": format!("^({DURATION_PATTERN}|{PERCENTILE_PATTERN})$")
+    })
+}
+
+/// The schema of a count that may be "unlimited", at least `min` and at most `max`.
+fn count_schema(min: u64, max: u64) -> Schema {
+    json_schema!({
+        "anyOf": [
+            { "type": "integer", "format": "uint64", "minimum": min, "maximum": max },
+            { "const": "unlimited" },
+            { "type": "null" }
+        ]
+    })
+}
+
+/// The schema of `concurrency`: workers, 1 to 4294967295, or "unlimited".
+fn count_from_one(_: &mut SchemaGenerator) -> Schema {
+    count_schema(1, u64::from(u32::MAX))
+}
+
+/// The schema of `retry.max_attempts`: 1 to 1000, or "unlimited".
+pub(super) fn attempts_schema(_: &mut SchemaGenerator) -> Schema {
+    count_schema(1, 1000)
 }
 
 /// A duration as written: kept as any JSON value so that `validate` can explain what is wrong
@@ -564,8 +655,8 @@ impl JsonSchema for DurationText {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "description": "A duration with a unit: ns, us, ms, s, m or h, e.g. \"250us\", \"10ms\", \"1.5s\"",
-            "pattern": "^[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)$"
+            "description": "A duration with a unit: ns, us (or µs), ms, s, m or h, e.g. \"250us\", \"10ms\", \"1.5s\"; not negative, at most \"1000000s\"",
+            "pattern": format!("^{DURATION_PATTERN}$")
         })
     }
 }
@@ -626,7 +717,10 @@ impl JsonSchema for Count {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "oneOf": [ { "type": "integer", "minimum": 0 }, { "const": "unlimited" } ]
+            "oneOf": [
+                { "type": "integer", "format": "uint64", "minimum": 0, "maximum": u32::MAX },
+                { "const": "unlimited" }
+            ]
         })
     }
 }

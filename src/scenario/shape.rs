@@ -131,7 +131,7 @@ enum Node {
 struct Typed {
     /// Allowed types, as bits.
     types: u8,
-    /// Bounds of a whole number.
+    /// Bounds of a whole number: those of its Rust type (the schema's `format`).
     minimum: Option<f64>,
     maximum: Option<f64>,
     /// An object's keys, in the schema's order, with their nodes.
@@ -406,10 +406,17 @@ impl Compiler {
             Some(s @ Value::Object(_)) => Some(self.compile(s)),
             _ => None,
         };
+        // What a whole number's Rust type holds; the schema's own bounds are rules, which
+        // `validate` words better than "must be a whole number".
+        let (minimum, maximum) = match schema.get("format").and_then(Value::as_str) {
+            Some("uint64") => (Some(0.0), Some(u64::MAX as f64)),
+            Some("uint32") => (Some(0.0), Some(f64::from(u32::MAX))),
+            _ => (None, None),
+        };
         Node::Typed(Typed {
             types,
-            minimum: schema.get("minimum").and_then(Value::as_f64),
-            maximum: schema.get("maximum").and_then(Value::as_f64),
+            minimum,
+            maximum,
             properties,
             required,
             closed: schema.get("additionalProperties") == Some(&Value::Bool(false)),

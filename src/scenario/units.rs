@@ -69,7 +69,8 @@ pub fn parse_duration(value: &Value) -> Result<SimDuration, String> {
     let x: f64 = number
         .parse()
         .map_err(|_| format!("\"{shown}\" is not a number followed by a unit, like \"10ms\""))?;
-    if x < 0.0 {
+    // "-0s" too: a sign that takes nothing away is still not a duration.
+    if x < 0.0 || number.starts_with('-') {
         return Err(format!("must not be negative (got \"{shown}\")"));
     }
     let nanos = (x * nanos_per_unit).round();
@@ -205,6 +206,11 @@ mod tests {
         assert!(err(json!("5")).contains("write \"5s\""));
         assert!(err(json!("5 parsecs")).contains("unknown unit"));
         assert!(err(json!("-1s")).contains("negative"));
+        assert_eq!(err(json!("-0s")), "must not be negative (got \"-0s\")");
+        assert_eq!(
+            parse_duration(&json!(" 500 ms ")),
+            Ok(SimDuration::from_millis(500))
+        );
         assert!(err(json!(true)).contains("such as"));
         assert!(err(json!("1e18ns")).contains("has an exponent"));
         assert!(err(json!("2E-3s")).contains("has an exponent"));

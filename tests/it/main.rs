@@ -25,6 +25,7 @@ mod recovery;
 mod references;
 mod results;
 mod scenario_rules;
+mod schema_agrees;
 mod settled;
 mod shards;
 mod shedding;

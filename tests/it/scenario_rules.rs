@@ -170,3 +170,68 @@ fn a_breaker_minimum_above_its_count_window_resolves_and_reports_as_the_window()
     assert!(text.contains("\"breaker_open\": "), "{text}");
     assert!(!text.contains("\"breaker_open\": 0.0,"), "{text}");
 }
+
+#[test]
+fn command_line_mistakes_are_said_once_and_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("first-storm");
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", file.to_str().unwrap(), "--out", "out"];
+        all.extend_from_slice(args);
+        let out = retrystorm(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = run(&["--replications", "0"]);
+    assert!(
+        stderr.contains("'--replications <N>': must be at least 1 (got 0)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("18446744073709551615"), "{stderr}");
+    // A misspelt swept key is the path's mistake, not each value's.
+    let stderr = run(&["--sweep", "clients.cnt=1,2,3"]);
+    assert_eq!(
+        stderr.matches("clients.cnt: unknown key").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 problem in the scenario:\n  - clients.cnt: unknown key; did you mean `count`? (in --sweep)"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_misspelt_sweep_path_in_the_file_is_one_problem_at_the_path() {
+    let text = r#"{"name": "x", "duration": "2s", "clients": {"count": 10, "workload": {"open": {"rate_per_s": 50}}},
+ "server": {"service_time": {"constant": "1ms"}},
+ "sweep": {"path": "server.concurency", "values": [1, 2, 3]}}"#;
+    let err = retrystorm::scenario::load_str(text, "x.json", &Default::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "x.json: 1 problem in the scenario:\n  - server.concurency: unknown key; did you mean `concurrency`? (in sweep.path) (line 3, column 20)"
+    );
+}
+
+#[test]
+fn run_help_names_what_a_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = retrystorm(dir.path(), &["run", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for file in [
+        "report.md and its figures",
+        "summary.json",
+        "timeseries.csv",
+        "scenario.resolved.json",
+        "manifest.json",
+        "sweep.csv",
+        "service-timeseries.csv",
+    ] {
+        assert!(help.contains(file), "run --help lacks {file:?}: {help}");
+    }
+}

@@ -21,22 +21,26 @@ pub struct RawBreaker {
     pub window: Option<RawBreakerWindow>,
     /// Failure rate in [0, 1] that opens the breaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0))]
     pub failure_rate_threshold: Option<f64>,
     /// Calls the window must hold before the rate is judged (default 100; with a count
     /// window of n, at most n: a larger value runs, and is resolved, as n).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = u32::MAX))]
     pub minimum_calls: Option<u64>,
     /// How long the breaker stays open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_duration: Option<DurationText>,
     /// Trial attempts in the half-open state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = u32::MAX))]
     pub half_open_calls: Option<u64>,
     /// A call slower than this counts as slow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_call_duration: Option<DurationText>,
     /// Slow-call rate in [0, 1] that opens the breaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0))]
     pub slow_call_rate_threshold: Option<f64>,
     /// "all" (default) or "retries" (first attempts always pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +56,7 @@ pub struct RawBreaker {
 pub struct RawBreakerWindow {
     /// The last n calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = u32::MAX))]
     pub count: Option<u64>,
     /// The calls of the last D.
     #[serde(default, skip_serializing_if = "Option::is_none")]

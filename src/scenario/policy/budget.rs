@@ -35,8 +35,10 @@ pub struct RawBudget {
 #[serde(deny_unknown_fields)]
 pub struct RawTokenBucket {
     /// Bucket size; retries are allowed only while tokens > max_tokens / 2.
+    #[schemars(range(max = 1e9), extend("exclusiveMinimum" = 0))]
     pub max_tokens: f64,
     /// Tokens a success adds.
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub token_ratio: f64,
 }
 
@@ -46,15 +48,19 @@ pub struct RawTokenBucket {
 pub struct RawRetryQuota {
     /// Starting (and largest) quota (default 500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1e9), extend("exclusiveMinimum" = 0))]
     pub initial: Option<f64>,
     /// Cost of a retry (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub retry_cost: Option<f64>,
     /// Cost of a retry after a timeout (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub timeout_cost: Option<f64>,
     /// Refund of a success without retries (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub success_refund: Option<f64>,
 }
 
@@ -63,9 +69,11 @@ pub struct RawRetryQuota {
 #[serde(deny_unknown_fields)]
 pub struct RawRatio {
     /// Retries allowed per logical request started in the window.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub percent: f64,
     /// Retries per second always allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub min_per_s: Option<f64>,
     /// Length of the sliding window.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,6 +16,7 @@ use crate::scenario::schema::DurationText;
 #[serde(deny_unknown_fields)]
 pub struct RawBulkhead {
     /// Attempts in flight on the call at once (at least 1).
+    #[schemars(range(min = 1, max = u32::MAX))]
     pub max_concurrent: u64,
     /// Longest wait for a permit, in arrival order, before the attempt fails
     /// `bulkhead_full` (default "0ms": at once).

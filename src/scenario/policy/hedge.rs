@@ -20,19 +20,23 @@ use crate::scenario::units::{parse_duration, parse_percentile};
 pub struct RawHedge {
     /// How long an attempt goes unanswered before a hedge: a duration such as "10ms", or a
     /// percentile of the call's recent latencies such as "p95" or "p99.9".
+    #[schemars(schema_with = "crate::scenario::schema::hedge_delay_schema")]
     pub delay: String,
     /// Hedges per attempt at most, from 1 to 10 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10))]
     pub max_hedges: Option<u64>,
     /// The service drops abandoned attempts that have not started service (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<bool>,
     /// At most this share of the calls is hedged, above 0 and at most 1 (default: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0))]
     pub budget: Option<f64>,
     /// With a percentile delay: the answered attempts it is taken over, from 20 to 1,000,000
     /// (default 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 20, max = 1_000_000))]
     pub window: Option<u64>,
 }
 

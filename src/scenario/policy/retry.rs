@@ -62,6 +62,7 @@ pub enum RawRetryAfter {
 pub struct RawRetry {
     /// Total attempts including the first (default 3), or "unlimited".
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::scenario::schema::attempts_schema")]
     pub max_attempts: Option<Count>,
     /// Attempt outcomes that are retried (default: timeout, error, rejected, throttled,
     /// conflict; bulkhead_full may be added).
@@ -102,6 +103,7 @@ pub struct RawExponential {
     pub base: DurationText,
     /// Growth factor per retry (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1.0))]
     pub multiplier: Option<f64>,
     /// Largest delay (before jitter).
     pub cap: DurationText,

@@ -30,6 +30,7 @@ pub struct RawThrottleSettings {
     /// The multiplier K: the client sends about K times what the backend accepts, from 1 to
     /// 100 (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1.0, max = 100.0))]
     pub k: Option<f64>,
     /// The sliding window requests and accepts are counted over, from "1s" to "24h"
     /// (default "2m").

@@ -37,12 +37,15 @@ pub struct RawFault {
     pub outage: Option<RawOutage>,
     /// Error probability inside the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub error_rate: Option<f64>,
     /// Service-time multiplier for attempts that start service inside the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1000.0), extend("exclusiveMinimum" = 0))]
     pub service_time_factor: Option<f64>,
     /// Workers inside the window; 0 is a stall.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = u32::MAX))]
     pub concurrency: Option<u64>,
 }
 

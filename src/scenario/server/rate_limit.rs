@@ -16,8 +16,10 @@ use crate::scenario::schema::DurationText;
 #[serde(deny_unknown_fields)]
 pub struct RawRateLimit {
     /// Tokens added per second.
+    #[schemars(range(min = 0.0, max = 1e9))]
     pub rate_per_s: f64,
     /// Bucket size.
+    #[schemars(range(min = 1.0, max = 1e9))]
     pub burst: f64,
     /// Retry-After carried by `throttled` answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
