@@ -1182,21 +1182,18 @@ fn check_variant(
             ),
         ));
     }
-    match patch {
-        Value::Object(map) => {
-            for key in FILE_KEYS {
-                if map.contains_key(key) {
-                    problems.push(Problem::new(
-                        format!("{path}.patch.{key}"),
-                        format!(
-                            "a variant cannot change \"{key}\": it belongs to the whole file (variants share the seed so that they meet the same traffic)"
-                        ),
-                    ));
-                }
+    // A patch that is not an object (or null) is a shape problem of the file as written.
+    if let Value::Object(map) = patch {
+        for key in FILE_KEYS {
+            if map.contains_key(key) {
+                problems.push(Problem::new(
+                    format!("{path}.patch.{key}"),
+                    format!(
+                        "a variant cannot change \"{key}\": it belongs to the whole file (variants share the seed so that they meet the same traffic)"
+                    ),
+                ));
             }
         }
-        // Anything else is a shape problem of the file as written.
-        _ => {}
     }
 }
 
