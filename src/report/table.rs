@@ -21,7 +21,7 @@ const COLS: [(&str, Metric); 8] = [
     ("amplification", Metric::AMPLIFICATION),
     ("success p50 ms", Metric::SUCCESS_P50),
     ("success p99 ms", Metric::SUCCESS_P99),
-    ("completion s", Metric::COMPLETION),
+    ("completion time s", Metric::COMPLETION),
 ];
 
 /// Columns shown only when some variant has a non-zero value: the retry budget, circuit

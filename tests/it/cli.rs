@@ -41,7 +41,7 @@ fn run_writes_summary_timeseries_and_resolved_scenario() {
         "full jitter",
         "amplification",
         "p99 ms",
-        "completion s",
+        "completion time s",
     ] {
         assert!(stdout.contains(needle), "table lacks {needle:?}:\n{stdout}");
     }
