@@ -310,13 +310,12 @@ pub fn plot<DB: DrawingBackend>(
     mesh.draw().drawn()?;
     for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
-        let ringed = xs.iter().zip(curve).enumerate();
-        let ringed = ringed.filter(|&(i, _)| !compact && split_at(run, j, i));
-        chart
-            .draw_series(ringed.filter_map(|(_, (x, c))| {
-                c.map(|(m, _)| Circle::new((*x, y.at(m)), 11, BLACK.stroke_width(2)))
-            }))
-            .drawn()?;
+        let ring = |(i, (x, c)): (usize, (&f64, &Option<(f64, f64)>))| {
+            let at = c.filter(|_| !compact && split_at(run, j, i));
+            at.map(|(m, _)| Circle::new((*x, y.at(m)), 11, BLACK.stroke_width(2)))
+        };
+        let rings = xs.iter().zip(curve).enumerate().filter_map(ring);
+        chart.draw_series(rings).drawn()?;
         // One band and line per run of points where the metric applies.
         let points: Vec<Option<(f64, f64, f64)>> = xs
             .iter()
