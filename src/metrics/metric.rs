@@ -299,6 +299,46 @@ impl Unit {
     }
 }
 
+impl Unit {
+    /// A scaled mean and 95 % half-width as tables print them: `mean ± half`, the mean alone
+    /// without an interval, or where the interval would cross a bound the value cannot (below
+    /// 0, above 100 % for a share) the interval cut there in brackets, `19551 [0, 46981]`. A
+    /// share has the decimals of [`share_decimals`].
+    pub fn estimate_text(self, decimals: usize, (m, h): (f64, f64), with_ci: bool) -> String {
+        let d = if self == Unit::Percent {
+            share_decimals(m, decimals)
+        } else {
+            decimals
+        };
+        let top = if self == Unit::Percent {
+            100.0
+        } else {
+            f64::INFINITY
+        };
+        match (with_ci, m - h < 0.0 || m + h > top) {
+            (false, _) => format!("{m:.d$}"),
+            (true, false) => format!("{m:.d$} ± {h:.d$}"),
+            (true, true) => format!(
+                "{m:.d$} [{:.d$}, {:.d$}]",
+                (m - h).max(0.0),
+                (m + h).min(top)
+            ),
+        }
+    }
+}
+
+/// The decimals that print a share `x` (in %) without rounding it onto 0 or 100 unless it is
+/// that (to within float noise): `decimals`, or as many more as it takes to show how far it
+/// is from the bound (0.9 timeouts in 12,000 requests fail 0.008 %, not 0.0 %).
+pub fn share_decimals(x: f64, decimals: usize) -> usize {
+    if x.min(100.0 - x) < 1e-9 {
+        return decimals;
+    }
+    (decimals..decimals + 12)
+        .find(|&d| !matches!(format!("{x:.d$}").parse::<f64>(), Ok(0.0 | 100.0)))
+        .unwrap_or(decimals + 12)
+}
+
 /// Which direction of a metric is better, for findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -433,17 +473,12 @@ impl Metric {
         format!("{scaled:.d$}")
     }
 
-    /// `mean ± half` with the metric's decimals, the mean alone without an interval, or `-`
-    /// where the metric does not apply (no request succeeded, say).
+    /// `mean ± half` with the metric's decimals ([`Unit::estimate_text`]), the mean alone
+    /// without an interval, or `-` where the metric does not apply (no request succeeded).
     pub fn format_estimate(&self, mean: &Metrics, ci95: &Metrics, with_ci: bool) -> String {
-        let Some((m, h)) = self.estimate(mean, ci95) else {
-            return "-".to_string();
-        };
-        if with_ci {
-            format!("{} ± {}", self.format(m), self.format(h))
-        } else {
-            self.format(m)
-        }
+        self.estimate(mean, ci95).map_or("-".to_string(), |e| {
+            self.unit.estimate_text(self.decimals, e, with_ci)
+        })
     }
 }
 
@@ -917,14 +952,11 @@ impl<T> PartMetric<T> {
         format!("{scaled:.d$}")
     }
 
-    /// `mean ± half` with the metric's decimals, or the mean alone without an interval.
+    /// `mean ± half` with the metric's decimals ([`Unit::estimate_text`]), or the mean alone
+    /// without an interval.
     pub fn format_estimate(&self, mean: &T, ci95: &T, with_ci: bool) -> String {
-        let (m, h) = self.estimate(mean, ci95);
-        if with_ci {
-            format!("{} ± {}", self.format(m), self.format(h))
-        } else {
-            self.format(m)
-        }
+        let e = self.estimate(mean, ci95);
+        self.unit.estimate_text(self.decimals, e, with_ci)
     }
 }
 

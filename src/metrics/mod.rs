@@ -16,7 +16,7 @@ pub use aggregate::{
 };
 pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
-    RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves,
+    RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
 };
 pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
 pub use results::{

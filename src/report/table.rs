@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric};
+use crate::metrics::{CallMetric, Metric, Metrics, PartMetric, ServiceMetric, Unit};
 use crate::metrics::{ExperimentResult, VariantResult};
 use crate::report::shape;
 use crate::scenario::{Experiment, Scenario, Variant};
@@ -52,6 +52,13 @@ pub(super) fn call_cell(
         return "-".to_string();
     }
     k.format_estimate(m, h, with_ci)
+}
+
+/// Whether `text` holds an interval cut at a bound ([`Unit::estimate_text`]): a digit, ` [`,
+/// a digit.
+pub(super) fn has_cut(text: &str) -> bool {
+    let digit = |b: u8| b.is_ascii_digit();
+    (text.as_bytes().windows(4)).any(|w| digit(w[0]) && &w[1..3] == b" [" && digit(w[3]))
 }
 
 /// The calls of `variant` in the order of its per-call metrics.
@@ -107,6 +114,13 @@ pub fn table(experiment: &Experiment, result: &ExperimentResult) -> String {
     });
     if columns.calls {
         service_and_call_tables(&mut out, experiment, result, with_ci);
+    }
+    if has_cut(&out) {
+        out = out.replacen(
+            "half-width)",
+            "half-width; [low, high]: ± cut at 0 or 100 %)",
+            1,
+        );
     }
     for v in result.points.iter().flat_map(|p| &p.variants) {
         if let Some(t) = v.truncations.first() {
@@ -211,11 +225,10 @@ impl Columns {
 /// a variant whose requests cannot be answered degraded (`scenario`, the one it ran).
 pub(super) fn degraded_cell(v: &VariantResult, scenario: &Scenario, with_ci: bool) -> String {
     let d = Metric::SUCCESS_RATE.decimals;
-    match v.degraded_rate().filter(|_| shape::can_degrade(scenario)) {
-        None => "-".to_string(),
-        Some(e) if with_ci => format!("{:.d$} ± {:.d$}", 100.0 * e.mean, 100.0 * e.half_width),
-        Some(e) => format!("{:.d$}", 100.0 * e.mean),
-    }
+    let e = v.degraded_rate().filter(|_| shape::can_degrade(scenario));
+    e.map_or("-".to_string(), |e| {
+        Unit::Percent.estimate_text(d, (100.0 * e.mean, 100.0 * e.half_width), with_ci)
+    })
 }
 
 /// The per-service columns: always shown, then those shown only when some service of some
@@ -285,11 +298,10 @@ pub(super) fn route_success(
     h: &crate::metrics::CallMetrics,
     with_ci: bool,
 ) -> String {
-    match (m.route_success_rate, h.route_success_rate) {
-        (Some(m), Some(h)) if with_ci => format!("{:.1} ± {:.1}", 100.0 * m, 100.0 * h),
-        (Some(m), _) => format!("{:.1}", 100.0 * m),
-        (None, _) => "-".to_string(),
-    }
+    let h = 100.0 * h.route_success_rate.unwrap_or(0.0);
+    m.route_success_rate.map_or("-".to_string(), |m| {
+        Unit::Percent.estimate_text(1, (100.0 * m, h), with_ci)
+    })
 }
 
 /// A short header for a per-service or per-call column.
@@ -531,12 +543,8 @@ fn recovery_cell(metrics: &Metrics) -> Option<String> {
         .map_or(String::new(), |m| format!(" (median {m:.1} s)"));
     // A split result never reads as "100 %" or "0 %".
     let pct = 100.0 * r.recovered_fraction;
-    let pct = if k < n && !(0.5..99.5).contains(&pct) {
-        format!("{pct:.1}")
-    } else {
-        format!("{pct:.0}")
-    };
-    Some(format!("recovered {pct} %{median}"))
+    let d = crate::metrics::share_decimals(pct, 0);
+    Some(format!("recovered {pct:.d$} %{median}"))
 }
 
 #[cfg(test)]
@@ -544,6 +552,35 @@ mod tests {
     use super::*;
     use crate::report::fixture::graph_run;
     use crate::scenario::LoadOptions;
+
+    /// tail-at-scale at 1,500 req/s printed "hedges 19551 ± 27430" and "p50 3.0 ± 1030.3 ms";
+    /// double-charge "100.0 ± 0.0" for 99.99 % success.
+    #[test]
+    fn an_interval_is_cut_at_the_bounds_and_a_share_never_rounds_onto_them() {
+        let text = |unit: Unit, d, m, h| unit.estimate_text(d, (m, h), true);
+        assert_eq!(text(Unit::Count, 0, 19551.0, 27430.0), "19551 [0, 46981]");
+        assert_eq!(text(Unit::Millis, 1, 3.0, 1030.3), "3.0 [0.0, 1033.3]");
+        assert_eq!(text(Unit::Percent, 1, 99.2, 1.5), "99.2 [97.7, 100.0]");
+        assert_eq!(text(Unit::Count, 0, 100.0, 20.0), "100 ± 20");
+        assert_eq!(text(Unit::Percent, 1, 99.9925, 0.005), "99.99 ± 0.01");
+        assert_eq!(text(Unit::Percent, 1, 0.004, 0.003), "0.004 ± 0.003");
+        assert_eq!(text(Unit::Percent, 1, 100.0, 0.0), "100.0 ± 0.0");
+        assert_eq!(
+            Unit::Percent.estimate_text(1, (1e-7, 0.0), false),
+            "0.0000001"
+        );
+        assert_eq!(
+            Unit::Percent.estimate_text(1, (100.0 - 1e-12, 0.0), false),
+            "100.0"
+        );
+        assert!(has_cut("| 19551 [0, 46981] |") && !has_cut("| v [x] | 3 ± 1 |"));
+        // The terminal table says what the brackets mean where it has some: the fixture's
+        // utilization of 100.0 ± 3.0 %.
+        let (experiment, result) = graph_run(&LoadOptions::default());
+        let text = table(&experiment, &result);
+        assert!(text.contains("100.0 [97.0, 100.0]"), "{text}");
+        assert!(text.starts_with("shop: seed 7, 3 replications (mean ± 95 % half-width; [low, high]: ± cut at 0 or 100 %)"));
+    }
 
     #[test]
     fn a_call_graph_shows_the_degraded_share_and_a_table_per_service_and_per_call() {

@@ -12,6 +12,7 @@ use super::style::{FONT, axis_ticks, tick, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::Metric;
 use crate::report;
+use crate::report::markdown::spread_split;
 
 /// A sweep curve figure: one metric against the swept value.
 pub struct SweepCurve {
@@ -91,6 +92,14 @@ pub fn against_first_axis(caption: &str, run: &Run) -> String {
     } else {
         format!("{caption} Drawn{at}; the phase diagram shows every pair.")
     }
+}
+
+/// Whether variant `j` split at the `i`th point of the first sweep axis ([`spread_split`]):
+/// a black ring marks it.
+fn split_at(run: &Run, j: usize, i: usize) -> bool {
+    let line = run.experiment.sweep.as_ref().map(|s| s.first_axis_points());
+    let point = line.and_then(|l| Some(&run.result.points[*l.get(i)?]));
+    point.is_some_and(|p| spread_split(&p.variants[j], run.experiment.replications))
 }
 
 /// Per variant, per first-axis point: (mean, half-width) of a metric, scaled; `None` where
@@ -186,15 +195,22 @@ impl Chart for SweepCurve {
     }
 
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Curves, root: &Area<DB>) -> Result<()> {
+        let points = run.experiment.sweep.as_ref().map_or(0, |s| s.values.len());
+        let ringed = (0..run.variants().len()).any(|j| (0..points).any(|i| split_at(run, j, i)));
         let title = format!(
-            "{}: {}{}",
+            "{}: {}{}{}",
             run.name(),
             table.label,
-            super::second_axis_at(run.experiment)
+            super::second_axis_at(run.experiment),
+            if ringed {
+                " (black ring: its replications split, the mean describes no run)"
+            } else {
+                ""
+            }
         );
         // The title on its own band (wrapped when long) and the legend above the plot, never
         // over the lines.
-        let body = canvas::titled(root, &title, 52, 22)?;
+        let body = canvas::titled(root, &title, if ringed { 76 } else { 52 }, 22)?;
         let keys = canvas::variant_keys(run.variants(), true);
         let area = canvas::legend(&body, &keys)?;
         plot(run, &table.points, &table.label, false, &area)
@@ -294,6 +310,12 @@ pub fn plot<DB: DrawingBackend>(
     mesh.draw().drawn()?;
     for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
+        let ring = |(i, (x, c)): (usize, (&f64, &Option<(f64, f64)>))| {
+            let at = c.filter(|_| !compact && split_at(run, j, i));
+            at.map(|(m, _)| Circle::new((*x, y.at(m)), 11, BLACK.stroke_width(2)))
+        };
+        let rings = xs.iter().zip(curve).enumerate().filter_map(ring);
+        chart.draw_series(rings).drawn()?;
         // One band and line per run of points where the metric applies.
         let points: Vec<Option<(f64, f64, f64)>> = xs
             .iter()

@@ -6,14 +6,14 @@
 //! variant. A new finding is a function, its test and a line in its list.
 
 use super::compare::{
-    Est, RELATIVE, comparable, differ, differ_in, est, extremes, names, say, span,
+    Est, RELATIVE, comparable, differ, est, extremes, extremes_by, names, say, share, span,
 };
 use super::escape;
 use crate::metrics::VariantResult;
-use crate::metrics::{Metric, Metrics, ServiceMetric};
+use crate::metrics::{Column, Metric, Metrics, ServiceMetric};
 use crate::model::Outcome;
 use crate::report::shape;
-use crate::scenario::Variant;
+use crate::scenario::{ServerKind, Variant};
 
 /// Sentences computed from the numbers at one point (no sweep, or the sweep's focus value):
 /// a finding only where the 95 % intervals are apart and the difference matters, never about
@@ -89,6 +89,7 @@ fn work(f: &Field) -> Option<String> {
     let Some((best, worst)) = extremes(&f.vs, &work, false) else {
         return Some(same_work(f, &work));
     };
+    let best = answering(best)?;
     let w = est(worst, &work);
     let what = if same {
         format!("attempts to {server}")
@@ -96,13 +97,7 @@ fn work(f: &Field) -> Option<String> {
         format!("attempts per request to {server}")
     };
     let fewer = |v: &&VariantResult| 100.0 * (1.0 - work.value(&v.metrics) / w.mean);
-    let most = best.iter().map(fewer).fold(f64::NEG_INFINITY, f64::max);
-    let least = best.iter().map(fewer).fold(f64::INFINITY, f64::min);
-    let pct = if format!("{most:.0}") == format!("{least:.0}") {
-        format!("{most:.0}")
-    } else {
-        format!("{least:.0}-{most:.0}")
-    };
+    let pct = range(best.iter().map(fewer), |x| format!("{x:.0}"));
     Some(format!(
         "{} {} {pct} % fewer {what} than **{}** ({} against {}).",
         names(&best),
@@ -113,9 +108,10 @@ fn work(f: &Field) -> Option<String> {
     ))
 }
 
-/// The sentence for variants whose work no finding tells apart, with the number: how far
-/// apart the least and the most are, and whether that is within their intervals or a real
-/// difference under [`RELATIVE`] (hedging's few per cent may be the point of a scenario).
+/// The sentence for variants whose work no finding tells apart, with the number: how much
+/// more the most puts on the server than the least, that difference as a share of the larger
+/// (what the rule measures, under [`RELATIVE`]), and whether it is within their intervals or
+/// real (hedging's few per cent may be the point of a scenario).
 fn same_work(f: &Field, work: &Metric) -> String {
     let what = if f.same_requests {
         "work"
@@ -129,24 +125,32 @@ fn same_work(f: &Field, work: &Metric) -> String {
         return String::new();
     };
     let (l, h) = (est(lo, work), est(hi, work));
-    let pct = if h.mean > 0.0 {
-        100.0 * (1.0 - l.mean / h.mean)
-    } else {
-        0.0
+    if say(work, l.mean) == say(work, h.mean) {
+        let each = say(work, h.mean);
+        return format!(
+            "Every variant that ran to the end puts the same {what} on {server}: {each}.",
+            server = f.server
+        );
+    }
+    let of = |x: f64| {
+        if x > 0.0 {
+            100.0 * (h.mean - l.mean) / x
+        } else {
+            0.0
+        }
     };
-    let real = (h.mean - l.mean).abs() > l.half + h.half;
-    let how = if real {
-        "their 95 % intervals are apart, so the difference is real, but under the"
+    let (more, of_larger) = (of(l.mean), of(h.mean));
+    let how = if (h.mean - l.mean).abs() > l.half + h.half {
+        "their 95 % intervals are apart, so the difference is real"
     } else {
-        "within their 95 % intervals and under the"
+        "it is within their 95 % intervals"
     };
     format!(
-        "Every variant that ran to the end puts about the same {what} on {server}, within {:.0} %: **{}** puts {pct:.1} % less than **{}** ({} against {}; {how} {:.0} % a finding needs).",
-        100.0 * RELATIVE,
-        escape(&lo.name),
+        "Every variant that ran to the end puts about the same {what} on {server}: **{}** puts {more:.1} % more than **{}** ({} against {}), which is {of_larger:.1} % of the larger, under the {:.0} % of the rule above; {how}.",
         escape(&hi.name),
-        say(work, l.mean),
+        escape(&lo.name),
         say(work, h.mean),
+        say(work, l.mean),
         100.0 * RELATIVE,
         server = f.server,
     )
@@ -168,6 +172,19 @@ fn success(f: &Field) -> Option<String> {
             est(worst, &Metric::FAILURE_RATE).mean
         ),
     ))
+}
+
+/// Of the variants a finding would credit with less work or an earlier end, those that
+/// answered some request (a success or a fallback's answer); `None` if none did. A variant that
+/// fails every request sends less and ends sooner only by giving up sooner (retry-chapter's
+/// "permanent failure sends 86 % fewer attempts"): that is its failure, which its own sentence
+/// gives, not a saving.
+fn answering(best: Vec<&VariantResult>) -> Option<Vec<&VariantResult>> {
+    let best: Vec<&VariantResult> = best
+        .into_iter()
+        .filter(|v| v.metrics.succeeded + v.metrics.degraded > 0.0)
+        .collect();
+    (!best.is_empty()).then_some(best)
 }
 
 /// Why latency and completion time go uncompared when the variants start different numbers
@@ -226,6 +243,7 @@ fn last_request(f: &Field) -> Option<String> {
     }
     let k = Metric::COMPLETION;
     let (best, worst) = extremes(&f.vs, &k, false)?;
+    let best = answering(best)?;
     Some(format!(
         "The last request ends after {} with **{}** and after {} with {}.",
         say(&k, est(worst, &k).mean),
@@ -305,14 +323,7 @@ fn failures(v: &VariantResult, _: &str) -> Option<String> {
     let how = if n >= total {
         format!("all with `{o}`")
     } else {
-        // Never "100 %" unless it is all of them.
-        let share = 100.0 * n / total;
-        let share = if share >= 99.5 {
-            format!("{share:.1}")
-        } else {
-            format!("{share:.0}")
-        };
-        format!("{share} % of them with `{o}`")
+        format!("{} % of them with `{o}`", share(100.0 * n / total, 0))
     };
     Some(format!(
         "fails {} of requests ({how})",
@@ -329,7 +340,8 @@ fn fallback_answers(v: &VariantResult, _: &str) -> Option<String> {
     ))
 }
 
-/// The share of the server's work spent on attempts nobody waited for (from 1 %).
+/// The share of the server's work spent on attempts nobody waited for (from 1 %), over the
+/// whole run, drain included: Recovery names its own stretches.
 fn wasted_work(v: &VariantResult, server: &str) -> Option<String> {
     let m = &v.metrics;
     let applies = m.entry().served > 0.0 && m.entry().wasted / m.entry().served >= 0.01;
@@ -337,8 +349,8 @@ fn wasted_work(v: &VariantResult, server: &str) -> Option<String> {
         return None;
     }
     Some(format!(
-        "wastes {:.0} % of {server}'s work on attempts {}",
-        100.0 * m.entry().wasted / m.entry().served,
+        "wastes {} % of {server}'s work over the whole run on attempts {}",
+        share(100.0 * m.entry().wasted / m.entry().served, 0),
         unawaited(m)
     ))
 }
@@ -414,11 +426,13 @@ fn shed(v: &VariantResult, server: &str) -> Option<String> {
     ))
 }
 
-/// Findings of the variants with calls below the entry: for each service below it, which
-/// variants send it the fewest and the most attempts per logical request, where their 95 %
-/// intervals are apart and the difference matters (the entry's is the amplification above);
-/// then, per variant, the duplicate side effects and keys below the entry (the entry's are in
-/// the variant's sentence). Only variants that ran to the end take part.
+/// Findings of the variants with calls below the entry: for each service, which variants
+/// send it the fewest and the most attempts per logical request (below the entry; the
+/// entry's is the amplification above), and which waste the least and the most of its work,
+/// each where their 95 % intervals are apart and the difference matters; then, per variant,
+/// the duplicate side effects and keys below the entry (the entry's are in the variant's
+/// sentence), and where an upper tier's workers were the bottleneck. Only variants that ran
+/// to the end take part.
 pub(super) fn findings_below_entry(ran: &[Variant], variants: &[VariantResult]) -> Vec<String> {
     let vs: Vec<(&VariantResult, &Variant)> = variants
         .iter()
@@ -428,60 +442,151 @@ pub(super) fn findings_below_entry(ran: &[Variant], variants: &[VariantResult]) 
     let Some((_, first)) = vs.first() else {
         return Vec::new();
     };
-    let services = first.scenario.services.iter().enumerate().skip(1);
-    let mut out: Vec<String> = services
-        .filter_map(|(i, service)| service_load(&vs, i, &service.name))
-        .collect();
+    // Wasted attempts are counts: compared only where the variants start the same requests.
+    let results: Vec<&VariantResult> = vs.iter().map(|(v, _)| *v).collect();
+    let same_requests = extremes(&results, &Metric::REQUESTS, true).is_none();
+    let mut out = Vec::new();
+    for (i, service) in first.scenario.services.iter().enumerate() {
+        if i > 0 {
+            out.extend(service_load(&vs, i, &service.name));
+        }
+        if same_requests {
+            out.extend(service_waste(&vs, i, &service.name));
+        }
+    }
     out.extend(vs.iter().filter_map(|(v, r)| duplicates_below(v, r)));
+    out.extend(vs.iter().filter_map(|(v, r)| bottleneck(v, r)));
     out
 }
 
+/// Which variants have the least of `k` at service `i`, named `name`, against the one with
+/// the most ([`extremes_by`]). Only variants that have that service at that place take part.
+fn at_service<'a>(
+    vs: &[(&'a VariantResult, &Variant)],
+    i: usize,
+    name: &str,
+    k: &ServiceMetric,
+) -> Option<(Vec<&'a VariantResult>, &'a VariantResult)> {
+    let here = vs
+        .iter()
+        .filter(|(_, r)| r.scenario.services.get(i).is_some_and(|s| s.name == name));
+    let here: Vec<&VariantResult> = here.map(|(v, _)| *v).collect();
+    extremes_by(&here, k.unit, false, |v| Some(service_est(v, i, k)))
+}
+
+/// Metric `k` of service `i` of `v` with its half-width (0 where `v` has no such service).
+fn service_est(v: &VariantResult, i: usize, k: &ServiceMetric) -> Est {
+    let at = |m: &Metrics| m.services.get(i).map_or(0.0, |s| k.value(s));
+    Est {
+        mean: at(&v.metrics),
+        half: at(&v.ci95),
+    }
+}
+
+/// Values as a sentence prints them, each by `text`: "1.947", or "1.947-1.967" where the
+/// least and the greatest differ in print.
+fn range(values: impl Iterator<Item = f64> + Clone, text: impl Fn(f64) -> String) -> String {
+    let a = values.clone().fold(f64::INFINITY, f64::min);
+    let b = values.fold(f64::NEG_INFINITY, f64::max);
+    if text(a) == text(b) {
+        text(a)
+    } else {
+        format!("{}-{}", text(a), text(b))
+    }
+}
+
 /// Which variants send service `i`, named `name`, the fewest and the most attempts per
-/// logical request. Only variants that have the same service at the same place take part.
+/// logical request.
 fn service_load(vs: &[(&VariantResult, &Variant)], i: usize, name: &str) -> Option<String> {
     let k = ServiceMetric::AMPLIFICATION;
-    let at: Vec<(&VariantResult, Est)> = vs
-        .iter()
-        .filter(|(_, r)| r.scenario.services.get(i).is_some_and(|s| s.name == name))
-        .filter_map(|(v, _)| {
-            let (m, h) = (v.metrics.services.get(i)?, v.ci95.services.get(i)?);
-            let (mean, half) = (k.value(m), k.value(h));
-            Some((*v, Est { mean, half }))
-        })
-        .collect();
-    if at.len() < 2 {
-        return None;
-    }
-    let cmp =
-        |a: &&(&VariantResult, Est), b: &&(&VariantResult, Est)| a.1.mean.total_cmp(&b.1.mean);
-    let (low, high) = (at.iter().min_by(cmp)?, at.iter().max_by(cmp)?);
-    if !differ_in(k.unit, low.1, high.1) {
-        return None;
-    }
-    let group: Vec<&VariantResult> = at
-        .iter()
-        .filter(|(_, e)| !differ_in(k.unit, *e, low.1))
-        .map(|(v, _)| *v)
-        .collect();
-    let lo = group
-        .iter()
-        .filter_map(|v| v.metrics.services.get(i))
-        .map(|m| k.value(m));
-    let (a, b) = (
-        lo.clone().fold(f64::INFINITY, f64::min),
-        lo.fold(0.0, f64::max),
-    );
-    let fewest = if k.format(a) == k.format(b) {
-        k.format(a)
-    } else {
-        format!("{}-{}", k.format(a), k.format(b))
-    };
+    let (least, most) = at_service(vs, i, name, &k)?;
+    let of = |v: &VariantResult| service_est(v, i, &k);
     Some(format!(
-        "**{}** receives {} attempts per logical request with **{}** and {fewest} with {}.",
+        "**{}** receives {} attempts per logical request with **{}** and {} with {}.",
         escape(name),
-        k.format(high.1.mean),
-        escape(&high.0.name),
-        names(&group),
+        k.format(of(most).mean),
+        escape(&most.name),
+        range(least.iter().map(|v| of(v).mean), |x| k.format(x)),
+        names(&least),
+    ))
+}
+
+/// Which variants waste the least of service `i`'s work (attempts it served for callers that
+/// had given up), against the one that wastes the most: waste at every service, not at the
+/// entry only (tiers-cascading-slowdown's deadlines cut the database's wasted work by 85 %,
+/// the entry's by a few hundred attempts). With each side's share of what the service served.
+fn service_waste(vs: &[(&VariantResult, &Variant)], i: usize, name: &str) -> Option<String> {
+    let k = ServiceMetric::WASTED;
+    let (least, most) = at_service(vs, i, name, &k)?;
+    let wasted = |v: &&VariantResult| service_est(v, i, &k).mean;
+    let of_served = |v: &&VariantResult| {
+        let s = v.metrics.services.get(i).copied().unwrap_or_default();
+        100.0 * s.wasted / s.served.max(1.0)
+    };
+    let pct = |x: f64| share(x, 0);
+    let (most_n, most_share) = (k.format(wasted(&most)), pct(of_served(&most)));
+    Some(format!(
+        "**{}** wastes {} % less work with {} than with **{}** ({} against {most_n} attempts served for callers no longer waiting: {} % against {most_share} % of what it served).",
+        escape(name),
+        range(
+            least
+                .iter()
+                .map(|v| 100.0 * (1.0 - wasted(v) / wasted(&most))),
+            pct
+        ),
+        names(&least),
+        escape(&most.name),
+        range(least.iter().map(wasted), |x| k.format(x)),
+        range(least.iter().map(of_served), pct),
+    ))
+}
+
+/// Where an upper tier's workers were the bottleneck with `v`: the first service, from the
+/// clients down, that calls others and had its workers busy through at least 90 % of the
+/// trigger, at least half of that time waiting on its calls rather
+/// than serving (its own work estimated from what it served and its mean service time).
+/// Then what changes below it reaches the clients only through how long its workers wait,
+/// and variants that differ only below it look alike at the entry (the review's checkout,
+/// whose "retries at the top only" matched "retries at every layer"). From the service's mean
+/// load over time; a service with faults of its own is left out (its own work is then
+/// unknown).
+fn bottleneck(v: &VariantResult, ran: &Variant) -> Option<String> {
+    let s = &ran.scenario;
+    let stretch = super::recovery::trigger_buckets(s, v.bucket, v.series.len());
+    let span_s = stretch.len() as f64 * v.bucket.as_nanos() as f64 / 1e9;
+    let (i, service, workers, busy, own) =
+        s.services.iter().enumerate().find_map(|(i, service)| {
+            let (ServerKind::Queue(q), Some(series)) =
+                (&service.server.kind, v.service_series.get(i))
+            else {
+                return None;
+            };
+            let workers = f64::from(q.concurrency?);
+            let sum = |c: Column| {
+                stretch
+                    .iter()
+                    .filter_map(|&b| series.rows.get(b))
+                    .map(|r| r[c as usize])
+                    .sum::<f64>()
+            };
+            let busy = sum(Column::InService) / (stretch.len() as f64 * workers);
+            let own = sum(Column::Served) * q.service_time.mean_secs() / (span_s * workers);
+            let waits = !service.calls.is_empty() && service.server.faults.is_empty();
+            (waits && busy >= 0.9 && own <= busy / 2.0).then_some((i, service, workers, busy, own))
+        })?;
+    let below: Vec<String> = service
+        .calls
+        .iter()
+        .map(|c| format!("**{}**", escape(&s.services[c.to].name)))
+        .collect();
+    Some(format!(
+        "With **{}**, **{}** is the bottleneck: its {workers:.0} workers were busy {} % of the trigger, its own work about {} % of them and the rest waiting on {} (its longest queue: {:.0}). What changes below it reaches the clients only through how long its workers wait, so variants that differ only below it look alike at the entry.",
+        escape(&v.name),
+        escape(&service.name),
+        share(100.0 * busy.min(1.0), 0),
+        share(100.0 * own, 0),
+        below.join(" and "),
+        v.metrics.services[i].max_queue,
     ))
 }
 
@@ -567,6 +672,11 @@ mod tests {
             compare(work, &vs).as_deref(),
             Some("**a** sends 50 % fewer attempts to the server than **b** (1000 against 2000).")
         );
+        let equal = [variant("a", |_| {}), variant("b", |_| {})];
+        assert_eq!(
+            compare(work, &equal).as_deref(),
+            Some("Every variant that ran to the end puts the same work on the server: 0.")
+        );
         let same = [
             variant("a", |m| m.attempts = 1000.0),
             variant("b", |m| m.attempts = 1010.0),
@@ -577,8 +687,9 @@ mod tests {
         assert_eq!(compare(work, &vs[..1]), None);
     }
 
-    /// tail-at-scale: hedging at p95 costs 4.9 % more attempts, real but under the 5 % rule,
-    /// and the scenario's point: the sentence gives the number instead of "the same".
+    /// tail-at-scale: hedging at p95 costs 5.2 % more attempts, real but 4.9 % of the larger
+    /// value, under the 5 % rule, and the scenario's point: the sentence gives both numbers, so
+    /// "5.2 % more" does not read as over the rule.
     #[test]
     fn about_the_same_work_says_by_how_much() {
         let vs = [
@@ -588,7 +699,7 @@ mod tests {
         assert_eq!(
             compare(work, &vs).as_deref(),
             Some(
-                "Every variant that ran to the end puts about the same work on the server, within 5 %: **no hedging** puts 4.9 % less than **hedge at p95** (10000 against 10520; their 95 % intervals are apart, so the difference is real, but under the 5 % a finding needs)."
+                "Every variant that ran to the end puts about the same work on the server: **hedge at p95** puts 5.2 % more than **no hedging** (10520 against 10000), which is 4.9 % of the larger, under the 5 % of the rule above; their 95 % intervals are apart, so the difference is real."
             )
         );
     }
@@ -769,7 +880,7 @@ mod tests {
                 m.services[0].served = 1000.0;
                 m.services[0].wasted = 250.0;
             },
-            "wastes 25 % of the server's work on attempts whose client had already given up",
+            "wastes 25 % of the server's work over the whole run on attempts whose client had already given up",
         );
         let hedged = variant("v", |m| {
             m.services[0].served = 1000.0;
@@ -885,5 +996,102 @@ mod tests {
         b.metrics.truncated = 0.5;
         let found = findings(&[variant("a", |m| m.attempts = 1000.0), b]);
         assert!(found.iter().all(|f| !f.contains("**b**")), "{found:?}");
+    }
+
+    /// A two-tier graph: `front` (4 workers) calls `back`, which a fault slows 100-fold from
+    /// 2 s to 4 s; the second variant gives `front` 1,000 workers.
+    const TWO_TIERS: &str = r#"{"name": "t", "seed": 1, "replications": 2, "duration": "6s",
+        "clients": {"count": 50, "workload": {"open": {"rate_per_s": 200}}, "entry": "front"},
+        "policy": {"timeout": "1s"},
+        "services": {
+          "front": {"concurrency": 4, "service_time": {"constant": "1ms"},
+                    "calls": [{"to": "back", "policy": {"timeout": "1s"}}]},
+          "back": {"concurrency": 50, "service_time": {"constant": "5ms"},
+                   "faults": [{"from": "2s", "to": "4s", "service_time_factor": 100}]}},
+        "metrics": {"bucket": "250ms"},
+        "variants": [{"name": "small front", "patch": {}},
+                     {"name": "big front", "patch": {"services": {"front": {"concurrency": 1000}}}}]}"#;
+
+    /// The review's checkout: its workers, held while waiting on payments, made "retries at
+    /// the top only" and "at every layer" look alike, and nothing said where the bottleneck was.
+    #[test]
+    fn an_upper_tier_whose_workers_wait_on_calls_below_is_named_the_bottleneck() {
+        let e = crate::scenario::load_str(TWO_TIERS, "t.json", &Default::default()).unwrap();
+        let result = crate::runner::run(&e, 1, &|| {});
+        let (ran, vs) = (&e.points[0].variants, &result.points[0].variants);
+        let found = findings_below_entry(ran, vs);
+        let note = found
+            .iter()
+            .find(|f| f.contains("bottleneck"))
+            .expect("the small front is the bottleneck");
+        assert!(
+            note.starts_with(
+                "With **small front**, **front** is the bottleneck: its 4 workers were busy "
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("of the trigger") && note.contains("waiting on **back**"),
+            "{note}"
+        );
+        assert_eq!(
+            bottleneck(&vs[1], &ran[1]),
+            None,
+            "1,000 workers are never all busy"
+        );
+    }
+
+    /// tiers-cascading-slowdown: Findings said "wastes 3 % of frontend's work" and nothing of
+    /// the database, whose wasted work the deadlines cut by 85 %.
+    #[test]
+    fn waste_is_compared_at_every_service_that_differs() {
+        let e = crate::scenario::load_str(TWO_TIERS, "t.json", &Default::default()).unwrap();
+        let ran = &e.points[0].variants;
+        let at = |front: f64, back: f64| {
+            move |m: &mut Metrics| {
+                m.services = vec![Default::default(); 2];
+                (m.services[0].served, m.services[0].wasted) = (1000.0, front);
+                (m.services[1].served, m.services[1].wasted) = (1000.0, back);
+            }
+        };
+        let two = |name: &str, front: f64, back: f64| {
+            let mut v = variant(name, at(front, back));
+            v.ci95.services = vec![Default::default(); 2];
+            v
+        };
+        let vs = [two("a", 30.0, 800.0), two("b", 0.0, 120.0)];
+        let found = findings_below_entry(ran, &vs);
+        assert!(found.contains(&"**front** wastes 100 % less work with **b** than with **a** (0 against 30 attempts served for callers no longer waiting: 0 % against 3 % of what it served).".to_string()), "{found:?}");
+        assert!(found.contains(&"**back** wastes 85 % less work with **b** than with **a** (120 against 800 attempts served for callers no longer waiting: 12 % against 80 % of what it served).".to_string()), "{found:?}");
+        let same = [two("a", 30.0, 800.0), two("b", 30.0, 790.0)];
+        assert!(findings_below_entry(ran, &same).is_empty());
+    }
+
+    /// retry-chapter: "permanent failure sends 86 % fewer attempts than no jitter", where it
+    /// failed every request: fewer attempts by giving up at once is no saving.
+    #[test]
+    fn a_variant_that_fails_every_request_is_not_credited_with_less_work() {
+        let failing = |attempts: f64| {
+            move |m: &mut Metrics| {
+                m.attempts = attempts;
+                m.succeeded = 0.0;
+                m.makespan_ms = attempts;
+            }
+        };
+        let vs = [
+            variant("retried", failing(700.0)),
+            variant("permanent", failing(100.0)),
+        ];
+        assert_eq!(compare(work, &vs), None);
+        assert_eq!(compare(last_request, &vs), None);
+        let answered = [
+            variant("retried", failing(700.0)),
+            variant("ok", |m| m.attempts = 100.0),
+        ];
+        assert!(
+            compare(work, &answered)
+                .unwrap()
+                .starts_with("**ok** sends 86 % fewer")
+        );
     }
 }

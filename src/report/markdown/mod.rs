@@ -20,6 +20,8 @@ use crate::metrics::{ExperimentResult, VariantResult};
 pub(super) use crate::scenario::phrase::{capitalized, escape};
 use crate::scenario::words::describe;
 use crate::scenario::{Experiment, Scenario, Sweep, Variant};
+pub(crate) use compare::spread_split;
+use compare::{SPLIT, rule};
 use findings::{findings_at, findings_below_entry};
 use recovery::recovery_section;
 use results::{results_table, service_and_call_tables, theory_section};
@@ -251,6 +253,7 @@ fn results_section(out: &mut String, page: &Page) {
         );
     }
     let variants = page.variants();
+    let start = out.len();
     results_table(out, variants, &page.scenarios, reps > 1);
     for v in variants {
         if let Some(r) = v
@@ -266,10 +269,22 @@ fn results_section(out: &mut String, page: &Page) {
                 r.replications,
                 r.replications - r.recovered
             );
+        } else if spread_split(v, reps) {
+            let name = escape(&v.name);
+            let _ = writeln!(
+                out,
+                "\n**{name}**: its replications split into different behaviours: {SPLIT}. Its means describe no single run."
+            );
         }
     }
     if page.calls {
         service_and_call_tables(out, page.ran(), variants, reps > 1);
+    }
+    if crate::report::table::has_cut(&out[start..]) {
+        let _ = writeln!(
+            out,
+            "\nA cell such as 19551 [0, 46981] is a mean whose 95 % interval would cross 0 or 100 %, which the value cannot: the interval is printed cut there."
+        );
     }
     theory_section(out, &page.scenarios, variants);
 }
@@ -282,6 +297,7 @@ fn findings_section(out: &mut String, page: &Page) {
         let _ = writeln!(out, "\n> {note}");
     }
     let _ = writeln!(out, "\n## Findings{}\n", page.at_point());
+    let _ = writeln!(out, "{}\n", rule(page.experiment.replications));
     let found = findings_at(variants, &page.server);
     for f in found
         .iter()
@@ -378,11 +394,12 @@ mod testing {
     use crate::metrics::Metrics;
     use crate::metrics::VariantResult;
 
-    /// A variant that ran to the end with 1,000 requests, its other numbers set by `set`, and
-    /// no spread over replications.
+    /// A variant that ran to the end with 1,000 requests, all successful, its other numbers
+    /// set by `set`, and no spread over replications.
     pub(super) fn variant(name: &str, set: impl FnOnce(&mut Metrics)) -> VariantResult {
         let mut metrics = Metrics {
             requests: 1000.0,
+            succeeded: 1000.0,
             services: vec![Default::default()],
             ..Metrics::default()
         };

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::compare::{RELATIVE, share};
 use super::escape;
 use super::findings::unawaited;
 use crate::engine::{SimDuration, SimTime};
@@ -67,14 +68,19 @@ pub(super) fn recovery_section(
         };
         let _ = write!(
             line,
-            " Goodput dipped to {:.0} %{} of that level and stayed under 90 % for {:.1}{} s.{}",
-            100.0 * r.dip_fraction,
+            " Goodput dipped to {} %{} of that level and stayed under 90 % for {:.1}{} s.{}",
+            share(100.0 * r.dip_fraction, 0),
             pm(100.0 * h.dip_fraction),
             r.below_90_s,
             pm(h.below_90_s),
             p99_outcome(&r),
         );
-        let _ = write!(out, "{line} {}", episode_load(&r, v, server));
+        let _ = write!(
+            out,
+            "{line} {}{}",
+            episode_load(&r, v, server),
+            bucket_peak_and_after(&r, v, s, server)
+        );
         match storm_load(v, s, server) {
             Some(storm) => {
                 let _ = writeln!(out, " {storm}");
@@ -205,7 +211,7 @@ fn milliseconds(ms: f64) -> String {
 fn episode_load(r: &RecoveryMetrics, v: &VariantResult, server: &str) -> String {
     let (n, k) = (r.replications, r.recovered);
     format!(
-        "From the trigger until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {:.0} % of {server}'s work was wasted on attempts {}.",
+        "From the trigger's start until {}, the load peaked at {:.2} attempts per logical request started (the worst 5 s, or the whole stretch when shorter; mean over replications) and {} % of {server}'s work was wasted on attempts {}.",
         if k == n {
             "it recovered"
         } else if k == 0.0 {
@@ -214,9 +220,56 @@ fn episode_load(r: &RecoveryMetrics, v: &VariantResult, server: &str) -> String 
             "recovery (or the end of the run)"
         },
         r.peak_amplification,
-        100.0 * r.wasted_fraction,
+        share(100.0 * r.wasted_fraction, 0),
         unawaited(&v.metrics)
     )
+}
+
+/// What the stretch of [`episode_load`] leaves out, from the mean time series: the most
+/// attempts per request started in one bucket of the triggers, where 5 s windows average it
+/// away by more than 5 % (retry-budget's breaker: 0.21 over 5 s, about 2 in the 0.4 s after
+/// it closed); and the work wasted after the last trigger ended, to the end of the run and its
+/// drain, beside the whole run's share that Findings give (load-shedding's lifo: none until it
+/// recovered, then a backlog served for nobody).
+fn bucket_peak_and_after(
+    r: &RecoveryMetrics,
+    v: &VariantResult,
+    s: &Scenario,
+    server: &str,
+) -> String {
+    let rows = &v.series;
+    let col = |i: usize, c: Column| rows[i][c as usize];
+    let peak = trigger_buckets(s, v.bucket, rows.len())
+        .into_iter()
+        .filter(|&i| col(i, Column::Started) > 0.0)
+        .map(|i| col(i, Column::Attempts) / col(i, Column::Started))
+        .fold(0.0, f64::max);
+    let mut text = String::new();
+    if peak > (1.0 + RELATIVE) * r.peak_amplification {
+        text = format!(
+            " Bucket by bucket, the load peaked higher, at {peak:.2} attempts per request started (the busiest {} bucket of the trigger).",
+            v.bucket
+        );
+    }
+    let end = s
+        .triggers()
+        .iter()
+        .map(|t| t.to.as_nanos())
+        .max()
+        .unwrap_or(0);
+    let after = end.div_ceil(v.bucket.as_nanos().max(1)) as usize..rows.len();
+    let sum = |c: Column| after.clone().map(|i| col(i, c)).sum::<f64>();
+    let (served, wasted, e) = (sum(Column::Served), sum(Column::Wasted), v.metrics.entry());
+    if served > 0.0 && wasted >= 0.01 * served {
+        let _ = write!(
+            text,
+            " After the trigger ended ({}), to the end of the run and its drain, {server} wasted {wasted:.0} attempts, {} % of what it served then; over the whole run, as Findings count it, {} %.",
+            seconds(end as f64 / 1e6),
+            share(100.0 * wasted / served, 0),
+            share(100.0 * e.wasted / e.served.max(1.0), 0)
+        );
+    }
+    text
 }
 
 /// The load during the triggers, read from the mean time series: the most retries per second
@@ -283,7 +336,7 @@ fn storm_load(v: &VariantResult, s: &Scenario, server: &str) -> Option<String> {
 
 /// The indices of the time-series buckets (of width `bucket`, `rows` of them) that overlap
 /// one of `s`'s triggers.
-fn trigger_buckets(s: &Scenario, bucket: SimDuration, rows: usize) -> Vec<usize> {
+pub(super) fn trigger_buckets(s: &Scenario, bucket: SimDuration, rows: usize) -> Vec<usize> {
     let w = bucket.as_nanos().max(1);
     let triggers = s.triggers();
     (0..rows)
@@ -308,8 +361,52 @@ fn seconds(ms: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::variant;
     use super::*;
     use crate::scenario::{LoadOptions, load_str};
+
+    /// retry-budget's breaker: "peaked at 0.21 attempts per logical request" over 5 s hid a
+    /// bucket of about 2; load-shedding's lifo: "0 % of the server's work was wasted" until it
+    /// recovered, 38 % in Findings, and its backlog served for nobody after the trigger.
+    #[test]
+    fn the_recovery_line_names_the_bucket_peak_and_the_waste_after_the_trigger() {
+        let text = r#"{"name": "o", "duration": "6s",
+            "clients": {"count": 5, "workload": {"open": {"rate_per_s": 100}}},
+            "server": {"concurrency": 8, "service_time": {"constant": "5ms"},
+                       "faults": [{"from": "2s", "to": "3s", "outage": "reject"}]},
+            "metrics": {"bucket": "500ms"}}"#;
+        let e = load_str(text, "o.json", &LoadOptions::default()).unwrap();
+        let s = &e.points[0].variants[0].scenario;
+        let mut v = variant("lifo", |m| {
+            (m.services[0].served, m.services[0].wasted) = (1000.0, 380.0);
+        });
+        v.bucket = SimDuration::from_millis(500);
+        v.series = vec![[0.0; COLUMNS]; 14];
+        for (i, row) in v.series.iter_mut().enumerate() {
+            row[Column::Started as usize] = 50.0;
+            row[Column::Attempts as usize] = if i == 4 { 104.0 } else { 50.0 };
+            // From 3 s on, half of what is served is wasted.
+            row[Column::Served as usize] = 50.0;
+            row[Column::Wasted as usize] = if i >= 6 { 25.0 } else { 0.0 };
+        }
+        let r = RecoveryMetrics {
+            peak_amplification: 1.2,
+            ..RecoveryMetrics::default()
+        };
+        assert_eq!(
+            bucket_peak_and_after(&r, &v, s, "the server"),
+            " Bucket by bucket, the load peaked higher, at 2.08 attempts per request started (the busiest 500ms bucket of the trigger). After the trigger ended (3.0 s), to the end of the run and its drain, the server wasted 200 attempts, 50 % of what it served then; over the whole run, as Findings count it, 38 %."
+        );
+        // A 5 s peak as high as the buckets', and no waste after the trigger: nothing to add.
+        for row in &mut v.series {
+            row[Column::Wasted as usize] = 0.0;
+        }
+        let r = RecoveryMetrics {
+            peak_amplification: 2.08,
+            ..RecoveryMetrics::default()
+        };
+        assert_eq!(bucket_peak_and_after(&r, &v, s, "the server"), "");
+    }
 
     #[test]
     fn the_recovery_line_gives_the_retries_and_attempts_per_second_during_the_trigger() {

@@ -54,8 +54,17 @@ pub(super) fn results_table(
     let drains = variants.iter().any(|v| {
         v.metrics.entry().busy_until_ms > (1.0 + RELATIVE) * v.metrics.makespan_ms.max(1.0)
     });
+    // Hedging is a policy for the far tail ("The Tail at Scale" measures p99.9): where a
+    // variant hedges, p99.9 stands beside p99.
+    let hedged = scenarios
+        .iter()
+        .any(|s| crate::report::produces(&Metric::HEDGES, s));
     let cols: Vec<Metric> = RESULT_COLUMNS
         .into_iter()
+        .flat_map(|k| {
+            let tail = hedged && k == Metric::SUCCESS_P99;
+            std::iter::once(k).chain(tail.then_some(Metric::SUCCESS_P999))
+        })
         .chain(drains.then_some(Metric::BUSY_UNTIL))
         .chain(
             OPTIONAL_COLUMNS
@@ -257,7 +266,40 @@ pub(super) fn chance_note(rows: usize, outside: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::chance_note;
+    use super::super::testing::variant;
+    use super::*;
+
+    /// tail-at-scale's headline, p99.9 from a second to 16-18 ms, was only in summary.json.
+    #[test]
+    fn a_run_with_hedging_shows_p999_beside_p99() {
+        let text = r#"{"name": "h", "duration": "1s",
+            "clients": {"count": 5, "workload": {"open": {"rate_per_s": 100}}},
+            "server": {"concurrency": 8, "service_time": {"constant": "5ms"}},
+            "policy": {"timeout": "1s"},
+            "variants": [{"name": "plain", "patch": {}},
+                         {"name": "hedged", "patch": {"policy": {"hedge": {"delay": "10ms"}}}}]}"#;
+        let e = crate::scenario::load_str(text, "h.json", &Default::default()).unwrap();
+        let scenarios: Vec<&Scenario> = e.points[0].variants.iter().map(|v| &v.scenario).collect();
+        let p999 = |ms: f64| move |m: &mut crate::metrics::Metrics| m.success_latency_ms.p999 = ms;
+        let vs = [
+            variant("plain", p999(1001.0)),
+            variant("hedged", p999(17.8)),
+        ];
+        let header = |scenarios: &[&Scenario]| {
+            let mut out = String::new();
+            results_table(&mut out, &vs, scenarios, false);
+            out.lines().next().unwrap_or_default().to_string()
+        };
+        let with = header(&scenarios);
+        assert!(
+            with.contains("| p99 success latency (ms) | p99.9 success latency (ms) |"),
+            "{with}"
+        );
+        assert!(
+            !header(&scenarios[..1]).contains("p99.9"),
+            "no hedging, no p99.9"
+        );
+    }
 
     /// brooker-2022 has one "no" in 19 rows: what 95 % intervals predict, and the report says so.
     #[test]

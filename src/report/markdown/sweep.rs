@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{differ, est, say};
+use super::compare::{SPLIT, differ, est, say, spread_split};
 use super::results::markdown_table;
 use super::{capitalized, code, escape};
 use crate::metrics::Metric;
@@ -66,6 +66,7 @@ pub fn sweep_findings(experiment: &Experiment, result: &ExperimentResult) -> Vec
             out.extend(crossings(&axis, a, b));
         }
     }
+    out.extend(splits_along(&axis, &along, experiment.replications));
     out
 }
 
@@ -135,6 +136,37 @@ fn recovery_stops(axis: &Axis, ok: &[&(String, &VariantResult)]) -> Option<Strin
             ok[all].0,
             axis.at_second,
             ok[stops].0
+        )
+    })
+}
+
+/// Where variants' replications split into different behaviours with no trigger to count
+/// them ([`spread_split`]), in one sentence: their means there are of different runs, which
+/// the trends and the figures' lines pass through. Truncated points are skipped.
+fn splits_along(
+    axis: &Axis,
+    along: &[Vec<(String, &VariantResult)>],
+    replications: u32,
+) -> Option<String> {
+    let split: Vec<String> = along
+        .iter()
+        .filter_map(|points| {
+            let at: Vec<&str> = points
+                .iter()
+                .filter(|(_, v)| !v.is_truncated() && spread_split(v, replications))
+                .map(|(x, _)| x.as_str())
+                .collect();
+            let (_, v) = points.first()?;
+            (!at.is_empty()).then(|| format!("**{}** at {}", escape(&v.name), and_list(&at)))
+        })
+        .collect();
+    let split: Vec<&str> = split.iter().map(String::as_str).collect();
+    (!split.is_empty()).then(|| {
+        format!(
+            "The replications split into different behaviours for {} ({}{}): {SPLIT}. The means there, ringed in the sweep figures, describe no single run.",
+            and_list(&split),
+            axis.path,
+            axis.at_second,
         )
     })
 }
@@ -326,6 +358,24 @@ mod tests {
         );
         let c = along("c", amp, [4.0, 4.0, 4.0]);
         assert!(crossings(&axis(), &refs(&a), &refs(&c)).is_empty());
+    }
+
+    /// tail-at-scale at 1,500 req/s: one replication's median 1.86 s, the others' 2.4 ms, and
+    /// the sweep's lines drawn through their mean with no word of it.
+    #[test]
+    fn points_whose_replications_split_are_named_in_one_sentence() {
+        let split = |m: &mut crate::metrics::Metrics, x: f64| m.success_latency_ms.p50 = x;
+        let mut a = along("a", split, [2.4, 3.0, 20.0]);
+        a[1].1.ci95.success_latency_ms.p50 = 1030.0;
+        let b = along("b", split, [2.4, 2.4, 2.4]);
+        let sentence = splits_along(&axis(), &[refs(&a), refs(&b)], 5);
+        assert_eq!(
+            sentence.as_deref(),
+            Some(
+                "The replications split into different behaviours for **a** at 2 (rate): the spread of their median or mean latency over replications is larger than that latency itself, so some ran into queueing that the others escaped. The means there, ringed in the sweep figures, describe no single run."
+            )
+        );
+        assert_eq!(splits_along(&axis(), &[refs(&b)], 5), None);
     }
 
     /// aws-backoff-jitter: "decorrelated amplifies less than equal up to 20, and more from
