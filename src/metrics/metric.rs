@@ -575,23 +575,23 @@ impl Metric {
     /// Failure rate.
     pub const FAILURE_RATE: Metric = metric!("failure_rate", "failed", Percent, 100.0, 1, Lower, failure_rate);
     /// Requests that failed with `error`.
-    pub const FAILED_ERROR: Metric = metric!("failed.error", "failed error", Count, 1.0, 0, Lower, failed.error);
+    pub const FAILED_ERROR: Metric = metric!("failed.error", "failed: error", Count, 1.0, 0, Lower, failed.error);
     /// Requests that failed with `rejected`.
-    pub const FAILED_REJECTED: Metric = metric!("failed.rejected", "failed rejected", Count, 1.0, 0, Lower, failed.rejected);
+    pub const FAILED_REJECTED: Metric = metric!("failed.rejected", "failed: rejected", Count, 1.0, 0, Lower, failed.rejected);
     /// Requests that failed with `throttled`.
-    pub const FAILED_THROTTLED: Metric = metric!("failed.throttled", "failed throttled", Count, 1.0, 0, Lower, failed.throttled);
+    pub const FAILED_THROTTLED: Metric = metric!("failed.throttled", "failed: throttled", Count, 1.0, 0, Lower, failed.throttled);
     /// Requests that failed with `timeout`.
-    pub const FAILED_TIMEOUT: Metric = metric!("failed.timeout", "failed timeout", Count, 1.0, 0, Lower, failed.timeout);
+    pub const FAILED_TIMEOUT: Metric = metric!("failed.timeout", "failed: timeout", Count, 1.0, 0, Lower, failed.timeout);
     /// Requests that failed with `conflict`.
-    pub const FAILED_CONFLICT: Metric = metric!("failed.conflict", "failed conflict", Count, 1.0, 0, Lower, failed.conflict);
+    pub const FAILED_CONFLICT: Metric = metric!("failed.conflict", "failed: conflict", Count, 1.0, 0, Lower, failed.conflict);
     /// Requests that failed with `permanent`.
-    pub const FAILED_PERMANENT: Metric = metric!("failed.permanent", "failed permanent", Count, 1.0, 0, Lower, failed.permanent);
+    pub const FAILED_PERMANENT: Metric = metric!("failed.permanent", "failed: permanent", Count, 1.0, 0, Lower, failed.permanent);
     /// Requests that failed with `budget_exhausted`.
-    pub const FAILED_BUDGET_EXHAUSTED: Metric = metric!("failed.budget_exhausted", "failed budget_exhausted", Count, 1.0, 0, Lower, failed.budget_exhausted);
+    pub const FAILED_BUDGET_EXHAUSTED: Metric = metric!("failed.budget_exhausted", "failed: budget exhausted", Count, 1.0, 0, Lower, failed.budget_exhausted);
     /// Requests that failed with `breaker_open`.
-    pub const FAILED_BREAKER_OPEN: Metric = metric!("failed.breaker_open", "failed breaker_open", Count, 1.0, 0, Lower, failed.breaker_open);
+    pub const FAILED_BREAKER_OPEN: Metric = metric!("failed.breaker_open", "failed: breaker open", Count, 1.0, 0, Lower, failed.breaker_open);
     /// Requests that failed with `deadline_exceeded`.
-    pub const FAILED_DEADLINE_EXCEEDED: Metric = metric!("failed.deadline_exceeded", "failed deadline_exceeded", Count, 1.0, 0, Lower, failed.deadline_exceeded);
+    pub const FAILED_DEADLINE_EXCEEDED: Metric = metric!("failed.deadline_exceeded", "failed: deadline exceeded", Count, 1.0, 0, Lower, failed.deadline_exceeded);
     /// Work: attempts at the server.
     pub const ATTEMPTS: Metric = metric!("attempts", "work (attempts)", Count, 1.0, 0, Lower, attempts);
     /// First attempts.
@@ -829,7 +829,7 @@ impl Metric {
     /// Logical requests answered by a fallback: neither succeeded nor failed.
     pub const DEGRADED: Metric = Metric { needs: Needs::Fallback, ..metric!("degraded", "degraded", Count, 1.0, 0, Lower, degraded) };
     /// Requests that failed with `bulkhead_full`.
-    pub const FAILED_BULKHEAD_FULL: Metric = Metric { needs: Needs::BulkheadAnywhere, ..metric!("failed.bulkhead_full", "failed bulkhead_full", Count, 1.0, 0, Lower, failed.bulkhead_full) };
+    pub const FAILED_BULKHEAD_FULL: Metric = Metric { needs: Needs::BulkheadAnywhere, ..metric!("failed.bulkhead_full", "failed: bulkhead full", Count, 1.0, 0, Lower, failed.bulkhead_full) };
     /// The share of logical requests a fallback answered ([`Metrics::degraded_rate`]; only
     /// in a variant's means and half-widths).
     pub const DEGRADED_RATE: Metric = Metric {
@@ -867,7 +867,7 @@ impl Metric {
     /// Repeats answered from the key memory.
     pub const REPLAYED: Metric = Metric { needs: Needs::IdempotencyKey, ..entry_metric!("server.replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed) };
     /// Requests a client's adaptive throttle rejected locally.
-    pub const FAILED_THROTTLED_LOCALLY: Metric = Metric { needs: Needs::ThrottleAnywhere, ..metric!("failed.throttled_locally", "failed throttled_locally", Count, 1.0, 0, Lower, failed.throttled_locally) };
+    pub const FAILED_THROTTLED_LOCALLY: Metric = Metric { needs: Needs::ThrottleAnywhere, ..metric!("failed.throttled_locally", "failed: throttled locally", Count, 1.0, 0, Lower, failed.throttled_locally) };
 
     /// Every optional count, in summary.json's order.
     pub const OPTIONAL: [Metric; 8] = [
@@ -1134,6 +1134,20 @@ pub fn part_leaves(m: &Metrics) -> Vec<(String, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A label is what a reader sees in tables and panel titles: words, not a JSON key
+    /// ("failed: bulkhead full", never "failed bulkhead_full").
+    #[test]
+    fn labels_are_words_not_keys() {
+        for k in Metric::PER_REPLICATION {
+            assert!(
+                !k.label.contains('_'),
+                "{} is labelled {:?}",
+                k.key,
+                k.label
+            );
+        }
+    }
 
     /// Every registry key names the leaf its accessor reads: set a distinct value through the
     /// registry, serialise, and find it at the key's dotted path.

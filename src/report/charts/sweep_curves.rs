@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::canvas::{self, Area, Drawn};
-use super::style::{FONT, axis_ticks, tick, variant_color};
+use super::style::{FONT, axis_ticks, power_tick, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::Metric;
 use crate::report;
@@ -94,6 +94,17 @@ pub fn against_first_axis(caption: &str, run: &Run) -> String {
     }
 }
 
+/// Whether every curve is one flat line: every mean within 1 % of the largest. Such a figure
+/// carries no information (retry-budget's completion time is its 40 s duration at every
+/// point, aws-backoff-jitter's success 100 %), so it is left out; sweep-metrics.png says the
+/// value in words.
+fn flat(points: &Points) -> bool {
+    let means = || points.iter().flatten().flatten().map(|c| c.0);
+    let hi = means().fold(f64::NEG_INFINITY, f64::max);
+    let lo = means().fold(f64::INFINITY, f64::min);
+    hi.is_finite() && hi - lo <= 0.01 * hi.abs()
+}
+
 /// Whether variant `j` split at the `i`th point of the first sweep axis ([`spread_split`]):
 /// a black ring marks it.
 fn split_at(run: &Run, j: usize, i: usize) -> bool {
@@ -167,7 +178,7 @@ impl Chart for SweepCurve {
     }
 
     fn applies(&self, run: &Run) -> bool {
-        run.experiment.sweep.is_some()
+        run.experiment.sweep.is_some() && !flat(&points(run, &self.metric))
     }
 
     fn caption(&self, run: &Run) -> String {
@@ -280,15 +291,7 @@ pub fn plot<DB: DrawingBackend>(
     let x_ticks = axis_ticks(x0.abs().max(x1.abs()));
     let x_label = x_labels(sweep.values.clone(), numeric.is_some(), log, x_ticks);
     let y_ticks = axis_ticks(y.top);
-    let y_label = |v: &f64| {
-        if !y.log {
-            y_ticks(v)
-        } else if (v - v.round()).abs() < 1e-6 {
-            tick(&10f64.powf(v.round()))
-        } else {
-            String::new()
-        }
-    };
+    let y_label = |v: &f64| if y.log { power_tick(v) } else { y_ticks(v) };
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&x_label)
         .y_label_formatter(&y_label)
@@ -356,11 +359,7 @@ fn x_labels(
 ) -> impl Fn(&f64) -> String {
     move |x: &f64| {
         if log {
-            if (x - x.round()).abs() < 1e-6 {
-                tick(&10f64.powf(x.round()))
-            } else {
-                String::new()
-            }
+            power_tick(x)
         } else if numeric {
             ticks(x)
         } else {
@@ -520,6 +519,29 @@ fn marker<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// aws-backoff-jitter's p99 axis read "100k" above "10000": a log axis' powers of ten
+    /// take one form on both axes of a sweep figure.
+    #[test]
+    fn a_curve_flat_for_every_variant_is_left_out() {
+        let at = |m: f64| Some((m, 0.1));
+        assert!(flat(&vec![vec![at(40.0), at(40.2)], vec![at(40.1), None]]));
+        assert!(!flat(&vec![
+            vec![at(40.0), at(41.0)],
+            vec![at(40.1), at(40.0)]
+        ]));
+        assert!(
+            !flat(&vec![vec![None, None]]),
+            "nothing drawn is not a flat line"
+        );
+    }
+
+    #[test]
+    fn log_ticks_take_one_form() {
+        let x = x_labels(Vec::new(), true, true, |_: &f64| String::new());
+        let labels: Vec<String> = [3.0, 4.0, 5.0, 4.5].iter().map(&x).collect();
+        assert_eq!(labels, ["1k", "10k", "100k", ""]);
+    }
 
     #[test]
     fn a_sweep_over_two_decades_gets_a_log_axis() {
