@@ -27,6 +27,7 @@ pub fn describe(s: &Scenario) -> Vec<String> {
             Some(s.policy.retry.retry_after),
             None,
         ));
+        lines.extend(offered_load(s));
     }
     let mut policy = policy_lines(&s.policy);
     if s.is_graph() {
@@ -45,6 +46,31 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     }
     lines.extend(policy);
     lines
+}
+
+/// An open workload's offered load at a server with a worker limit, the first number a
+/// queueing reader asks for: rho = arrival rate x mean service time / workers, before retries.
+fn offered_load(s: &Scenario) -> Option<String> {
+    let clients::Workload::Open(profile) = &s.clients.workload else {
+        return None;
+    };
+    let server::ServerKind::Queue(q) = &s.server().kind else {
+        return None;
+    };
+    let workers = q.concurrency?;
+    let mean_ms = q.service_time.mean_secs() * 1e3;
+    let rho = profile.base_rate * mean_ms / 1e3 / f64::from(workers);
+    let at = if profile.steps.is_empty() {
+        ""
+    } else {
+        " at the base rate"
+    };
+    Some(format!(
+        "Offered load (rho){at}: {} requests/s x {} ms mean service time / {workers} worker{} = {rho:.2} before retries; each retry adds to it.",
+        profile.base_rate,
+        (mean_ms * 1e3).round() / 1e3,
+        if workers == 1 { "" } else { "s" },
+    ))
 }
 
 /// The clients' policy, one sentence per part: timeout, deadline, attempts, budget, breaker,
@@ -196,6 +222,31 @@ mod tests {
     fn scenario(text: &str) -> Scenario {
         let e = crate::scenario::load_str(text, "s.json", &LoadOptions::default()).unwrap();
         e.points[0].variants[0].scenario.clone()
+    }
+
+    /// "What this models" gives the offered load of an open workload at a server with
+    /// workers, the number a queueing reader checks first; a closed workload has none.
+    #[test]
+    fn an_open_workload_states_its_offered_load() {
+        let text = |workload: &str, workers: u32| {
+            format!(
+                r#"{{"name": "s", "duration": "1s", "clients": {{"count": 1, "workload": {workload}}},
+                    "server": {{"concurrency": {workers}, "service_time": {{"exponential": {{"mean": "10ms"}}}}}}}}"#
+            )
+        };
+        let lines = describe(&scenario(&text(r#"{"open": {"rate_per_s": 700}}"#, 10)));
+        let line = "Offered load (rho): 700 requests/s x 10 ms mean service time / 10 workers = 0.70 before retries; each retry adds to it.";
+        assert!(lines.iter().any(|l| l == line), "{lines:#?}");
+        let one = describe(&scenario(&text(r#"{"open": {"rate_per_s": 90}}"#, 1)));
+        assert!(
+            one.iter().any(|l| l.contains("/ 1 worker = 0.90")),
+            "{one:#?}"
+        );
+        let closed = describe(&scenario(&text(r#"{"closed": {}}"#, 10)));
+        assert!(
+            !closed.iter().any(|l| l.contains("Offered load")),
+            "{closed:#?}"
+        );
     }
 
     #[test]

@@ -185,7 +185,10 @@ fn a_rerun_replaces_the_folder_as_a_whole_and_stale_files_go() {
         a.extend_from_slice(extra);
         a
     };
-    run_ok(dir.path(), &args(&["--sweep", "clients.count=1,2"]));
+    run_ok(
+        dir.path(),
+        &args(&["--sweep", "clients.workload.open.rate_per_s=50,100"]),
+    );
     assert_whole_run(&out);
     assert!(out.join("sweep.csv").exists());
     assert!(out.join("work.png").exists());

@@ -335,7 +335,7 @@ fn failures(v: &VariantResult, _: &str) -> Option<String> {
 fn fallback_answers(v: &VariantResult, _: &str) -> Option<String> {
     let d = v.degraded_rate().filter(|d| d.mean >= 0.01)?;
     Some(format!(
-        "a fallback answered {:.1} % of its requests (degraded: neither a success nor a failure)",
+        "has {:.1} % of its requests answered by a fallback (degraded: neither a success nor a failure)",
         100.0 * d.mean
     ))
 }
@@ -525,6 +525,14 @@ fn service_waste(vs: &[(&VariantResult, &Variant)], i: usize, name: &str) -> Opt
     };
     let pct = |x: f64| share(x, 0);
     let (most_n, most_share) = (k.format(wasted(&most)), pct(of_served(&most)));
+    if least.iter().all(|v| wasted(v) == 0.0) {
+        return Some(format!(
+            "**{}** wastes no work with {}, against {most_n} attempts served for callers no longer waiting with **{}** ({most_share} % of what it served).",
+            escape(name),
+            names(&least),
+            escape(&most.name),
+        ));
+    }
     Some(format!(
         "**{}** wastes {} % less work with {} than with **{}** ({} against {most_n} attempts served for callers no longer waiting: {} % against {most_share} % of what it served).",
         escape(name),
@@ -865,7 +873,7 @@ mod tests {
         assert_eq!(
             fallback_answers(&v, "").as_deref(),
             Some(
-                "a fallback answered 2.0 % of its requests (degraded: neither a success nor a failure)"
+                "has 2.0 % of its requests answered by a fallback (degraded: neither a success nor a failure)"
             )
         );
         v.metrics.degraded_rate = Some(0.009);
@@ -1061,7 +1069,7 @@ mod tests {
         };
         let vs = [two("a", 30.0, 800.0), two("b", 0.0, 120.0)];
         let found = findings_below_entry(ran, &vs);
-        assert!(found.contains(&"**front** wastes 100 % less work with **b** than with **a** (0 against 30 attempts served for callers no longer waiting: 0 % against 3 % of what it served).".to_string()), "{found:?}");
+        assert!(found.contains(&"**front** wastes no work with **b**, against 30 attempts served for callers no longer waiting with **a** (3 % of what it served).".to_string()), "{found:?}");
         assert!(found.contains(&"**back** wastes 85 % less work with **b** than with **a** (120 against 800 attempts served for callers no longer waiting: 12 % against 80 % of what it served).".to_string()), "{found:?}");
         let same = [two("a", 30.0, 800.0), two("b", 30.0, 790.0)];
         assert!(findings_below_entry(ran, &same).is_empty());

@@ -382,7 +382,7 @@ mod tests {
         );
         assert!(db("3 retries") > 4.0 * db("no retries"));
         assert!(md.contains(&sentence), "{sentence}");
-        assert!(md.contains("a fallback answered 2.0 % of its requests"));
+        assert!(md.contains("has 2.0 % of its requests answered by a fallback"));
         assert!(!md.contains("\n\n\n"), "no double blank lines");
     }
 }
