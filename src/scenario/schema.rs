@@ -543,6 +543,10 @@ pub struct RawLimits {
     /// Logical requests that may be in flight at once (default 5,000,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<u64>,
+    /// The memory a run may take, in MiB (default 4096); a file whose estimate is larger is
+    /// refused before it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_mb: Option<u64>,
 }
 
 /// A duration as written: kept as any JSON value so that `validate` can explain what is wrong
