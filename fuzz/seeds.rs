@@ -101,9 +101,12 @@ pub const GRAPH: &str = r#"{
   "sweep": {"path": "services.back.concurrency", "values": [2, 4]}
 }"#;
 
+/// A folder's files, by name.
+pub type Files = Vec<(String, Vec<u8>)>;
+
 /// The files of the two shard folders of a run of [`GRAPH`], made once.
-pub fn shard_folders() -> &'static [Vec<(String, Vec<u8>)>] {
-    static FOLDERS: OnceLock<Vec<Vec<(String, Vec<u8>)>>> = OnceLock::new();
+pub fn shard_folders() -> &'static [Files] {
+    static FOLDERS: OnceLock<Vec<Files>> = OnceLock::new();
     FOLDERS.get_or_init(|| {
         let options = retrystorm::scenario::LoadOptions::default();
         let experiment = retrystorm::scenario::load_str(GRAPH, "graph.json", &options)
