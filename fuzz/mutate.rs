@@ -464,3 +464,27 @@ pub fn run_folder_input(files: &[(String, Vec<u8>)], src: &mut Source) -> Vec<(S
     }
     files
 }
+
+/// Damaged copies of a run's shard folders, as `merge` reads them: one folder's files damaged
+/// as [`run_folder_input`] damages a run folder's, sometimes a folder left out or given twice.
+pub fn shard_folders_input(
+    folders: &[Vec<(String, Vec<u8>)>],
+    src: &mut Source,
+) -> Vec<Vec<(String, Vec<u8>)>> {
+    let mut folders = folders.to_vec();
+    if folders.is_empty() {
+        return folders;
+    }
+    let i = src.below(folders.len());
+    match src.below(8) {
+        0 => {
+            folders.remove(i);
+        }
+        1 => {
+            let copy = folders[i].clone();
+            folders.push(copy);
+        }
+        _ => folders[i] = run_folder_input(&folders[i], src),
+    }
+    folders
+}

@@ -14,6 +14,7 @@ macro_rules! bundled {
 
 /// The bundled scenarios by name, as text.
 pub const SCENARIOS: &[(&str, &str)] = bundled!(
+    "adaptive-throttling",
     "amplification-closed-form",
     "aws-backoff-jitter",
     "backoff-open-vs-closed",
@@ -21,12 +22,15 @@ pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "bench-1m",
     "brooker-2022",
     "collapse-after-spike",
+    "double-charge",
     "first-storm",
     "hotos-metastable",
+    "load-shedding",
     "metastable-phase",
     "queueing-theory",
     "retry-budget",
     "retry-chapter",
+    "tail-at-scale",
     "thundering-herd",
     "tiers-bulkhead",
     "tiers-cascading-slowdown",
@@ -75,5 +79,58 @@ pub fn run_folder() -> &'static [(String, Vec<u8>)] {
         .filter(|f| !f.name.ends_with(".svg") && f.name != "report.md")
         .map(|f| (f.name, f.bytes))
         .collect()
+    })
+}
+
+/// A call graph with every per-call setting the shard folders should carry: calls between
+/// services with hedges (a percentile delay), idempotency keys, adaptive throttling, a
+/// bulkhead and a fallback, swept over two points.
+pub const GRAPH: &str = r#"{
+  "name": "fuzz-graph", "duration": "2s", "replications": 2, "seed": 3,
+  "clients": {"count": 20, "entry": "front", "workload": {"open": {"rate_per_s": 200}}},
+  "network": {"latency": {"exponential": {"mean": "1ms"}}},
+  "services": {
+    "front": {"concurrency": 8, "service_time": {"exponential": {"mean": "2ms"}},
+              "calls": [{"to": "back", "policy": {"timeout": "50ms", "idempotent": false,
+                 "idempotency_key": {"ttl": "10s"}, "hedge": {"delay": "p90", "window": 100},
+                 "bulkhead": {"max_concurrent": 6}, "fallback": {"latency": {"constant": "1ms"}},
+                 "retry": {"max_attempts": 3}}}]},
+    "back": {"concurrency": 4, "service_time": {"exponential": {"mean": "5ms"}}, "error_rate": 0.1}
+  },
+  "policy": {"timeout": "200ms", "adaptive_throttle": true, "retry": {"max_attempts": 2}},
+  "sweep": {"path": "services.back.concurrency", "values": [2, 4]}
+}"#;
+
+/// A folder's files, by name.
+pub type Files = Vec<(String, Vec<u8>)>;
+
+/// The files of the two shard folders of a run of [`GRAPH`], made once.
+pub fn shard_folders() -> &'static [Files] {
+    static FOLDERS: OnceLock<Vec<Files>> = OnceLock::new();
+    FOLDERS.get_or_init(|| {
+        let options = retrystorm::scenario::LoadOptions::default();
+        let experiment = retrystorm::scenario::load_str(GRAPH, "graph.json", &options)
+            .expect("the graph seed is valid");
+        let overrides = retrystorm::shard::Overrides::default();
+        (0..2)
+            .map(|index| {
+                let (range, _) = retrystorm::shard::plan(&experiment, index, 2);
+                let result = retrystorm::runner::run_range(&experiment, range, 1, &|| {});
+                let run = retrystorm::shard::ShardRun {
+                    experiment: &experiment,
+                    source: GRAPH,
+                    file: "graph.json",
+                    overrides: &overrides,
+                    format: retrystorm::report::ImageFormat::Svg,
+                    index,
+                    count: 2,
+                };
+                retrystorm::shard::shard_files(&run, &result)
+                    .expect("the shard renders")
+                    .into_iter()
+                    .map(|f| (f.name, f.bytes))
+                    .collect()
+            })
+            .collect()
     })
 }

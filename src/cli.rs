@@ -18,6 +18,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
+use crate::memory;
 use crate::output::publish::{self, Cancelled, Kind, Refused};
 use crate::output::{self, Destination, RunFolder};
 use crate::report::{self, ImageFormat, OutputFile};
@@ -392,11 +393,17 @@ fn report_dir(
 #[error("{0}")]
 pub struct BadInput(pub String);
 
-fn load_all(files: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Vec<Experiment>> {
+fn load_all(
+    files: &[PathBuf],
+    options: &LoadOptions,
+    jobs: usize,
+) -> anyhow::Result<Vec<Experiment>> {
+    let threads = runner::thread_count(jobs);
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match load_file(f, options) {
+        let within = |e| memory::within_budget(e, &f.display().to_string(), threads);
+        match load_file(f, options).and_then(within) {
             Ok(e) => loaded.push(e),
             Err(e) => errors.push(e),
         }
@@ -439,7 +446,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         replications: args.replications,
         sweep: sweep_option(&args.sweep)?,
     };
-    let experiments = load_all(&args.files, &options)?;
+    let experiments = load_all(&args.files, &options, args.jobs)?;
     warn_cautions(&args.files, &experiments);
     // Every output folder is checked before anything is simulated.
     let several = experiments.len() > 1;
@@ -533,6 +540,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
     })?;
     let shown = file.display().to_string();
     let experiment = crate::scenario::load_str(&source, &shown, &options)?;
+    let experiment = memory::within_budget(experiment, &shown, runner::thread_count(args.jobs))?;
     let dir = match &args.out {
         Some(dir) => dir.clone(),
         None => output_dir(
@@ -731,7 +739,8 @@ fn output_dir(out: Option<&Path>, name: &str, several: bool) -> Result<PathBuf, 
 }
 
 fn check_files(files: &[PathBuf]) -> anyhow::Result<()> {
-    let experiments = load_all(files, &LoadOptions::default())?;
+    // `run` without --jobs: on every core.
+    let experiments = load_all(files, &LoadOptions::default(), 0)?;
     let mut out = std::io::stdout().lock();
     for (file, e) in files.iter().zip(&experiments) {
         let variants = e.points[0].variants.len();

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod output;

@@ -111,6 +111,14 @@ pub enum Truncation {
         /// Simulated time reached.
         at: SimTime,
     },
+    /// A service held more than `limits.max_in_flight` idempotency keys and repeats waiting
+    /// for a result: remembered calls piled up faster than `ttl` let them go.
+    KeysHeld {
+        /// The limit.
+        limit: u64,
+        /// Simulated time reached.
+        at: SimTime,
+    },
     /// The next event would have fallen after the largest instant simulated time can hold
     /// (2^64 - 1 ns, about 584 years): a backoff, think time, timeout or drawn duration took
     /// the run past it.
@@ -140,6 +148,10 @@ impl std::fmt::Display for Truncation {
             Truncation::ServerBacklog { limit, at } => write!(
                 f,
                 "stopped at t = {at}: the server held more than limits.max_in_flight = {limit} attempts, waiting or in service (work piles up without bound; most of it abandoned by its clients)"
+            ),
+            Truncation::KeysHeld { limit, at } => write!(
+                f,
+                "stopped at t = {at}: a service held more than limits.max_in_flight = {limit} idempotency keys and repeats waiting for them (calls are remembered faster than idempotency_key.ttl forgets them; shorten the ttl)"
             ),
             Truncation::EndOfTime { at, in_flight } => write!(
                 f,

@@ -37,6 +37,8 @@ pub struct KeyStore {
     entries: HashMap<u64, Entry>,
     /// Executed keys in the order they expire (every key lives `ttl` after its execution).
     expiry: VecDeque<(SimTime, u64)>,
+    /// Repeats waiting for a result, over every key in progress.
+    waiting: usize,
 }
 
 impl KeyStore {
@@ -46,6 +48,7 @@ impl KeyStore {
             ttl,
             entries: HashMap::new(),
             expiry: VecDeque::new(),
+            waiting: 0,
         }
     }
 
@@ -80,6 +83,7 @@ impl KeyStore {
             }
             Some(Entry::InProgress(waiters)) => {
                 waiters.push(waiter);
+                self.waiting += 1;
                 Lookup::Wait
             }
             Some(Entry::Done(outcome, _)) => Lookup::Remembered(*outcome),
@@ -94,6 +98,7 @@ impl KeyStore {
             Some(Entry::InProgress(w)) => w,
             _ => Vec::new(),
         };
+        self.waiting -= waiters.len();
         self.expiry.push_back((until, key));
         waiters
     }
@@ -102,7 +107,10 @@ impl KeyStore {
     /// holds the key now, if one waits (it executes in its place); otherwise the key is free.
     pub fn abandoned(&mut self, key: u64) -> Option<(u32, u32)> {
         match self.entries.get_mut(&key) {
-            Some(Entry::InProgress(waiters)) if !waiters.is_empty() => Some(waiters.remove(0)),
+            Some(Entry::InProgress(waiters)) if !waiters.is_empty() => {
+                self.waiting -= 1;
+                Some(waiters.remove(0))
+            }
             Some(Entry::InProgress(_)) => {
                 self.entries.remove(&key);
                 None
@@ -114,6 +122,12 @@ impl KeyStore {
     /// Keys held (in progress or remembered).
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Keys held plus the repeats waiting for a result: what the store's memory follows,
+    /// which `limits.max_in_flight` bounds.
+    pub fn held(&self) -> u64 {
+        (self.entries.len() + self.waiting) as u64
     }
 
     /// Whether no key is held.
@@ -152,8 +166,11 @@ mod tests {
         assert_eq!(k.lookup(7, (1, 1), at(0)), Lookup::Execute);
         k.lookup(7, (1, 2), at(1));
         k.lookup(7, (1, 3), at(2));
+        assert_eq!(k.held(), 3, "a key and two waiting repeats");
         assert_eq!(k.abandoned(7), Some((1, 2)));
+        assert_eq!(k.held(), 2);
         assert_eq!(k.executed(7, Outcome::Error, at(5)), vec![(1, 3)]);
+        assert_eq!(k.held(), 1, "the remembered key");
         assert_eq!(
             k.lookup(7, (1, 4), at(6)),
             Lookup::Remembered(Outcome::Error)

@@ -496,8 +496,10 @@ impl<'a> PointCheck<'a> {
         };
         let merged_shape = shape::check(&merged);
         if !merged_shape.is_empty() {
+            let rules = rules_despite_shape(&merged, &merged_shape);
             let written = self.written;
             let at_point = self.base_problems(found);
+            let shared: Vec<bool> = rules.iter().map(|p| at_point.rules.contains(p)).collect();
             let mut new = Vec::new();
             for p in merged_shape {
                 let key = (show(&p.path), p.message);
@@ -509,6 +511,9 @@ impl<'a> PointCheck<'a> {
                 let place = blame.in_patch(&at, at_key);
                 let who = blame.who(&key.0);
                 found.add(Problem::new(key.0, key.1), &who, place);
+            }
+            for (p, shared) in rules.into_iter().zip(shared) {
+                blame.report(p, shared, found);
             }
             return None;
         }
@@ -596,7 +601,7 @@ impl Blame<'_> {
 struct BaseProblems {
     /// Shape problems, as (path, message).
     shape: HashSet<(String, String)>,
-    /// Rule problems (none are checked while the shape is wrong), as a set: a variant's
+    /// Rule problems (beside what the shape problems are about), as a set: a variant's
     /// problems are looked up in it one by one, and a file may have many.
     rules: HashSet<Problem>,
 }
@@ -642,7 +647,7 @@ impl BaseProblems {
         let rules = if problems.is_empty() {
             check(base).err().unwrap_or_default().into_iter().collect()
         } else {
-            HashSet::new()
+            rules_despite_shape(base, &problems).into_iter().collect()
         };
         BaseProblems {
             shape: problems
@@ -855,6 +860,47 @@ fn check(doc: &Value) -> Result<(super::Scenario, RawScenario), Vec<Problem>> {
         Err(e) => Err(vec![unreadable(&e)]),
         Ok(mut raw) => validate(&mut raw).map(|scenario| (scenario, raw)),
     }
+}
+
+/// The rule problems of `doc` beside its shape problems `shape`, so that one pass lists both
+/// kinds: each value a shape problem is about (an unknown key, a value of the wrong type) is
+/// taken out and the rest checked. A rule problem at, inside or around a value taken out is
+/// left out, being a second message for one mistake; so is everything when the document
+/// cannot be read without it (a required key) or a problem is about a list item.
+fn rules_despite_shape(doc: &Value, shape: &[shape::ShapeProblem]) -> Vec<Problem> {
+    let mut pruned = doc.clone();
+    let mut taken = Vec::new();
+    for p in shape {
+        let Some((Step::Key(key), parent)) = p.path.split_last() else {
+            return Vec::new();
+        };
+        let pointer: String = parent
+            .iter()
+            .map(|step| match step {
+                Step::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+                Step::Index(i) => format!("/{i}"),
+            })
+            .collect();
+        if let Some(Value::Object(map)) = pruned.pointer_mut(&pointer) {
+            map.shift_remove(key);
+        }
+        taken.push(show(&p.path));
+    }
+    let Ok(mut raw) = serde_json::from_value::<RawScenario>(pruned) else {
+        return Vec::new();
+    };
+    let overlaps = |path: &str, t: &str| {
+        let inside = |a: &str, b: &str| {
+            a == b || b.is_empty() || a.strip_prefix(b).is_some_and(|r| r.starts_with(['.', '[']))
+        };
+        inside(path, t) || inside(t, path)
+    };
+    validate(&mut raw)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| !taken.iter().any(|t| overlaps(&p.path, t)))
+        .collect()
 }
 
 /// A document that the shape walk passed and serde still refused. The two agree (a test keeps

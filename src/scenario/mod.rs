@@ -457,6 +457,8 @@ pub struct Limits {
     pub max_events: u64,
     /// Logical requests in flight at once.
     pub max_in_flight: u64,
+    /// The memory a run may take, in MiB (`crate::memory`).
+    pub max_memory_mb: u64,
 }
 
 impl Limits {

@@ -585,6 +585,10 @@ pub struct RawLimits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_in_flight: Option<u64>,
+    /// The memory a run may take, in MiB (default 4096); a file whose estimate is larger is
+    /// refused before it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_mb: Option<u64>,
 }
 
 /// The schema of a variant's `patch`: an object (or null, for the base scenario itself).

@@ -183,18 +183,34 @@ fn limits(c: &mut Checker, raw: &mut Option<RawLimits>) -> Limits {
     let raw = raw.get_or_insert(RawLimits {
         max_events: None,
         max_in_flight: None,
+        max_memory_mb: None,
     });
     let limits = Limits {
         max_events: *raw.max_events.get_or_insert(Limits::DEFAULT_MAX_EVENTS),
         max_in_flight: *raw
             .max_in_flight
             .get_or_insert(Limits::DEFAULT_MAX_IN_FLIGHT),
+        // Not written back: the budget is the machine's, not the model's, so the resolved
+        // scenario (what runs) is the same whatever it is.
+        max_memory_mb: raw
+            .max_memory_mb
+            .unwrap_or(crate::memory::DEFAULT_MAX_MEMORY_MB),
     };
     if limits.max_events == 0 {
         c.err("limits.max_events", "must be at least 1 (got 0)");
     }
     if limits.max_in_flight == 0 {
         c.err("limits.max_in_flight", "must be at least 1 (got 0)");
+    }
+    if !(1..=crate::memory::MAX_MEMORY_MB).contains(&limits.max_memory_mb) {
+        c.err(
+            "limits.max_memory_mb",
+            format!(
+                "must be from 1 to {} (1 TiB) (got {})",
+                crate::memory::MAX_MEMORY_MB,
+                limits.max_memory_mb
+            ),
+        );
     }
     limits
 }

@@ -680,8 +680,11 @@ impl<'a> Sim<'a> {
             }
             t => t,
         };
-        if let Some(Truncation::MaxInFlight { at, .. } | Truncation::ServerBacklog { at, .. }) =
-            truncated
+        if let Some(
+            Truncation::MaxInFlight { at, .. }
+            | Truncation::ServerBacklog { at, .. }
+            | Truncation::KeysHeld { at, .. },
+        ) = truncated
         {
             // Stopped at an event: the successes settled to come up before it happened.
             self.reach_until(at, self.queue.current());

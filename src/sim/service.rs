@@ -210,7 +210,14 @@ impl Sim<'_> {
         let edge = self.calls[slot as usize].edge as usize;
         if let Some(keys) = &mut self.edges[edge].keys {
             let key = self.calls[slot as usize].id;
-            match keys.lookup(key, (slot, token), now) {
+            let lookup = keys.lookup(key, (slot, token), now);
+            if keys.held() > self.sc.limits.max_in_flight {
+                self.overflow = Some(Truncation::KeysHeld {
+                    limit: self.sc.limits.max_in_flight,
+                    at: now,
+                });
+            }
+            match lookup {
                 Lookup::Execute => {}
                 // It waits at the service for the result of the attempt executing its call.
                 Lookup::Wait => return,
@@ -277,6 +284,15 @@ impl Sim<'_> {
         true
     }
 
+    /// A server holds more than `limits.max_in_flight` attempts: the run stops.
+    #[cold]
+    fn server_backlog(&mut self, now: SimTime) {
+        self.overflow = Some(Truncation::ServerBacklog {
+            limit: self.sc.limits.max_in_flight,
+            at: now,
+        });
+    }
+
     /// Attempt `token` of call `slot` enters the server of queue service `s`: it starts, waits
     /// or is rejected (answered `rejected`). Returns whether the server took it.
     #[inline(always)]
@@ -298,16 +314,17 @@ impl Sim<'_> {
         };
         match server.arrive(job, now, &mut self.rng.service) {
             Admission::Start(service) => {
+                // Without a worker limit, abandoned work piles up in service instead.
+                if u64::from(server.in_service()) > self.sc.limits.max_in_flight {
+                    self.server_backlog(now);
+                }
                 self.queue
                     .schedule(now + service, Event::ServiceDone { slot, token });
             }
             Admission::Queued => {
                 let held = u64::from(server.queue_len()) + u64::from(server.in_service());
                 if held > self.sc.limits.max_in_flight {
-                    self.overflow = Some(Truncation::ServerBacklog {
-                        limit: self.sc.limits.max_in_flight,
-                        at: now,
-                    });
+                    self.server_backlog(now);
                 }
             }
             Admission::Rejected => {

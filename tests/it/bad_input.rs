@@ -1714,3 +1714,29 @@ fn an_endless_or_binary_input_is_refused_before_it_fills_memory() {
         "nothing written"
     );
 }
+
+/// Regression: while a file had a misspelt key or a value of the wrong type, its out-of-range
+/// values went unreported, so fixing one list brought another. Both kinds come in one pass,
+/// and a value taken out for its type causes no second problem.
+#[test]
+fn check_reports_range_errors_together_with_type_errors() {
+    let text = r#"{
+  "name": "bad", "duration": "1s",
+  "clients": { "count": 2, "workload": { "open": { "rate_per_s": 10 } } },
+  "server": { "concurency": 2, "queue_limit": 2.5, "error_rate": 1.5,
+              "service_time": { "constant": "1ms" } },
+  "policy": { "timout": "1s", "retry": { "max_attempts": 5000 } }
+}"#;
+    let stderr = reject_by("check", text);
+    assert_says(
+        &stderr,
+        &[
+            "5 problems",
+            "server.concurency: unknown key",
+            "policy.timout: unknown key",
+            "server.queue_limit: must be a whole number",
+            "server.error_rate:",
+            "policy.retry.max_attempts:",
+        ],
+    );
+}

@@ -4,7 +4,11 @@
 //! (`fuzz/regressions/`). Each must answer Ok or say what is wrong; a panic fails the test
 //! with the input that caused it.
 //!
-//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 5,000), and
+//! Damaged shard folders of a call graph with hedges, keys and throttling go through `merge`'s
+//! reading and merging the same way.
+//!
+//! `RETRYSTORM_FUZZ_INPUTS=N` sets how many mutated inputs to try (default 5,000; a tenth as
+//! many run folders, a hundredth as many sets of shard folders), and
 //! `RETRYSTORM_FUZZ_FIRST=K` the seed of the first (default 0), so long runs split across
 //! processes.
 
@@ -114,5 +118,49 @@ fn the_run_folder_reader_survives_damaged_folders() {
             "input {i}: the reader took {:?}",
             started.elapsed()
         );
+    }
+}
+
+/// Writes `folders` under `root` (as `s0`, `s1`, ...) and has `merge` check and merge them;
+/// returns what went wrong, if anything did.
+fn merge_survives(root: &Path, folders: &[Vec<(String, Vec<u8>)>]) -> Result<(), String> {
+    let mut dirs = Vec::new();
+    for (k, files) in folders.iter().enumerate() {
+        let dir = root.join(format!("s{k}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
+        }
+        dirs.push(dir);
+    }
+    let started = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if let Ok(checked) = retrystorm::shard::check(&dirs) {
+            let _ = retrystorm::shard::merge(&checked);
+        }
+    }));
+    if outcome.is_err() {
+        return Err("merge panicked".into());
+    }
+    // Not a benchmark: a guard against damage that makes merge loop.
+    if started.elapsed() > Duration::from_secs(5) {
+        return Err(format!("merge took {:?}", started.elapsed()));
+    }
+    Ok(())
+}
+
+#[test]
+fn merge_survives_damaged_shard_folders() {
+    let root = tempfile::tempdir().unwrap();
+    let n = inputs() / 100;
+    for i in first()..first() + n {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(i);
+        let script: Vec<u8> = (0..256).map(|_| rng.random()).collect();
+        let mut src = mutate::Source::new(&script);
+        let folders = mutate::shard_folders_input(seeds::shard_folders(), &mut src);
+        if let Err(why) = merge_survives(root.path(), &folders) {
+            panic!("input {i}: {why}");
+        }
     }
 }

@@ -18,6 +18,7 @@ mod graph_report;
 mod hedging;
 mod invariants;
 mod memory;
+mod memory_budget;
 mod metastable;
 mod output;
 mod policies;
