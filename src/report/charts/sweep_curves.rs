@@ -313,11 +313,10 @@ pub fn plot<DB: DrawingBackend>(
     mesh.draw().drawn()?;
     for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
-        let ring = |(i, (x, c)): (usize, (&f64, &Option<(f64, f64)>))| {
-            let at = c.filter(|_| !compact && split_at(run, j, i));
-            at.map(|(m, _)| Circle::new((*x, y.at(m)), 11, BLACK.stroke_width(2)))
-        };
-        let rings = xs.iter().zip(curve).enumerate().filter_map(ring);
+        let rings = (0..xs.len().min(curve.len())).filter_map(|i| {
+            let at = curve[i].filter(|_| !compact && split_at(run, j, i));
+            at.map(|(m, _)| Circle::new((xs[i], y.at(m)), 11, BLACK.stroke_width(2)))
+        });
         chart.draw_series(rings).drawn()?;
         // One band and line per run of points where the metric applies.
         let points: Vec<Option<(f64, f64, f64)>> = xs
