@@ -208,8 +208,18 @@ impl Chart for LatencyOverTime {
             .iter()
             .any(|v| v.bucket.as_secs_f64() < table.frame.bucket * 0.999);
         format!(
-            "The p50 (thin) and p99 (thick) latency of the requests answered (successful, or degraded by a fallback), from each request's start, over those that ended in each of the {}{pooled}: how long after the trigger p99 stays high. Failed requests are not counted; a gap is a bucket in which nothing was answered.{services}{}",
+            "The p50 (thin) and p99 (thick) latency of the requests {}, from each request's start, over those that ended in each of the {}{pooled}{}. Failed requests are not counted; a gap is a bucket in which nothing was answered.{services}{}",
+            if run.can_degrade() {
+                "answered (successful, or degraded by a fallback)"
+            } else {
+                "that succeeded"
+            },
             table.frame.bucket_words(),
+            if table.trigger {
+                ": how long after the trigger p99 stays high"
+            } else {
+                ""
+            },
             if merged {
                 " Each point is the highest of the stored buckets it spans."
             } else {
@@ -397,6 +407,11 @@ mod tests {
             .find(|f| f.stem == "latency-over-time")
             .unwrap();
         assert!(
+            figure
+                .caption
+                .contains("how long after the trigger p99 stays high")
+        );
+        assert!(
             figure.caption.contains("pooled over 3 replications"),
             "{}",
             figure.caption
@@ -466,5 +481,27 @@ mod tests {
             "{title}"
         );
         assert!(super::over_time::panel_title(v).contains("(mean of 1 recovered"));
+    }
+
+    /// tail-at-scale has no trigger: its caption says nothing of one.
+    #[test]
+    fn a_run_without_a_trigger_has_no_trigger_in_its_caption() {
+        use super::super::{Chart, Run};
+        let text = r#"{"name": "calm", "duration": "2s", "replications": 2,
+            "clients": {"count": 2, "workload": {"open": {"rate_per_s": 50}}},
+            "server": {"service_time": {"constant": "1ms"}}}"#;
+        let experiment = crate::scenario::load_str(text, "calm", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let caption = super::LatencyOverTime.caption(&run);
+        assert!(!caption.contains("trigger"), "{caption}");
+        assert!(
+            caption.contains("of the requests that succeeded"),
+            "{caption}"
+        );
+        assert!(caption.contains("pooled over 2 replications"), "{caption}");
     }
 }

@@ -66,10 +66,10 @@ pub const LATENCY_P99: SweepCurve = SweepCurve {
     stem: "latency-p99",
     metric: Metric::SUCCESS_P99,
     label: "p99 latency of successful requests (ms)",
-    caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in success-rate.",
+    caption: "The latency the slowest 1 % of successful requests exceed, from start to success; the failures' share is in sweep-metrics.png's success panel.",
     answered: Some((
         "p99 latency of answered requests (ms)",
-        "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in success-rate.",
+        "The latency the slowest 1 % of answered requests exceed (successes and fallback answers alike), from start to answer; the failures' share is in sweep-metrics.png's success panel.",
     )),
 };
 
