@@ -729,15 +729,17 @@ mod tests {
         mean.add(&slow);
         let latency = mean.latency();
         assert_eq!(latency.len(), 3, "one per row");
-        let edge =
-            |ms: f64| latency_bin_upper_ms(crate::metrics::latency_bin_of((ms * 1e6) as u64));
-        assert_eq!(
-            latency[0],
-            Some(BucketLatency {
-                p50_ms: edge(10.0),
-                p99_ms: edge(1000.0)
-            })
-        );
+        // Within the bin of each latency, as far up as the rank lies into the bin's count:
+        // p50 is the 50th of the 60 fast answers, p99 the 39th of the 40 slow ones.
+        let at = |ms: f64, f: f64| {
+            let bin = crate::metrics::latency_bin_of((ms * 1e6) as u64);
+            let (lo, hi) = (latency_bin_upper_ms(bin - 1), latency_bin_upper_ms(bin));
+            lo * (hi / lo).powf(f)
+        };
+        let l = latency[0].as_ref().expect("the bucket has answers");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b;
+        assert!(close(l.p50_ms, at(10.0, 50.0 / 60.0)), "{l:?}");
+        assert!(close(l.p99_ms, at(1000.0, 39.0 / 40.0)), "{l:?}");
         assert_eq!(latency[1..], [None, None]);
     }
 

@@ -261,16 +261,28 @@ impl<C: BinCount> LatencyBins<C> {
         self.counts.iter().map(|c| (*c).into()).sum()
     }
 
-    /// The `p` quantile (0 < p <= 1) in milliseconds, by the headline histogram's rule: the
-    /// upper edge of the bin where the count reaches ceil(p * n) (at least 1). `None` without
-    /// an answer.
+    /// The `p` quantile (0 < p <= 1) in milliseconds: in the bin where the count reaches
+    /// p * n, interpolated between the bin's edges (geometrically, as the bins grow; bin 0 from
+    /// 0) by how far into the bin's count the rank lies. Reading the upper edge instead made
+    /// neighbouring buckets jump by a whole bin (282 against 316 ms) where the latency barely
+    /// moved. `None` without an answer.
     pub fn quantile_ms(&self, p: f64) -> Option<f64> {
-        let n = self.count();
-        let rank = ((p * n as f64).ceil() as u64).max(1);
-        let mut seen = 0;
+        let rank = (p * self.count() as f64).max(f64::MIN_POSITIVE);
+        let mut seen = 0.0;
         self.bins().find_map(|(bin, c)| {
-            seen += c;
-            (seen >= rank).then(|| latency_bin_upper_ms(bin))
+            let below = seen;
+            seen += c as f64;
+            (seen >= rank && c > 0).then(|| {
+                let f = ((rank - below) / c as f64).clamp(0.0, 1.0);
+                let upper = latency_bin_upper_ms(bin);
+                match bin {
+                    0 => upper * f,
+                    _ => {
+                        let lower = latency_bin_upper_ms(bin - 1);
+                        lower * (upper / lower).powf(f)
+                    }
+                }
+            })
         })
     }
 
@@ -745,13 +757,20 @@ mod tests {
             .chain(std::iter::repeat_n([0; LATENCY_BINS], 200))
             .collect();
         assert_eq!(bins_of(&s), merged);
-        // A bucket of 99 answers in one bin and one far above: p50 and p99 are the first
-        // bin's upper edge, p100 the other's.
+        // A bucket of 99 answers in one bin and one far above: p99 is the first bin's upper
+        // edge, p100 the other's, and p50 lies inside the first bin, 50/99 of the way up (on
+        // the log scale the bins are even on).
         let mut b = LatencyBins::<u32>::default();
         b.add(60, 99);
         b.add(120, 1);
-        assert_eq!(b.quantile_ms(0.5), Some(latency_bin_upper_ms(60)));
-        assert_eq!(b.quantile_ms(0.99), Some(latency_bin_upper_ms(60)));
+        let (lo, hi) = (latency_bin_upper_ms(59), latency_bin_upper_ms(60));
+        let p50 = b.quantile_ms(0.5).unwrap();
+        assert!(
+            (p50 - lo * (hi / lo).powf(50.0 / 99.0)).abs() < 1e-12 * hi,
+            "{p50}"
+        );
+        assert!(lo < p50 && p50 < hi);
+        assert!((b.quantile_ms(0.99).unwrap() - hi).abs() < 1e-12 * hi);
         assert_eq!(b.quantile_ms(1.0), Some(latency_bin_upper_ms(120)));
         assert_eq!(LatencyBins::<u32>::default().quantile_ms(0.99), None);
     }

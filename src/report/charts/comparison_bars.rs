@@ -76,8 +76,9 @@ pub struct Bar {
     /// (mean, 95 % half-width), `None` where the metric does not apply (latency of answers
     /// where nothing was answered, a count of a policy the variant does not have).
     pub value: Option<(f64, f64)>,
-    /// In a latency panel, the share of the variant's requests that failed, in %.
-    pub failed: Option<f64>,
+    /// In a latency panel, the share of the variant's requests that failed, in %, with its
+    /// 95 % half-width.
+    pub failed: Option<(f64, f64)>,
 }
 
 /// One panel: its title, how it is drawn and a bar per variant.
@@ -142,7 +143,7 @@ impl Table for Bars {
                     &bar.variant,
                     &text(bar.value.map(|v| v.0)),
                     &text(bar.value.map(|v| v.1)),
-                    &text(bar.failed),
+                    &text(bar.failed.map(|f| f.0)),
                 ])?;
             }
         }
@@ -185,7 +186,14 @@ fn share_text(pct: f64) -> String {
 /// Whether a bar of `panel` stands for a variant that failed most of its requests, in a
 /// panel where that makes the bar misleading: the latency of answers.
 fn collapsed(panel: &Panel, bar: &Bar) -> bool {
-    panel.kind == Kind::Latency { answers: true } && bar.failed.is_some_and(|f| f > COLLAPSED)
+    panel.kind == Kind::Latency { answers: true } && failed_most(bar)
+}
+
+/// Whether the variant failed more than [`COLLAPSED`] % of its requests beyond doubt: its
+/// 95 % interval lies above. retry-budget's variants fail 49.9-50.1 %, and a bare mean put
+/// the hatch on some and not others by chance.
+fn failed_most(bar: &Bar) -> bool {
+    bar.failed.is_some_and(|(m, h)| m - h > COLLAPSED)
 }
 
 /// `text` at the largest size from [`LABEL_FONT`] down to 9 that fits `width` pixels, or
@@ -301,7 +309,7 @@ impl Chart for ComparisonBars {
             );
         }
         if bars.is_some_and(|b| b.any_collapsed()) {
-            text.push_str(" A variant that failed more than half its requests is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.");
+            text.push_str(" A variant that failed more than half its requests (its 95 % interval above 50 %) is hatched and pale in the latency of answers: it answered few requests, often only those before the collapse, so a short bar there is no sign of speed.");
         }
         if splits(run).iter().any(Option::is_some) {
             text.push_str(" A variant whose replications split between recovering and staying collapsed says so over its bars and in the legend (split 8/20: 8 of 20 recovered): its bars are means over two outcomes, and no single run looks like them.");
@@ -352,7 +360,7 @@ impl Chart for ComparisonBars {
                         variant: v.name.clone(),
                         value: k.estimate(&v.metrics, &v.ci95).filter(|_| applies),
                         failed: matches!(kind, Kind::Latency { .. })
-                            .then(|| Metric::FAILURE_RATE.scaled(&v.metrics))
+                            .then(|| Metric::FAILURE_RATE.estimate(&v.metrics, &v.ci95))
                             .flatten(),
                     }
                 })
@@ -421,7 +429,7 @@ fn draw_note<DB: DrawingBackend>(area: &Area<DB>) -> Result<()> {
     area.draw(&Rectangle::new([(x0, y0), (x1, y1)], grey.stroke_width(1)))
         .drawn()?;
     let text = format!(
-        "hatched: failed more than {COLLAPSED:.0} % of its requests; its latency of answers counts only the few it answered"
+        "hatched: failed more than {COLLAPSED:.0} % of its requests (95 % interval above); its latency of answers counts only the few it answered"
     );
     area.draw(&Text::new(text, (x1 + 10, y0), (FONT, 14)))
         .drawn()?;
@@ -576,7 +584,7 @@ fn draw_label<DB: DrawingBackend>(
     // "n/a" where the metric does not apply, "0" where a plain bar has no height.
     let mut lines: Vec<String> = match (panel.kind, bar.value) {
         (Kind::Latency { .. }, value) => {
-            let fails = bar.failed.map_or("fails ?".to_string(), |f| {
+            let fails = bar.failed.map_or("fails ?".to_string(), |(f, _)| {
                 format!("fails {}", share_text(f))
             });
             let mut lines = if value.is_none() {
@@ -592,7 +600,7 @@ fn draw_label<DB: DrawingBackend>(
         (Kind::Plain, Some((0.0, _))) => vec!["0".to_string()],
         (Kind::Plain, Some(_)) => Vec::new(),
     };
-    let alarm = bar.failed.is_some_and(|f| f > COLLAPSED);
+    let alarm = failed_most(bar);
     let ink = if alarm {
         RGBColor(180, 0, 0)
     } else {
@@ -720,6 +728,21 @@ mod tests {
             .unwrap_or_else(|| panic!("no {panel} / {variant} in {records:?}"))
     }
 
+    /// retry-budget's variants all fail 50 % give or take 0.1: none is hatched, where a bare
+    /// mean hatched five of six by chance; a failure share whose interval lies above is.
+    #[test]
+    fn only_a_failure_share_above_half_beyond_doubt_is_hatched() {
+        let bar = |failed| Bar {
+            variant: "v".to_string(),
+            value: Some((10.0, 1.0)),
+            failed: Some(failed),
+        };
+        assert!(!failed_most(&bar((50.1, 0.3))));
+        assert!(!failed_most(&bar((49.9, 0.3))));
+        assert!(failed_most(&bar((50.5, 0.3))));
+        assert!(failed_most(&bar((97.0, 0.0))));
+    }
+
     /// The latency of answers ranked a collapsed variant fastest with no mark: its table
     /// carries each latency bar's failure share, and the latency of all requests beside it.
     #[test]
@@ -788,7 +811,7 @@ mod tests {
             bars: vec![Bar {
                 variant: "v".to_string(),
                 value: Some((mean, 0.0)),
-                failed: Some(10.0),
+                failed: Some((10.0, 0.0)),
             }],
         };
         let bars = |answers: f64, all: f64| {

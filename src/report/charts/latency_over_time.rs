@@ -208,7 +208,7 @@ impl Chart for LatencyOverTime {
             .iter()
             .any(|v| v.bucket.as_secs_f64() < table.frame.bucket * 0.999);
         format!(
-            "The p50 (thin) and p99 (thick) latency of the requests {}, from each request's start, over those that ended in each of the {}{pooled}{}. Failed requests are not counted; a gap is a bucket in which nothing was answered.{services}{}",
+            "The p50 (thin) and p99 (thick) latency of the requests {}, from each request's start, over those that ended in each of the {}{pooled}{}. Each percentile is read within latency bins 12 % wide; failed requests are not counted; a gap is a bucket in which nothing was answered.{services}{}",
             if run.can_degrade() {
                 "answered (successful, or degraded by a fallback)"
             } else {

@@ -241,14 +241,18 @@ impl<'a> Run<'a> {
             .as_ref()
             .zip(experiment.sweep.as_ref())
             .map_or(String::new(), |(v, s)| {
-                format!(" at {} = {v}", s.label.clone())
+                format!(" at {} = {}", s.label, crate::report::value_text(Some(v)))
             });
         if let Some((y, second)) = experiment.points[focus]
             .second_value
             .as_ref()
             .zip(experiment.sweep.as_ref().and_then(|s| s.second.as_ref()))
         {
-            at.push_str(&format!(", {} = {y}", second.label.clone()));
+            at.push_str(&format!(
+                ", {} = {}",
+                second.label,
+                crate::report::value_text(Some(y))
+            ));
         }
         at
     }
@@ -292,8 +296,8 @@ fn second_axis_at(experiment: &Experiment) -> String {
             let second = s.second.as_ref()?;
             Some(format!(
                 " at {} = {}",
-                second.label.clone(),
-                second.values[second.focus()]
+                second.label,
+                crate::report::value_text(Some(&second.values[second.focus()]))
             ))
         })
         .unwrap_or_default()
@@ -366,5 +370,32 @@ pub fn metric_title(k: &Metric, can_degrade: bool) -> String {
             format!("{which} latency of answers ({})", k.unit.suffix())
         }
         _ => k.title(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Run;
+    use crate::scenario::{LoadOptions, load_str};
+
+    /// metastable-phase's titles read `stall end time = "22s"`: a swept string is shown as
+    /// the text it is, on either axis.
+    #[test]
+    fn a_swept_string_is_shown_without_its_quotes() {
+        let text = r#"{"name": "s", "duration": "1s",
+            "clients": {"count": 1, "workload": {"open": {"rate_per_s": 5}}},
+            "server": {"service_time": {"constant": "1ms"}},
+            "sweep": {"path": "policy.timeout", "values": ["10ms", "20ms"], "focus": "20ms",
+                      "second": {"path": "network.latency.constant", "values": ["1ms", "2ms"]}}}"#;
+        let experiment = load_str(text, "s", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let at = run.at();
+        assert!(at.contains("= 20ms"), "{at}");
+        assert!(!at.contains('"'), "{at}");
+        assert!(!super::second_axis_at(&experiment).contains('"'));
     }
 }
