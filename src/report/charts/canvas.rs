@@ -197,7 +197,10 @@ pub fn draw_title<DB: DrawingBackend>(area: &Area<DB>, text: &str, size: u32) ->
     let (width, height) = area.dim_in_pixel();
     let (lines, size) = title_lines(text, size, width.saturating_sub(24), height);
     let line_height = (f64::from(size) * 1.25) as i32;
-    let top = (height as i32 - line_height * lines.len() as i32) / 2 + 2;
+    // A second line starts the first a little lower: placed by the font's box alone, the
+    // first line's tallest glyphs touched the image's top edge.
+    let n = lines.len() as i32;
+    let top = (height as i32 - line_height * n) / 2 + 2 + 3 * (n - 1);
     for (i, line) in lines.iter().enumerate() {
         let style =
             TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
