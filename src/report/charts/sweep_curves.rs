@@ -94,6 +94,20 @@ pub fn against_first_axis(caption: &str, run: &Run) -> String {
     }
 }
 
+/// The variants that failed more than half their requests beyond doubt (the 95 % interval of
+/// their failure share above 50 %) at some point of the first sweep axis: metastable-phase's
+/// p99 of successes fell where success collapsed to 10 %.
+fn collapsed_variants(run: &Run) -> Vec<String> {
+    let failed = points(run, &Metric::FAILURE_RATE);
+    let names = run.variants();
+    failed
+        .iter()
+        .zip(names)
+        .filter(|(curve, _)| curve.iter().flatten().any(|(m, h)| m - h > 50.0))
+        .map(|(_, v)| format!("\"{}\"", v.name))
+        .collect()
+}
+
 /// Whether every curve is one flat line: every mean within 1 % of the largest. Such a figure
 /// carries no information (retry-budget's completion time is its 40 s duration at every
 /// point, aws-backoff-jitter's success 100 %), so it is left out; sweep-metrics.png says the
@@ -182,7 +196,15 @@ impl Chart for SweepCurve {
     }
 
     fn caption(&self, run: &Run) -> String {
-        against_first_axis(self.words(run).1, run)
+        let mut caption = against_first_axis(self.words(run).1, run);
+        let collapsed = collapsed_variants(run);
+        if self.metric == Metric::SUCCESS_P99 && !collapsed.is_empty() {
+            caption.push_str(&format!(
+                " Where a variant failed more than half its requests (the 95 % interval above, as {} did at some values), its p99 counts only the few it answered, often those before a collapse: a low value there is no sign of speed.",
+                collapsed.join(", ")
+            ));
+        }
+        caption
     }
 
     fn table(&self, run: &Run) -> Result<Curves> {
@@ -521,6 +543,31 @@ mod tests {
 
     /// aws-backoff-jitter's p99 axis read "100k" above "10000": a log axis' powers of ten
     /// take one form on both axes of a sweep figure.
+    /// A sweep where one variant collapses at its higher rate: the p99 caption names it.
+    #[test]
+    fn a_p99_caption_names_the_variants_that_failed_most() {
+        let text = r#"{"name": "s", "duration": "2s", "replications": 2,
+            "clients": {"count": 2, "workload": {"open": {"rate_per_s": 50}}},
+            "server": {"service_time": {"constant": "1ms"}, "error_rate": 0.2},
+            "variants": [{"name": "fine", "patch": {}},
+                         {"name": "broken", "patch": {"server": {"error_rate": 0.9}}}],
+            "sweep": {"path": "clients.workload.open.rate_per_s", "values": [50, 100]}}"#;
+        let opts = crate::scenario::LoadOptions::default();
+        let experiment = crate::scenario::load_str(text, "s", &opts).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let caption = LATENCY_P99.caption(&run);
+        assert!(
+            caption.contains("as \"broken\" did at some values"),
+            "{caption}"
+        );
+        assert!(!caption.contains("\"fine\""), "{caption}");
+        assert!(!WORK.caption(&run).contains("failed more than half"));
+    }
+
     #[test]
     fn a_curve_flat_for_every_variant_is_left_out() {
         let at = |m: f64| Some((m, 0.1));
