@@ -268,7 +268,7 @@ impl Chart for LatencyOverTime {
         for (j, (v, area)) in variants.iter().zip(&areas).enumerate() {
             let line = table.line("requests", j);
             // A stretch without an answer is named in the title, clear of the lines.
-            let silent = line.and_then(|(l, values)| silence(frame, &frame.rows[l.row], values));
+            let silent = note(frame, line);
             let title = over_time::panel_title_as(v, "percentiles pooled over");
             let title = match silent {
                 Some(words) => format!("{title}: {words}"),
@@ -353,6 +353,18 @@ fn panel_body<DB: DrawingBackend>(
         (scale, |l| l.p99_ms),
         (0, color, width),
     )
+}
+
+/// What a variant's panel title says of its silence: "nothing answered" for a variant that
+/// answered nothing at all (amplification-closed-form's f = 1 variants), not an empty panel;
+/// else its longest stretch without an answer, if long ([`silence`]).
+fn note(frame: &Frame, line: Option<(&Line, &[Option<BucketLatency>])>) -> Option<String> {
+    match line {
+        Some((l, values)) if values.iter().any(Option::is_some) => {
+            silence(frame, &frame.rows[l.row], values)
+        }
+        _ => Some("nothing answered".to_string()),
+    }
 }
 
 /// The longest stretch in which a variant answered nothing while its clients still started
@@ -503,5 +515,27 @@ mod tests {
             "{caption}"
         );
         assert!(caption.contains("pooled over 2 replications"), "{caption}");
+    }
+
+    /// A variant that never answered says "nothing answered" in its title; one that did,
+    /// without a long silence, says nothing.
+    #[test]
+    fn a_variant_that_answered_nothing_says_so() {
+        use super::super::Run;
+        let text = r#"{"name": "f", "duration": "2s",
+            "clients": {"count": 2, "workload": {"open": {"rate_per_s": 50}}},
+            "server": {"service_time": {"constant": "1ms"}},
+            "variants": [{"name": "fine", "patch": {}},
+                         {"name": "broken", "patch": {"server": {"error_rate": 1}}}]}"#;
+        let experiment = crate::scenario::load_str(text, "f", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        let table = super::Latencies::of(&run);
+        let note = |j| super::note(&table.frame, table.line("requests", j));
+        assert_eq!(note(0), None);
+        assert_eq!(note(1).as_deref(), Some("nothing answered"));
     }
 }

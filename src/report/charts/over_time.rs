@@ -283,7 +283,7 @@ pub fn panel<'a, DB: DrawingBackend>(
     mesh.label_style((FONT, 13))
         .x_label_formatter(&x_label)
         .y_label_formatter(y_label)
-        .y_labels(if spec.y.log { 6 } else { 3 })
+        .y_labels(if spec.y.log { 6 } else { 5 })
         .x_labels(10)
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
