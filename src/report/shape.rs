@@ -3,9 +3,11 @@
 //! that depends on the shape of a run asks one of these, here, rather than whether the run
 //! "is a call graph": every run is a graph (a single server is one service called by the
 //! clients), and what a renderer needs to know is what the data it is about to show holds.
-//! Not here: which counts a policy can make at all ([`super::produces`]).
+//! Not here: which counts a policy can make at all ([`super::produces`]). Also here: whether a
+//! variant's replications split with no trigger to count them ([`spread_split`]), which the
+//! results, the sweep findings and the sweep figures all ask.
 
-use crate::metrics::Metric;
+use crate::metrics::{Metric, VariantResult, t_quantile_975};
 use crate::scenario::Scenario;
 
 /// Whether a request of `scenario` can end degraded: some call of it has a fallback, which
@@ -33,6 +35,23 @@ pub(crate) fn any_can_degrade<'a>(scenarios: impl IntoIterator<Item = &'a Scenar
 /// Whether some of `scenarios` has calls ([`has_calls`]).
 pub(crate) fn any_has_calls<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
     scenarios.into_iter().any(has_calls)
+}
+
+/// Whether variant `v`'s replications (`replications` of them) split into different
+/// behaviours where no trigger tells them apart (report.md words it as `markdown::compare::SPLIT`). Within one behaviour a
+/// replication's median over its thousands of requests moves by a fraction of itself; a
+/// spread (standard deviation) larger than the median or mean latency of successes means some
+/// replications ran many times slower than the others (tail-at-scale at 1,500 req/s: medians
+/// of 2.4 ms, and 1.86 s in one replication). False with one replication, or where the
+/// recovery analysis already counts a split.
+pub(crate) fn spread_split(v: &VariantResult, replications: u32) -> bool {
+    let (n, r) = (replications as usize, v.metrics.recovery);
+    let counted = r.is_some_and(|r| r.recovered > 0.0 && r.recovered < r.replications);
+    let spread = |k: Metric| {
+        let (m, h) = k.estimate(&v.metrics, &v.ci95).unwrap_or_default();
+        m > 0.0 && h * (n as f64).sqrt() / t_quantile_975(n - 1) > m
+    };
+    n > 1 && !counted && (spread(Metric::SUCCESS_P50) || spread(Metric::SUCCESS_MEAN))
 }
 
 #[cfg(test)]

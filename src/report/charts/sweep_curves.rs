@@ -12,7 +12,7 @@ use super::style::{FONT, axis_ticks, power_tick, variant_color};
 use super::{Chart, Run, Table};
 use crate::metrics::Metric;
 use crate::report;
-use crate::report::markdown::spread_split;
+use crate::report::shape::spread_split;
 
 /// A sweep curve figure: one metric against the swept value.
 pub struct SweepCurve {

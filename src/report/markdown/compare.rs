@@ -4,7 +4,7 @@
 
 use super::escape;
 use crate::metrics::VariantResult;
-use crate::metrics::{Metric, Unit, t_quantile_975};
+use crate::metrics::{Metric, Unit};
 
 /// How far apart two estimates must be for a finding: the 95 % intervals must not overlap,
 /// and the difference must matter: at least [`RELATIVE`] of the larger value, or for shares
@@ -75,24 +75,7 @@ pub(super) fn share(pct: f64, decimals: usize) -> String {
     format!("{pct:.d$}")
 }
 
-/// Whether variant `v`'s replications (`replications` of them) split into different
-/// behaviours where no trigger tells them apart ([`SPLIT`]). Within one behaviour a
-/// replication's median over its thousands of requests moves by a fraction of itself; a
-/// spread (standard deviation) larger than the median or mean latency of successes means some
-/// replications ran many times slower than the others (tail-at-scale at 1,500 req/s: medians
-/// of 2.4 ms, and 1.86 s in one replication). False with one replication, or where the
-/// recovery analysis already counts a split.
-pub(crate) fn spread_split(v: &VariantResult, replications: u32) -> bool {
-    let (n, r) = (replications as usize, v.metrics.recovery);
-    let counted = r.is_some_and(|r| r.recovered > 0.0 && r.recovered < r.replications);
-    let spread = |k: Metric| {
-        let (m, h) = k.estimate(&v.metrics, &v.ci95).unwrap_or_default();
-        m > 0.0 && h * (n as f64).sqrt() / t_quantile_975(n - 1) > m
-    };
-    n > 1 && !counted && (spread(Metric::SUCCESS_P50) || spread(Metric::SUCCESS_MEAN))
-}
-
-/// Why [`spread_split`] says replications split, as report.md words it.
+/// Why [`crate::report::shape::spread_split`] says replications split, as report.md words it.
 pub(super) const SPLIT: &str = "the spread of their median or mean latency over replications is larger than that latency itself, so some ran into queueing that the others escaped";
 
 /// The means of `k` over a group of variants as a sentence prints them: one value, or the
@@ -182,10 +165,22 @@ fn significant(x: f64) -> String {
     }
 }
 
+/// Whose attempts wasted work is spent on: with hedging, the losers of a race as well as
+/// the attempts whose client gave up.
+pub(super) fn unawaited(m: &crate::metrics::Metrics) -> &'static str {
+    if m.hedges > 0.0 {
+        "nobody waited for any more (a client had given up, or a hedge had already answered)"
+    } else {
+        "whose client had already given up"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::variant;
     use super::*;
+    use crate::metrics::t_quantile_975;
+    use crate::report::shape::spread_split;
 
     #[test]
     fn the_rule_is_stated_with_its_thresholds() {

@@ -7,6 +7,7 @@
 
 use super::compare::{
     Est, RELATIVE, comparable, differ, est, extremes, extremes_by, names, say, share, span,
+    unawaited,
 };
 use super::escape;
 use crate::metrics::VariantResult;
@@ -640,16 +641,6 @@ pub fn truncation_notes(variants: &[VariantResult]) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// Whose attempts wasted work is spent on: with hedging, the losers of a race as well as
-/// the attempts whose client gave up.
-pub(super) fn unawaited(m: &Metrics) -> &'static str {
-    if m.hedges > 0.0 {
-        "nobody waited for any more (a client had given up, or a hedge had already answered)"
-    } else {
-        "whose client had already given up"
-    }
 }
 
 #[cfg(test)]

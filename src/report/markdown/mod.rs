@@ -17,10 +17,10 @@ pub use findings::{findings, truncation_notes};
 
 use super::{shape, value_text};
 use crate::metrics::{ExperimentResult, VariantResult};
+use crate::report::shape::spread_split;
 pub(super) use crate::scenario::phrase::{capitalized, escape};
 use crate::scenario::words::describe;
 use crate::scenario::{Experiment, Scenario, Sweep, Variant};
-pub(crate) use compare::spread_split;
 use compare::{SPLIT, rule};
 use findings::{findings_at, findings_below_entry};
 use recovery::recovery_section;

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
+use super::compare::unawaited;
 use super::compare::{RELATIVE, share};
 use super::escape;
-use super::findings::unawaited;
 use crate::engine::{SimDuration, SimTime};
 use crate::metrics::RecoveryMetrics;
 use crate::metrics::VariantResult;

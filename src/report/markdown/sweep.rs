@@ -3,11 +3,12 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{SPLIT, differ, est, say, spread_split};
+use super::compare::{SPLIT, differ, est, say};
 use super::results::markdown_table;
 use super::{capitalized, code, escape};
 use crate::metrics::Metric;
 use crate::metrics::{ExperimentResult, VariantResult};
+use crate::report::shape::spread_split;
 use crate::report::value_text;
 use crate::scenario::Experiment;
 
