@@ -283,3 +283,31 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
         ["aws-backoff-jitter", "retry-chapter", "thundering-herd"]
     );
 }
+
+/// A panel that draws nothing says so, and a sweep line that lies wholly under another is
+/// named: retry-chapter's "permanent failure" panel looked like a drawing that failed, and
+/// brooker-2022's "no retries" line was nowhere to be seen under "retry breaker".
+#[test]
+fn empty_panels_and_hidden_lines_are_said_in_words() {
+    let once = LoadOptions {
+        replications: Some(1),
+        ..LoadOptions::default()
+    };
+    let svg = retrystorm::report::ImageFormat::Svg;
+    let text = |name: &str, file: &str| {
+        let (experiment, result) = run_bundled(name, &once);
+        let files = retrystorm::report::render_report(&experiment, &result, svg, 0).unwrap();
+        let f = files.iter().find(|f| f.name == file).unwrap();
+        String::from_utf8_lossy(&f.bytes).into_owned()
+    };
+    let retries = text("retry-chapter", "retries-over-time.svg");
+    assert!(retries.contains("permanent failure: no retries at all"));
+    assert!(!retries.contains("full jitter: no retries"));
+    let amplification = text("brooker-2022", "amplification.svg");
+    assert!(
+        amplification.contains("no retries drawn under retry breaker"),
+        "the hidden line is named"
+    );
+    let grid = text("brooker-2022", "sweep-metrics.svg");
+    assert!(grid.contains("amplification (x) (1 hidden)"), "one line under another");
+}

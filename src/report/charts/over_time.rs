@@ -142,9 +142,9 @@ impl Frame {
 /// a log axis (the rule of the sweep curves' y axes).
 const LOG_DECADES: f64 = 1.5;
 
-/// How many decades under the tallest value a log axis reaches: what lies lower (a retry
-/// or two in one of 200 replications) is noise, which neither decides for a log axis nor
-/// is drawn on one.
+/// How many decades under the tallest value count when deciding for a log axis: what lies
+/// lower (a retry or two in one of 200 replications) is noise, which does not make an axis
+/// logarithmic, though it is drawn on one.
 const DEPTH: f64 = 4.0;
 
 /// A y axis: linear from 0 to `hi`, or logarithmic (`log`), values drawn at their log10 from
@@ -172,11 +172,13 @@ impl YAxis {
     /// An over-time figure's axis for `values` (rates; zeros do not count): logarithmic where
     /// the tallest stands more than [`LOG_DECADES`] decades above the median of those within
     /// [`DEPTH`] decades of it (thundering-herd: 100,000/s at t = 0 over hundreds a second
-    /// after), from the power of ten under the least of them; else linear.
+    /// after); else linear. A log axis' foot is the power of ten at least half a decade under
+    /// the least value, so every bucket that saw anything stands as a bar, however short.
     pub fn of(values: impl Iterator<Item = f64>) -> YAxis {
         let mut drawn: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
         drawn.sort_by(f64::total_cmp);
         let most = drawn.last().copied().unwrap_or(1e-9);
+        let least = drawn.first().copied().unwrap_or(most);
         drawn.retain(|v| *v >= most / 10f64.powf(DEPTH));
         let median = drawn.get(drawn.len() / 2).copied().unwrap_or(most);
         if (most / median).log10() <= LOG_DECADES {
@@ -184,7 +186,7 @@ impl YAxis {
         }
         YAxis {
             log: true,
-            lo: drawn[0].log10().floor(),
+            lo: (least.log10() - 0.5).floor(),
             hi: (most * 1.5).log10(),
         }
     }
@@ -551,9 +553,17 @@ mod tests {
         ];
         let y = YAxis::of(herd.into_iter());
         assert!(y.log);
-        assert_eq!(y.lo, 2.0, "from the power of ten under 120/s, not 5/s");
-        assert_eq!(y.at(5.0), 2.0, "lower values sit on the foot");
+        assert_eq!(y.lo, 0.0, "5/s stands half a decade over the foot");
+        assert!(
+            y.at(5.0) - y.lo >= 0.5,
+            "the least value is a bar, not the foot"
+        );
         assert!((y.at(1000.0) - 3.0).abs() < 1e-12);
+        let tens = YAxis::of([1e5, 9e4, 10.0, 10.0, 10.0].into_iter());
+        assert_eq!(
+            tens.lo, 0.0,
+            "10/s on a foot of 10/s would be no bar at all"
+        );
         assert_eq!(y.ticks()(&3.0), "1k");
         let storm = [50.0, 52.0, 49.0, 51.0, 6.0, 0.005, 0.005, 0.005, 0.005, 0.0];
         let y = YAxis::of(storm.into_iter());

@@ -250,6 +250,57 @@ impl Chart for SweepCurve {
     }
 }
 
+/// The lines drawn wholly under a later one (drawn on top) on axis `y`: `(j, k)` where
+/// variant `j`'s curve lies within 1 % of the axis' height of variant `k`'s at every value,
+/// with gaps at the same values; each `j` names the last such `k`, the one that is seen.
+pub fn hidden_under(points: &Points, y: &YScale) -> Vec<(usize, usize)> {
+    let close = |a: &[Option<(f64, f64)>], b: &[Option<(f64, f64)>]| {
+        let tolerance = (y.hi - y.lo) * 0.01;
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(p, q)| match (p, q) {
+                (Some((m, _)), Some((n, _))) => (y.at(*m) - y.at(*n)).abs() <= tolerance,
+                (None, None) => true,
+                _ => false,
+            })
+            && a.iter().any(Option::is_some)
+    };
+    (0..points.len())
+        .filter_map(|j| {
+            let k = (j + 1..points.len())
+                .rev()
+                .find(|&k| close(&points[j], &points[k]))?;
+            Some((j, k))
+        })
+        .collect()
+}
+
+/// What a panel says of its hidden lines (see [`hidden_under`]), starting with a space:
+/// "all coincide" where all do, else in a compact panel how many are hidden and in a full
+/// one which under which; empty where none is hidden.
+pub fn covered_words(
+    hidden: &[(usize, usize)],
+    variants: usize,
+    names: &[&str],
+    compact: bool,
+) -> String {
+    if hidden.is_empty() {
+        return String::new();
+    }
+    let all = hidden.len() + 1 == variants && hidden.iter().all(|&(_, k)| k + 1 == variants);
+    match (all, compact) {
+        (true, true) => return " (all coincide)".to_string(),
+        (true, false) => return " (all variants' lines coincide)".to_string(),
+        (false, true) => return format!(" ({} hidden)", hidden.len()),
+        (false, false) => {}
+    }
+    let name = |i: usize| names.get(i).copied().unwrap_or("?");
+    let pairs: Vec<String> = hidden
+        .iter()
+        .map(|&(j, k)| format!("{} drawn under {}", name(j), name(k)))
+        .collect();
+    format!(" ({})", pairs.join("; "))
+}
+
 /// Where the sweep's values sit on the x axis, and whether on a log axis: numeric values at
 /// their value (their log10 when they span two decades or more), others at their position.
 fn x_positions(values: &[Value]) -> (Vec<f64>, Option<Vec<f64>>, bool) {
@@ -297,9 +348,18 @@ pub fn plot<DB: DrawingBackend>(
     } else {
         (16, 52, 80, 16)
     };
+    let hidden = hidden_under(points, &y);
     let mut builder = ChartBuilder::on(area);
+    let names: Vec<&str> = run.variants().iter().map(|v| v.name.as_str()).collect();
+    let covered = covered_words(&hidden, points.len(), &names, compact);
     if compact {
-        builder.caption(y.title(label), (FONT, 15));
+        let caption = format!("{}{covered}", y.title(label));
+        let room = area.dim_in_pixel().0.saturating_sub(8);
+        let size = (10..=15)
+            .rev()
+            .find(|&s| canvas::text_width(&caption, s) <= room)
+            .unwrap_or(10);
+        builder.caption(caption, (FONT, size));
     }
     let mut chart = builder
         .margin(margin)
@@ -333,6 +393,17 @@ pub fn plot<DB: DrawingBackend>(
         mesh.x_desc(x_desc.as_str()).y_desc(y_desc.as_str());
     }
     mesh.draw().drawn()?;
+    if !compact && !covered.is_empty() {
+        let note = covered.trim_start_matches([' ', '(']).trim_end_matches(')');
+        let style = (FONT, 15).into_font().color(&BLACK.mix(0.7));
+        let (w, _) = area.dim_in_pixel();
+        area.draw_text(
+            note,
+            &style.into(),
+            ((w as i32) / 2 - canvas::text_width(note, 15) as i32 / 2, 2),
+        )
+        .drawn()?;
+    }
     for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
         let rings = (0..xs.len().min(curve.len())).filter_map(|i| {
@@ -641,6 +712,39 @@ mod tests {
     }
 
     /// aws-backoff-jitter's wasted, rejected and utilization panels were empty axes.
+    /// retry-budget's requests and brooker-2022's "no retries" lay wholly under a later
+    /// variant's line: a reader counted four lines and looked for the fifth.
+    #[test]
+    fn lines_drawn_under_another_are_named() {
+        let line = |v: f64| vec![Some((v, 0.0)); 3];
+        let names = ["a", "b", "c"];
+        let all = vec![line(5.0), line(5.0), line(5.0)];
+        let y = YScale::of(&all);
+        assert_eq!(hidden_under(&all, &y), vec![(0, 2), (1, 2)]);
+        assert_eq!(
+            covered_words(&hidden_under(&all, &y), 3, &names, true),
+            " (all coincide)"
+        );
+        let one = vec![line(1.0), line(4.0), line(1.0)];
+        let y = YScale::of(&one);
+        let hidden = hidden_under(&one, &y);
+        assert_eq!(hidden, vec![(0, 2)]);
+        assert_eq!(
+            covered_words(&hidden, 3, &names, false),
+            " (a drawn under c)"
+        );
+        assert_eq!(covered_words(&hidden, 3, &names, true), " (1 hidden)");
+        let apart = vec![line(1.0), line(2.0), line(3.0)];
+        assert!(hidden_under(&apart, &YScale::of(&apart)).is_empty());
+        let mut gap = line(1.0);
+        gap[1] = None;
+        let gaps = vec![gap, line(1.0)];
+        assert!(
+            hidden_under(&gaps, &YScale::of(&gaps)).is_empty(),
+            "a gap shows"
+        );
+    }
+
     #[test]
     fn a_panel_with_nothing_to_draw_says_why() {
         let zeros: Points = vec![vec![Some((0.0, 0.0)); 3]; 4];

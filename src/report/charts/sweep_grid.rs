@@ -75,7 +75,7 @@ impl Chart for SweepGrid {
 
     fn caption(&self, run: &Run) -> String {
         sweep_curves::against_first_axis(
-            "Every headline metric against the swept value, a line per variant with its 95 % band (all metrics with their intervals are in sweep.csv).",
+            "Every headline metric against the swept value, a line per variant with its 95 % band (all metrics with their intervals are in sweep.csv). A panel says how many lines are hidden: drawn within 1 % of its height of a later variant's line at every value, so only the later one shows.",
             run,
         )
     }

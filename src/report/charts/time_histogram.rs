@@ -185,7 +185,12 @@ impl Chart for TimeHistogram {
         for (line, (v, area)) in table.lines.iter().zip(variants.iter().zip(&areas)) {
             let j = line.variant;
             let color = variant_color(j);
-            let title = over_time::panel_title(v);
+            let rows = &frame.rows[line.row];
+            let mut title = over_time::panel_title(v);
+            // An empty panel says so rather than look like a drawing that failed.
+            if rows.iter().all(|r| r[col] == 0.0) {
+                title.push_str(&format!(": no {} at all", y_desc.trim_end_matches(" (/s)")));
+            }
             let spec = PanelSpec::new(&title, color, y, &y_desc, j + 1 == variants.len());
             let mut chart = over_time::panel(area, frame, &spec)?;
             chart
@@ -196,7 +201,6 @@ impl Chart for TimeHistogram {
             } else {
                 color.filled()
             };
-            let rows = &frame.rows[line.row];
             chart
                 .draw_series(over_time::bars(
                     frame,
