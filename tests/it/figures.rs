@@ -309,5 +309,8 @@ fn empty_panels_and_hidden_lines_are_said_in_words() {
         "the hidden line is named"
     );
     let grid = text("brooker-2022", "sweep-metrics.svg");
-    assert!(grid.contains("amplification (x) (1 hidden)"), "one line under another");
+    assert!(
+        grid.contains("amplification (x) (1 hidden)"),
+        "one line under another"
+    );
 }

@@ -399,7 +399,7 @@ pub fn plot<DB: DrawingBackend>(
         let (w, _) = area.dim_in_pixel();
         area.draw_text(
             note,
-            &style.into(),
+            &style,
             ((w as i32) / 2 - canvas::text_width(note, 15) as i32 / 2, 2),
         )
         .drawn()?;
