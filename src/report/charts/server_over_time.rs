@@ -14,7 +14,6 @@ use super::over_time::{self, Frame, PanelSpec, Row, Series, YAxis};
 use super::style::{self, variant_color};
 use super::{Chart, Run, triggers};
 use crate::metrics::Column;
-use crate::scenario::Experiment;
 
 /// The outcome columns, bottom to top, with their colour (the same in every panel).
 const OUTCOMES: [(Column, &str, RGBColor); 7] = [
@@ -42,15 +41,36 @@ fn outcomes(frame: &Frame) -> Vec<(Column, &'static str, RGBColor)> {
         .collect()
 }
 
-/// Whether the server (the entry service) of the run has workers and a queue to draw: not
-/// an `occ` row.
-fn has_workers(experiment: &Experiment) -> bool {
-    experiment.points.iter().flat_map(|p| &p.variants).any(|v| {
-        !matches!(
-            v.scenario.services[0].server.kind,
-            crate::scenario::ServerKind::Occ
-        )
-    })
+/// What the left column of the figure can show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Left {
+    /// Workers busy and the queue.
+    Workers,
+    /// Nothing: the entry is an `occ` row, which has no workers and no queue.
+    Occ,
+    /// Nothing: no worker was ever busy and nothing queued at the focus point (a service
+    /// time of 0, as brooker-2022's server has), so the column would be flat at 0.
+    Idle,
+}
+
+/// What the left column of `run`'s figure can show.
+fn left(run: &Run) -> Left {
+    let occ = run.experiment.points.get(run.focus()).is_some_and(|p| {
+        p.variants.iter().all(|v| {
+            matches!(
+                v.scenario.services[0].server.kind,
+                crate::scenario::ServerKind::Occ
+            )
+        })
+    });
+    if occ {
+        return Left::Occ;
+    }
+    let variants = &run.point().variants;
+    let busy = variants.iter().flat_map(|v| &v.series).any(|r| {
+        r[Column::InService as usize] > 0.0 || r[Column::QueueLen as usize] > 0.0
+    });
+    if busy { Left::Workers } else { Left::Idle }
 }
 
 impl Chart for ServerOverTime {
@@ -74,14 +94,13 @@ impl Chart for ServerOverTime {
     }
 
     fn caption(&self, run: &Run) -> String {
-        if run.has_calls() {
-            "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column."
-        } else if !has_workers(run.experiment) {
-            "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw)."
-        } else {
-            "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column."
+        let alone = "how attempts ended per second, by outcome, a panel per variant on one time axis and one scale";
+        match (left(run), run.has_calls()) {
+            (Left::Workers, true) => "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
+            (Left::Workers, false) => "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
+            (Left::Occ, _) => "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw).".to_string(),
+            (Left::Idle, _) => format!("The server over time: {alone} (no worker was ever busy and nothing queued, as with a service time of 0, so there are no workers or queue to draw)."),
         }
-        .to_string()
     }
 
     fn size(&self, run: &Run) -> (u32, u32) {
@@ -100,14 +119,19 @@ impl Chart for ServerOverTime {
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Series, root: &Area<DB>) -> Result<()> {
         let variants = &run.point().variants;
         let frame = &table.frame;
-        let workers = has_workers(run.experiment);
+        let left = left(run);
+        let workers = left == Left::Workers;
         let (name, at, bucket) = (run.name(), run.at(), frame.bucket_words());
-        let title = if workers {
-            format!(
+        let title = match left {
+            Left::Workers => format!(
                 "{name}: the server over time{at} (left: workers busy, grey line: queue; right: attempts ended per second by outcome, {bucket})"
-            )
-        } else {
-            format!("{name}: the row over time{at} (writes ended per second by outcome, {bucket})")
+            ),
+            Left::Occ => format!(
+                "{name}: the row over time{at} (writes ended per second by outcome, {bucket})"
+            ),
+            Left::Idle => format!(
+                "{name}: the server over time{at} (attempts ended per second by outcome, {bucket}; no worker was ever busy)"
+            ),
         };
         let body = canvas::titled(root, &title, 48, 17)?;
         let outcomes = outcomes(frame);
@@ -143,10 +167,10 @@ impl Chart for ServerOverTime {
             } else {
                 title
             };
-            let y_desc = if workers {
-                "attempts (/s)"
-            } else {
+            let y_desc = if left == Left::Occ {
                 "writes (/s)"
+            } else {
+                "attempts (/s)"
             };
             let spec = PanelSpec::new(&right_title, color, YAxis::linear(0.0), y_desc, last);
             let area = &rows[columns * j + columns - 1];
@@ -282,5 +306,15 @@ mod tests {
         assert!(svg.contains("workers busy"));
         assert!(svg.contains("attempts (/s)"));
         assert!(caption.contains("workers busy"), "{caption}");
+    }
+
+    /// brooker-2022's server answers at once: a column of "workers busy" panels flat at 0
+    /// said nothing; the figure draws the outcomes alone and says why.
+    #[test]
+    fn a_server_that_is_never_busy_gets_no_flat_workers_panels() {
+        let (svg, caption) = server_figure("brooker-2022.json");
+        assert!(!svg.contains("workers busy"), "no worker was busy");
+        assert!(svg.contains("attempts (/s)"));
+        assert!(caption.contains("no worker was ever busy"), "{caption}");
     }
 }
