@@ -47,6 +47,11 @@ pub enum Column {
     AttemptConflict,
     /// Attempts answered `permanent`.
     AttemptPermanent,
+    /// Attempts that ended `bulkhead_full`: a full bulkhead refused them, at the client or,
+    /// for a client's attempt at the entry of a call graph, at a call the entry made.
+    AttemptBulkheadFull,
+    /// Attempts answered `degraded`: a fallback answered for a call that failed.
+    AttemptDegraded,
     /// Attempts the server finished serving.
     Served,
     /// Served attempts whose client had given up.
@@ -65,7 +70,7 @@ pub enum Column {
 }
 
 /// Number of columns.
-pub const COLUMNS: usize = 20;
+pub const COLUMNS: usize = 22;
 
 /// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
 pub const MAX_ROWS: usize = 1 << 16;
@@ -86,6 +91,8 @@ impl Column {
         Column::AttemptTimeout,
         Column::AttemptConflict,
         Column::AttemptPermanent,
+        Column::AttemptBulkheadFull,
+        Column::AttemptDegraded,
         Column::Served,
         Column::Wasted,
         Column::QueueLen,
@@ -111,6 +118,8 @@ impl Column {
             Column::AttemptTimeout => "attempt_timeout",
             Column::AttemptConflict => "attempt_conflict",
             Column::AttemptPermanent => "attempt_permanent",
+            Column::AttemptBulkheadFull => "attempt_bulkhead_full",
+            Column::AttemptDegraded => "attempt_degraded",
             Column::Served => "served",
             Column::Wasted => "wasted",
             Column::QueueLen => "queue_len",
@@ -142,7 +151,8 @@ impl Column {
     }
 
     /// The column counting attempts that ended with `o` (none for the outcomes a client
-    /// policy gives without sending an attempt: budget exhausted, breaker open, deadline).
+    /// policy gives without sending an attempt: budget exhausted, breaker open, deadline,
+    /// throttled locally).
     pub fn for_attempt_outcome(o: Outcome) -> Option<Column> {
         Some(match o {
             Outcome::Success => Column::AttemptSuccess,
@@ -152,6 +162,8 @@ impl Column {
             Outcome::Timeout => Column::AttemptTimeout,
             Outcome::Conflict => Column::AttemptConflict,
             Outcome::Permanent => Column::AttemptPermanent,
+            Outcome::BulkheadFull => Column::AttemptBulkheadFull,
+            Outcome::Degraded => Column::AttemptDegraded,
             _ => return None,
         })
     }

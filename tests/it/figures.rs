@@ -314,3 +314,38 @@ fn empty_panels_and_hidden_lines_are_said_in_words() {
         "one line under another"
     );
 }
+
+/// tiers-bulkhead's server figure dropped every attempt a bulkhead refused or a fallback
+/// answered: "bulkhead on a -> c" ended 100 attempts a second during the trigger out of 200
+/// sent. Each of the clients' attempts now ends in exactly one outcome column.
+#[test]
+fn every_attempt_at_the_entry_ends_in_one_outcome_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "tiers-bulkhead", &["--replications", "1"]);
+    let sum = |column: &str| totals(&out, column);
+    let attempts = sum("attempts");
+    let outcomes = [
+        "success",
+        "error",
+        "rejected",
+        "throttled",
+        "timeout",
+        "conflict",
+        "permanent",
+        "bulkhead_full",
+        "degraded",
+    ];
+    for (variant, sent) in &attempts {
+        let ended: f64 = outcomes
+            .iter()
+            .map(|o| sum(&format!("attempt_{o}"))[variant])
+            .sum();
+        assert_eq!(ended, *sent, "{variant}: every attempt ends once");
+    }
+    assert!(sum("attempt_bulkhead_full")["bulkhead on a -> c"] > 0.0);
+    assert!(sum("attempt_degraded")["bulkhead and fallback on a -> c"] > 0.0);
+    let drawn = std::fs::read_to_string(out.join("server-over-time.csv")).unwrap();
+    let header = drawn.lines().next().unwrap();
+    assert!(header.contains("attempt_bulkhead_full_per_s"), "{header}");
+    assert!(header.contains("attempt_degraded_per_s"), "{header}");
+}

@@ -16,14 +16,24 @@ use super::{Chart, Run, triggers};
 use crate::metrics::Column;
 
 /// The outcome columns, bottom to top, with their colour (the same in every panel).
-const OUTCOMES: [(Column, &str, RGBColor); 7] = [
+const OUTCOMES: [(Column, &str, RGBColor); 9] = [
     (Column::AttemptSuccess, "success", style::SUCCESS),
+    (
+        Column::AttemptDegraded,
+        "degraded (fallback)",
+        style::DEGRADED,
+    ),
     (Column::AttemptError, "error", style::ERROR),
     (Column::AttemptRejected, "rejected", style::REJECTED),
     (Column::AttemptThrottled, "throttled", style::THROTTLED),
     (Column::AttemptTimeout, "timeout", style::TIMEOUT),
     (Column::AttemptConflict, "conflict", style::CONFLICT),
     (Column::AttemptPermanent, "permanent", style::PERMANENT),
+    (
+        Column::AttemptBulkheadFull,
+        "bulkhead full",
+        style::BULKHEAD,
+    ),
 ];
 
 /// The queue line's colour.
@@ -67,9 +77,10 @@ fn left(run: &Run) -> Left {
         return Left::Occ;
     }
     let variants = &run.point().variants;
-    let busy = variants.iter().flat_map(|v| &v.series).any(|r| {
-        r[Column::InService as usize] > 0.0 || r[Column::QueueLen as usize] > 0.0
-    });
+    let busy = variants
+        .iter()
+        .flat_map(|v| &v.series)
+        .any(|r| r[Column::InService as usize] > 0.0 || r[Column::QueueLen as usize] > 0.0);
     if busy { Left::Workers } else { Left::Idle }
 }
 

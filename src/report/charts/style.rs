@@ -51,6 +51,10 @@ pub const TIMEOUT: RGBColor = RGBColor(127, 127, 127);
 pub const CONFLICT: RGBColor = RGBColor(199, 21, 133);
 /// See [`SUCCESS`].
 pub const PERMANENT: RGBColor = RGBColor(60, 60, 60);
+/// See [`SUCCESS`]: bulkhead refusals.
+pub const BULKHEAD: RGBColor = RGBColor(184, 134, 11);
+/// See [`SUCCESS`]: answers a fallback gave (degraded).
+pub const DEGRADED: RGBColor = RGBColor(102, 170, 102);
 /// The line of attempts waiting in the queue.
 pub const QUEUE: RGBColor = RGBColor(110, 110, 110);
 /// The queue line of the load figure.
