@@ -108,11 +108,16 @@ impl Bars {
             .collect();
         let y = YScale::of(&values);
         let shared = if y.log {
-            // A quarter more above the tallest whisker for the labels over the bars.
+            // The foot is the power of ten at least half a decade under the least bar, so the
+            // shortest bar keeps a readable height (a foot just under it made aws's 2 s a
+            // sliver beside 64 s); a quarter more above the tallest whisker for the labels.
+            let least = values.iter().flatten().flatten().map(|(m, _)| *m);
+            let least = least.filter(|m| *m > 0.0).fold(f64::INFINITY, f64::min);
+            let lo = (least.log10() - 0.5).floor().min(y.lo);
             YAxis {
                 log: true,
-                lo: y.lo,
-                hi: y.hi + (y.hi - y.lo) * 0.25,
+                lo,
+                hi: y.hi + (y.hi - lo) * 0.25,
             }
         } else {
             YAxis::linear(latency().map(axis_top).fold(0.0, f64::max))
@@ -246,6 +251,15 @@ fn splits(run: &Run) -> Vec<Option<(f64, f64)>> {
     run.point().variants.iter().map(split).collect()
 }
 
+/// Whether some variant at the focus point failed a request.
+fn any_failed(run: &Run) -> bool {
+    let failed = |v: &&crate::metrics::VariantResult| Metric::FAILURE_RATE.get(&v.metrics);
+    run.point()
+        .variants
+        .iter()
+        .any(|v| failed(&v).is_some_and(|f| f > 0.0))
+}
+
 impl ComparisonBars {
     /// The panels a run gets, with their metrics and kinds.
     fn panels(run: &Run) -> Vec<(Metric, Kind)> {
@@ -257,9 +271,12 @@ impl ComparisonBars {
         if ran.iter().any(|v| shape::can_degrade(&v.scenario)) {
             panels.insert(1, (Metric::DEGRADED_RATE, Kind::Share));
         }
+        panels.push((Metric::SUCCESS_P99, Kind::Latency { answers: true }));
+        // Where no request failed, the latency of all requests is that of the answers.
+        if any_failed(run) {
+            panels.push((Metric::LATENCY_P99, Kind::Latency { answers: false }));
+        }
         panels.extend([
-            (Metric::SUCCESS_P99, Kind::Latency { answers: true }),
-            (Metric::LATENCY_P99, Kind::Latency { answers: false }),
             (Metric::ATTEMPTS, Kind::Plain),
             (Metric::AMPLIFICATION, Kind::Plain),
             (Metric::COMPLETION, Kind::Plain),
@@ -298,7 +315,12 @@ impl Chart for ComparisonBars {
         } else {
             "The headline numbers side by side (one replication: no intervals)."
         });
-        text.push_str(" Shares of requests are on a fixed 0-100 % axis. Latency is shown twice, on one axis, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up.");
+        text.push_str(" Shares of requests are on a fixed 0-100 % axis.");
+        if any_failed(run) {
+            text.push_str(" Latency is shown twice, on one axis, each bar labelled with the share of the variant's requests that failed: of answers, which leaves failed requests out, and of all requests, which counts a failure at the time it gave up.");
+        } else {
+            text.push_str(" No variant failed a request, so the latency of answers is that of all requests: one panel.");
+        }
         let bars = self.table(run).ok();
         if bars
             .as_ref()
@@ -344,6 +366,7 @@ impl Chart for ComparisonBars {
         let degrade = run.ran().iter().any(|v| shape::can_degrade(&v.scenario));
         let variants = &run.point().variants;
         let ran = run.ran();
+        let failures = any_failed(run);
         let panel = |(k, kind): (Metric, Kind)| {
             let bars = variants
                 .iter()
@@ -359,7 +382,8 @@ impl Chart for ComparisonBars {
                     Bar {
                         variant: v.name.clone(),
                         value: k.estimate(&v.metrics, &v.ci95).filter(|_| applies),
-                        failed: matches!(kind, Kind::Latency { .. })
+                        // Labelled with its failure share where some variant failed.
+                        failed: (matches!(kind, Kind::Latency { .. }) && failures)
                             .then(|| Metric::FAILURE_RATE.estimate(&v.metrics, &v.ci95))
                             .flatten(),
                     }
@@ -570,7 +594,7 @@ fn draw_bar<DB: DrawingBackend>(
 }
 
 /// The label of bar `j` of `panel`: its share, or the variant's failure share over a
-/// latency, over the bar (inside it, in white, for a share near the top), under the note of
+/// latency where some variant failed, over the bar (inside it, in white, for a share near the top), under the note of
 /// a variant whose replications `split`; `slot` is the pixel width of one variant's place.
 fn draw_label<DB: DrawingBackend>(
     chart: &mut Bars2d<'_, DB>,
@@ -584,15 +608,14 @@ fn draw_label<DB: DrawingBackend>(
     // "n/a" where the metric does not apply, "0" where a plain bar has no height.
     let mut lines: Vec<String> = match (panel.kind, bar.value) {
         (Kind::Latency { .. }, value) => {
-            let fails = bar.failed.map_or("fails ?".to_string(), |(f, _)| {
-                format!("fails {}", share_text(f))
-            });
+            // No failure share where no variant failed (the panel's bars carry none).
+            let fails = bar.failed.map(|(f, _)| format!("fails {}", share_text(f)));
             let mut lines = if value.is_none() {
                 vec!["n/a".to_string()]
             } else {
                 Vec::new()
             };
-            lines.extend(wrap(&fails, slot));
+            lines.extend(fails.iter().flat_map(|f| wrap(f, slot)));
             lines
         }
         (Kind::Share, Some((m, _))) => vec![share_text(m)],
@@ -728,6 +751,39 @@ mod tests {
             .unwrap_or_else(|| panic!("no {panel} / {variant} in {records:?}"))
     }
 
+    /// aws-backoff-jitter fails no request: its two latency panels were the same twice over,
+    /// each bar labelled "fails 0 %". One panel, no failure labels, and the caption says why.
+    #[test]
+    fn without_failures_the_latency_is_one_panel() {
+        let healthy = STALL.replace(
+            r#""faults": [{"from": "500ms", "to": "4s", "concurrency": 0}]"#,
+            r#""faults": []"#,
+        );
+        let (titles, records, _) = render(&healthy);
+        assert!(
+            titles.iter().any(|t| t.starts_with("p99 success latency")),
+            "{titles:?}"
+        );
+        assert!(
+            !titles.iter().any(|t| t.starts_with("p99 latency, all")),
+            "{titles:?}"
+        );
+        let latency = cell(&records, &titles[2], "stall");
+        assert_eq!(latency[4], "", "no failure share to label: {latency:?}");
+        let experiment = load_str(&healthy, "t", &LoadOptions::default()).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let run = Run {
+            experiment: &experiment,
+            result: &result,
+        };
+        assert!(ComparisonBars.caption(&run).contains("one panel"));
+        let (titles, _, _) = render(STALL);
+        assert!(
+            titles.iter().any(|t| t.starts_with("p99 latency, all")),
+            "{titles:?}"
+        );
+    }
+
     /// retry-budget's variants all fail 50 % give or take 0.1: none is hatched, where a bare
     /// mean hatched five of six by chance; a failure share whose interval lies above is.
     #[test]
@@ -834,6 +890,15 @@ mod tests {
         assert!(apart[1].log && !apart[0].log && !apart[3].log);
         assert!(apart[1].at(12.0) > apart[1].lo && apart[1].at(1000.0) < apart[1].hi);
         assert!(apart[1].lo <= 12f64.log10() && apart[1].hi >= 3.0);
+        assert_eq!(
+            apart[1].lo, 0.0,
+            "a whole power of ten half a decade under 12 ms"
+        );
+        let aws = bars(2000.0, 64000.0).axes();
+        assert!(
+            aws[1].at(2000.0) - aws[1].lo >= 0.5,
+            "the shortest bar stands at least half a decade"
+        );
         assert_eq!(
             apart[1].at(0.0),
             apart[1].lo,
