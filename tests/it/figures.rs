@@ -273,6 +273,13 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
             // Its `sweep.focus`: the hedge storm, not 200 requests/s where nothing happens.
             assert!(report.contains("## Results at offered load (req/s) = 1800"));
         }
+        // The fallback variant's 0 bulkhead failures are refusals a fallback answered.
+        let comparison = caption("comparison").unwrap();
+        assert_eq!(
+            comparison.contains("a refusal a fallback answered is degraded instead"),
+            name == "tiers-bulkhead",
+            "{name}: {comparison}"
+        );
         // Without a variant that can retry or hedge, the attempts are the requests.
         let attempts = caption("attempts-over-time").is_some();
         assert_eq!(attempts, name != "queueing-theory", "{name}");

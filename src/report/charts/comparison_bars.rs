@@ -338,6 +338,9 @@ impl Chart for ComparisonBars {
         }
         if run.ran().iter().any(|v| shape::can_degrade(&v.scenario)) {
             text.push_str(" A request a fallback answered is degraded: neither a success nor a failure, and its answer counts in the latency of answers.");
+            if ComparisonBars::panels(run).contains(&(Metric::FAILED_BULKHEAD_FULL, Kind::Plain)) {
+                text.push_str(" \"failed: bulkhead full\" counts requests that failed so: a refusal a fallback answered is degraded instead, so a variant with a fallback shows few or none there; the per-call table in report.md (bulkhead full) counts every refusal.");
+            }
         }
         if ComparisonBars::panels(run)
             .iter()
