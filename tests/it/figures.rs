@@ -236,6 +236,7 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
     };
     let svg = retrystorm::report::ImageFormat::Svg;
     let mut jitter_words = Vec::new();
+    let mut shed_words = Vec::new();
     for name in bundled() {
         let (experiment, result) = run_bundled(&name, &once);
         let files = retrystorm::report::render_report(&experiment, &result, svg, 0).unwrap();
@@ -273,6 +274,11 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
             // Its `sweep.focus`: the hedge storm, not 200 requests/s where nothing happens.
             assert!(report.contains("## Results at offered load (req/s) = 1800"));
         }
+        // A shed attempt is answered rejected: the server figure says so where it sheds.
+        let server = caption("server-over-time").unwrap_or_default();
+        if server.contains("shed is answered as rejected") {
+            shed_words.push(name.clone());
+        }
         // The fallback variant's 0 bulkhead failures are refusals a fallback answered.
         let comparison = caption("comparison").unwrap();
         assert_eq!(
@@ -289,6 +295,8 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
         jitter_words,
         ["aws-backoff-jitter", "retry-chapter", "thundering-herd"]
     );
+    // Only the runs with a variant whose server sheds.
+    assert_eq!(shed_words, ["hotos-metastable", "load-shedding"]);
 }
 
 /// A panel that draws nothing says so, and a sweep line that lies wholly under another is

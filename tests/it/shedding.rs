@@ -90,10 +90,10 @@ fn the_load_shedding_scenario_shows_fifo_collapse_and_the_others_hold() {
         &std::fs::read_to_string(dir.path().join("run/summary.json")).unwrap(),
     )
     .unwrap();
-    let fifo = summary_variant(&summary, "fifo");
-    let lifo = summary_variant(&summary, "lifo");
-    let codel = summary_variant(&summary, "codel");
-    let adaptive = summary_variant(&summary, "adaptive_lifo");
+    let fifo = summary_variant(&summary, "FIFO");
+    let lifo = summary_variant(&summary, "LIFO");
+    let codel = summary_variant(&summary, "CoDel");
+    let adaptive = summary_variant(&summary, "adaptive LIFO");
     // fifo: metastable in every replication, most of its work wasted, a queue of tens of
     // thousands.
     assert_eq!(num(fifo, "metrics.recovery.recovered_fraction"), 0.0);
@@ -154,7 +154,7 @@ fn the_load_shedding_scenario_shows_fifo_collapse_and_the_others_hold() {
         .find(|l| l.starts_with("| variant |"))
         .unwrap();
     assert!(header.ends_with(" shed |"), "{header}");
-    for name in ["fifo", "lifo", "adaptive\\_lifo"] {
+    for name in ["FIFO", "LIFO", "adaptive LIFO"] {
         let row = report
             .lines()
             .find(|l| l.starts_with(&format!("| {name} |")))

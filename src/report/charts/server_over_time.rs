@@ -84,6 +84,17 @@ fn left(run: &Run) -> Left {
     if busy { Left::Workers } else { Left::Idle }
 }
 
+/// What the figure shows for `run`, as its caption says it.
+fn what(run: &Run) -> String {
+    let alone = "how attempts ended per second, by outcome, a panel per variant on one time axis and one scale";
+    match (left(run), run.has_calls()) {
+        (Left::Workers, true) => "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
+        (Left::Workers, false) => "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
+        (Left::Occ, _) => "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw).".to_string(),
+        (Left::Idle, _) => format!("The server over time: {alone} (no worker was ever busy and nothing queued, as with a service time of 0, so there are no workers or queue to draw)."),
+    }
+}
+
 impl Chart for ServerOverTime {
     type Table = Series;
 
@@ -105,13 +116,14 @@ impl Chart for ServerOverTime {
     }
 
     fn caption(&self, run: &Run) -> String {
-        let alone = "how attempts ended per second, by outcome, a panel per variant on one time axis and one scale";
-        match (left(run), run.has_calls()) {
-            (Left::Workers, true) => "The entry service over time: workers busy (including those waiting on the entry's own calls) and the queue (left), and how the clients' attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
-            (Left::Workers, false) => "The server over time: workers busy and the queue (left), and how attempts ended per second, by outcome (right), on one time axis and one scale per column.".to_string(),
-            (Left::Occ, _) => "The row over time: how the writes ended per second, by outcome, a panel per variant on one time axis and one scale (an occ row has no workers and no queue to draw).".to_string(),
-            (Left::Idle, _) => format!("The server over time: {alone} (no worker was ever busy and nothing queued, as with a service time of 0, so there are no workers or queue to draw)."),
+        let mut caption = what(run);
+        let shed = |sc: &crate::scenario::Scenario| {
+            crate::report::produces(&crate::metrics::Metric::SHED, sc)
+        };
+        if run.experiment.scenarios().any(shed) {
+            caption.push_str(" An attempt the server shed is answered as rejected, so it counts among the rejected attempts here.");
         }
+        caption
     }
 
     fn size(&self, run: &Run) -> (u32, u32) {
