@@ -25,6 +25,7 @@
 mod client;
 mod policy;
 mod service;
+mod slab;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,9 +36,10 @@ use crate::model::Outcome;
 use crate::model::streams::Draws;
 use crate::scenario::{Scenario, Workload};
 
-use client::{CallState, SettledEnd};
+use client::SettledEnd;
 use policy::{CallPolicies, DENSE_INSTANCES};
 use service::{ServiceState, Work};
+use slab::Calls;
 
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +93,8 @@ const COMPACT_MIN: usize = 4096;
 /// call ended). A caller would have cancelled it: the queue drops it unseen, so it neither
 /// moves the clock nor counts as an event, whether it comes up or is swept out first.
 #[inline(always)]
-fn stale(calls: &[CallState], event: &Event) -> bool {
-    matches!(*event, Event::AttemptTimer { slot, token } if !calls[slot as usize].awaits(token))
+fn stale(calls: &Calls, event: &Event) -> bool {
+    matches!(*event, Event::AttemptTimer { slot, token } if !calls[slot].awaits(token))
 }
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
@@ -204,7 +206,7 @@ struct Sim<'a> {
     queue: EventQueue<Event>,
     rng: Draws,
     /// Logical calls, by slot: the clients' requests and the calls between services.
-    calls: Vec<CallState>,
+    calls: Calls,
     free_calls: Vec<u32>,
     /// Calls whose slot is in use (ended calls included until their attempts are all
     /// accounted for).
@@ -303,7 +305,7 @@ impl<'a> Sim<'a> {
             entry_routes,
             queue: EventQueue::new(),
             rng: Draws::new(seed, replication),
-            calls: Vec::new(),
+            calls: Calls::default(),
             free_calls: Vec::new(),
             live_slots: 0,
             arrivals: Vec::new(),
@@ -668,7 +670,7 @@ impl<'a> Sim<'a> {
         let truncated = match truncated {
             Some(Truncation::EndOfTime { at, in_flight }) => {
                 let mut last = at;
-                for call in &mut self.calls {
+                for call in self.calls.iter_mut() {
                     if let Some(ahead) = call.ahead.take() {
                         last = last.max(ahead.count(&mut self.rec, SimTime(u64::MAX - 1)));
                     }
@@ -724,7 +726,7 @@ impl<'a> Sim<'a> {
         }
         // Steps settled ahead for instants the run reached are counted; a run cut off
         // earlier never got to the rest.
-        for call in &mut self.calls {
+        for call in self.calls.iter_mut() {
             if let Some(ahead) = call.ahead.take() {
                 ahead.count(&mut self.rec, end_time);
             }

@@ -145,7 +145,7 @@ impl Sim<'_> {
             // One service: every attempt goes to it.
             return 0;
         }
-        self.edges[self.calls[slot as usize].edge as usize].to as usize
+        self.edges[self.calls[slot].edge as usize].to as usize
     }
 
     /// An attempt reaches its service.
@@ -159,7 +159,7 @@ impl Sim<'_> {
             // instant is known, so whether it is still waiting then is known now, and the
             // two hops need no event in between.
             let back = self.sc.network.latency.sample(&mut self.rng.network);
-            let call = &self.calls[slot as usize];
+            let call = &self.calls[slot];
             let live = call.awaits(token);
             if live && now + back < call.abandon_at {
                 let forth = self.sc.network.latency.sample(&mut self.rng.network);
@@ -180,7 +180,7 @@ impl Sim<'_> {
         }
         self.services[s].counters.attempts += 1;
         self.tally(s, Column::Attempts);
-        if self.graph && self.calls[slot as usize].awaits(token) {
+        if self.graph && self.calls[slot].awaits(token) {
             self.arrived(slot, now);
         }
         match settings.faults.outage(now) {
@@ -207,9 +207,9 @@ impl Sim<'_> {
         if self.discarded_at_arrival(s, slot, token) {
             return;
         }
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         if let Some(keys) = &mut self.edges[edge].keys {
-            let key = self.calls[slot as usize].id;
+            let key = self.calls[slot].id;
             let lookup = keys.lookup(key, (slot, token), now);
             if keys.held() > self.sc.limits.max_in_flight {
                 self.overflow = Some(Truncation::KeysHeld {
@@ -266,7 +266,7 @@ impl Sim<'_> {
     /// cancelled it, or, with `drop_expired`, no longer waits for it.
     #[inline(always)]
     fn discarded_at_arrival(&mut self, s: usize, slot: u32, token: u32) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.awaits(token) {
             return false;
         }
@@ -297,7 +297,7 @@ impl Sim<'_> {
     /// or is rejected (answered `rejected`). Returns whether the server took it.
     #[inline(always)]
     fn enqueue(&mut self, s: usize, slot: u32, token: u32, now: SimTime) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let abandon_at = if call.awaits(token) {
             call.abandon_at
         } else {
@@ -339,7 +339,7 @@ impl Sim<'_> {
     /// Service `s` answers attempt `token` of call `slot` from its key memory with
     /// `outcome`, after the memory's cost, without executing it.
     fn replay(&mut self, s: usize, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let cost = self.edges[edge]
             .policies
             .policy
@@ -354,7 +354,7 @@ impl Sim<'_> {
     /// Does nothing for a call without keys (the common case, checked inline).
     #[inline(always)]
     fn key_released(&mut self, s: usize, slot: u32, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         if self.edges[edge].keys.is_some() {
             self.hand_key_over(s, slot, edge, now);
         }
@@ -363,7 +363,7 @@ impl Sim<'_> {
     /// [`Self::key_released`] for a call with keys.
     #[inline(never)]
     fn hand_key_over(&mut self, s: usize, slot: u32, edge: usize, now: SimTime) {
-        let key = self.calls[slot as usize].id;
+        let key = self.calls[slot].id;
         loop {
             let Some(keys) = &mut self.edges[edge].keys else {
                 return;
@@ -383,7 +383,7 @@ impl Sim<'_> {
     /// answered. A bad request refused as `permanent` is not executed. Returns whether a
     /// repeat still awaited takes this execution's answer.
     fn executed(&mut self, s: usize, slot: u32, outcome: Outcome, now: SimTime) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.permanent {
             self.key_released(s, slot, now);
             return false;
@@ -395,7 +395,7 @@ impl Sim<'_> {
             call.hedge_of
         };
         if !self.edges[edge].policies.policy.idempotent {
-            let l = &mut self.calls[logical as usize];
+            let l = &mut self.calls[logical];
             l.executions += 1;
             let c = &mut self.services[s].counters;
             if l.executions >= 2 {
@@ -405,11 +405,11 @@ impl Sim<'_> {
                 c.duplicate_calls += 1;
             }
         }
-        let key = self.calls[slot as usize].id;
+        let key = self.calls[slot].id;
         let mut taken = false;
         if let Some(keys) = &mut self.edges[edge].keys {
             for (waiter, token) in keys.executed(key, outcome, now) {
-                taken |= self.calls[waiter as usize].awaits(token);
+                taken |= self.calls[waiter].awaits(token);
                 self.replay(s, waiter, token, outcome, now);
             }
         }
@@ -423,7 +423,7 @@ impl Sim<'_> {
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("writes go to an occ service")
         };
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let live = call.awaits(token);
         // A bad request is refused without writing.
         let bad = live && call.permanent;
@@ -461,14 +461,14 @@ impl Sim<'_> {
     pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let spec = &self.sc.services[s];
-        if !self.graph || spec.calls.is_empty() || self.calls[slot as usize].permanent {
+        if !self.graph || spec.calls.is_empty() || self.calls[slot].permanent {
             // A bad request is refused after its service time, before any call.
             self.served(s, now);
             self.release_worker(s, now);
             self.answer(s, slot, token, None, false, now);
             return;
         }
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let work = Work {
             service: s as u32,
             call: slot,
@@ -547,7 +547,7 @@ impl Sim<'_> {
             ServerKind::Queue(q) => q.drop_expired,
             ServerKind::Occ => false,
         };
-        if !drop || self.calls[work.call as usize].awaits(work.token) {
+        if !drop || self.calls[work.call].awaits(work.token) {
             return false;
         }
         self.services[s].counters.expired_dropped += 1;
@@ -614,7 +614,7 @@ impl Sim<'_> {
         let s = work.service as usize;
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
         if work.failure == Some(Outcome::DeadlineExceeded)
-            && !self.calls[work.call as usize].awaits(work.token)
+            && !self.calls[work.call].awaits(work.token)
         {
             // A deadline cut the work off when its caller stopped waiting (a propagated
             // deadline ends the call below at that instant): it is abandoned, as a server
@@ -637,7 +637,7 @@ impl Sim<'_> {
             unreachable!("occ services have no workers")
         };
         let (cancels, calls) = (self.cancels, &self.calls);
-        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         if let Some((next, service)) = server.complete(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,
@@ -688,7 +688,7 @@ impl Sim<'_> {
         degraded: bool,
         now: SimTime,
     ) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let awaited = call.awaits(token);
         let tracked = self.edges[call.edge as usize].tracks_executions;
         if !awaited && !tracked {
@@ -758,7 +758,7 @@ impl Sim<'_> {
     /// for, or its answer goes to a caller that learns from late answers.
     #[inline(always)]
     fn unawaited(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.round == token && self.edges[call.edge as usize].policies.learns_late() {
             self.reply(slot, token, Outcome::Success, now);
         } else {
@@ -794,7 +794,7 @@ impl Sim<'_> {
             return;
         };
         let (cancels, calls) = (self.cancels, &self.calls);
-        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         for (job, service) in server.refresh_workers(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,
