@@ -663,6 +663,20 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Counts `a` and `b` in the series of `service` (and in the main series for the entry),
+    /// finding each row once.
+    #[inline(always)]
+    fn tally_pair(&mut self, service: usize, a: Column, b: Column) {
+        if service == 0 {
+            self.rec.series.add_pair(a, b);
+        }
+        if self.graph
+            && let Some(series) = &mut self.services[service].series
+        {
+            series.add_pair(a, b);
+        }
+    }
+
     fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
         // A run that reached the end of time handled every event before it: the steps
         // settled ahead at any instant before the end all happened, though no event stood

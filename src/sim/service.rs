@@ -433,8 +433,7 @@ impl Sim<'_> {
         c.attempts += 1;
         c.served += 1;
         c.last_service_end = now;
-        self.tally(s, Column::Attempts);
-        self.tally(s, Column::Served);
+        self.tally_pair(s, Column::Attempts, Column::Served);
         if live {
             let outcome = if bad {
                 Outcome::Permanent
