@@ -85,6 +85,10 @@ pub(super) struct CallState {
     pub executions: u32,
     /// The steps `Sim::retry_at_once` settled ahead and has not counted yet.
     pub ahead: Option<Ahead>,
+    /// `occ`: the attempt whose read instant the call keeps for its write on the way
+    /// (`Sim::keep_read`), or [`NO_TOKEN`], and that instant.
+    pub read_token: u32,
+    pub read_at: SimTime,
 }
 
 /// An answer and the retry it led to, settled when the service answered
@@ -182,6 +186,8 @@ impl CallState {
             cancelled: NO_TOKEN,
             executions: 0,
             ahead: None,
+            read_token: NO_TOKEN,
+            read_at: SimTime::ZERO,
         }
     }
 

@@ -55,8 +55,8 @@ enum Event {
     /// the caller might stop waiting before the version is back).
     ServerArrival { slot: u32, token: u32 },
     /// `occ`: a conditional write reaches the service (two hops after its read, whose
-    /// instant the row keeps under `read`: the version travels back and the caller writes
-    /// at once).
+    /// instant its call keeps, or the row under the ticket `read`: the version travels
+    /// back and the caller writes at once).
     OccWrite { slot: u32, token: u32, read: u32 },
     /// A service finishes the service time of an attempt.
     ServiceDone { slot: u32, token: u32 },

@@ -16,6 +16,10 @@ use crate::metrics::{Column, ServiceCounters, TimeSeries, Truncation};
 use crate::model::{Admission, Job, Lookup, OccServer, Outage, Outcome, QueueServer, RateLimiter};
 use crate::scenario::{Server, ServerKind};
 
+/// What an `occ` write carries when its call keeps its read's instant (`Sim::keep_read`);
+/// any other value is a ticket of the row's.
+const IN_CALL: u32 = u32::MAX;
+
 /// The server of a service. One per service, so the queue server is kept inline rather
 /// than boxed: the hot path reaches it without an indirection.
 #[allow(clippy::large_enum_variant)]
@@ -153,7 +157,7 @@ impl Sim<'_> {
     pub(super) fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let settings = &self.sc.services[s].server;
-        if let ServerState::Occ(row) = &mut self.services[s].server {
+        if matches!(self.services[s].server, ServerState::Occ(_)) {
             // The read is instant and is not work. The version travels back and the caller
             // writes at once, unless it gave up before the version arrived: its timer's
             // instant is known, so whether it is still waiting then is known now, and the
@@ -163,13 +167,13 @@ impl Sim<'_> {
             let live = call.awaits(token);
             if live && now + back < call.abandon_at {
                 let forth = self.sc.network.latency.sample(&mut self.rng.network);
-                let read = row.read(now);
+                let read = self.keep_read(s, slot, token, now);
                 self.queue
                     .schedule(now + back + forth, Event::OccWrite { slot, token, read });
             } else if live && call.abandon_at == SimTime::NEVER {
                 // The version would come back after the end of simulated time with the
                 // caller still waiting for it: the run ends there.
-                let read = row.read(now);
+                let read = self.keep_read(s, slot, token, now);
                 self.queue
                     .schedule(SimTime::NEVER, Event::OccWrite { slot, token, read });
             } else {
@@ -254,12 +258,43 @@ impl Sim<'_> {
         let read_at = sent + latency.sample(&mut self.rng.network);
         let trip = latency.sample_pair(&mut self.rng.network);
         let s = self.target(slot);
+        let read = self.keep_read(s, slot, token, read_at);
+        self.queue
+            .schedule(read_at + trip, Event::OccWrite { slot, token, read });
+    }
+
+    /// `occ`: keeps the instant `at` of attempt `token`'s read of call `slot` for its write,
+    /// and returns what the write carries. The call keeps it when it keeps no other (one
+    /// write in flight per call is the rule: a second needs an attempt abandoned after its
+    /// read), and the write carries [`IN_CALL`]; otherwise the row of service `s` keeps it
+    /// under a ticket, which the write carries.
+    #[inline(always)]
+    fn keep_read(&mut self, s: usize, slot: u32, token: u32, at: SimTime) -> u32 {
+        let call = &mut self.calls[slot];
+        if call.read_token == super::NO_TOKEN {
+            call.read_token = token;
+            call.read_at = at;
+            return IN_CALL;
+        }
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("reads go to an occ service")
         };
-        let read = row.read(read_at);
-        self.queue
-            .schedule(read_at + trip, Event::OccWrite { slot, token, read });
+        row.read(at)
+    }
+
+    /// `occ`: the instant of the read whose write for call `slot` carries `read` (see
+    /// [`Sim::keep_read`]); the place that kept it is free again.
+    #[inline(always)]
+    fn take_read(&mut self, s: usize, slot: u32, read: u32) -> SimTime {
+        if read == IN_CALL {
+            let call = &mut self.calls[slot];
+            call.read_token = super::NO_TOKEN;
+            return call.read_at;
+        }
+        let ServerState::Occ(row) = &mut self.services[s].server else {
+            unreachable!("writes go to an occ service")
+        };
+        row.take_read(read)
     }
 
     /// Whether service `s` discards attempt `token` of call `slot` as it arrives: its caller
@@ -420,6 +455,7 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn occ_write(&mut self, slot: u32, token: u32, read: u32, now: SimTime) {
         let s = self.target(slot);
+        let read_at = self.take_read(s, slot, read);
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("writes go to an occ service")
         };
@@ -427,7 +463,6 @@ impl Sim<'_> {
         let live = call.awaits(token);
         // A bad request is refused without writing.
         let bad = live && call.permanent;
-        let read_at = row.take_read(read);
         let won = !bad && row.write(read_at, now);
         let c = &mut self.services[s].counters;
         c.attempts += 1;
