@@ -9,6 +9,7 @@
 
 use rand::RngExt;
 
+use super::features::Features;
 use super::policy::Admit;
 use super::{Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
@@ -198,7 +199,7 @@ impl CallState {
     }
 }
 
-impl Sim<'_> {
+impl<F: Features> Sim<'_, F> {
     /// Takes a slot for a new call, and gives it the next call id.
     #[inline(always)]
     fn new_call(&mut self, mut fresh: CallState) -> u32 {
@@ -236,7 +237,7 @@ impl Sim<'_> {
         self.free_calls.push(slot);
         self.live_slots -= 1;
         let of = self.calls[slot].hedge_of;
-        if of != NONE {
+        if F::POLICIES && of != NONE {
             self.attempt_accounted(of);
         }
     }
@@ -255,7 +256,7 @@ impl Sim<'_> {
         // else about the traffic (common random numbers).
         let permanent = self.rng.arrivals.random::<f64>() < self.sc.server().permanent_error_rate;
         let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
-        let route = if self.graph {
+        let route = if F::GRAPH && self.graph {
             self.rng.routes.random::<u64>()
         } else {
             0
@@ -270,7 +271,9 @@ impl Sim<'_> {
         self.in_flight += 1;
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
-        self.edges[0].policies.call_started(client, now);
+        if F::POLICIES {
+            self.edges[0].policies.call_started(client, now);
+        }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
         None
@@ -318,16 +321,20 @@ impl Sim<'_> {
     pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
         let call = &self.calls[slot];
         let edge = call.edge as usize;
-        let admit = self.edges[edge].policies.admit(
-            call.client,
-            call.attempts > 0,
-            call.deadline,
-            now,
-            &mut self.rng.throttle,
-        );
+        let admit = if F::POLICIES {
+            self.edges[edge].policies.admit(
+                call.client,
+                call.attempts > 0,
+                call.deadline,
+                now,
+                &mut self.rng.throttle,
+            )
+        } else {
+            Admit::Send
+        };
         match admit {
             Admit::Send => {
-                let holds = self.edges[edge].policies.has_bulkhead();
+                let holds = F::POLICIES && self.edges[edge].policies.has_bulkhead();
                 let token = self.begin_attempt(slot);
                 self.transmit(slot, token, holds, now);
             }
@@ -374,7 +381,7 @@ impl Sim<'_> {
         let call = &self.calls[slot];
         let edge = call.edge as usize;
         let first = call.attempts == 1;
-        let hedge = call.hedge_of != NONE;
+        let hedge = F::POLICIES && call.hedge_of != NONE;
         if hedge {
             if edge == 0 {
                 self.rec.counters.hedges += 1;
@@ -424,7 +431,7 @@ impl Sim<'_> {
             .map_or(SimTime::NEVER, |t| now + t)
             .min(call.deadline);
         let abandon_at = call.abandon_at;
-        let hedge = call.hedge_of != NONE;
+        let hedge = F::POLICIES && call.hedge_of != NONE;
         if !timed && self.edges[edge].folds_reads {
             self.occ_send(slot, token, now);
         } else {
@@ -445,7 +452,7 @@ impl Sim<'_> {
                 }
             }
         }
-        if self.edges[edge].policies.hedges() {
+        if F::POLICIES && self.edges[edge].policies.hedges() {
             let call = &mut self.calls[slot];
             call.round = token;
             if !hedge {
@@ -650,7 +657,7 @@ impl Sim<'_> {
     fn attempt_over(&mut self, slot: u32, now: SimTime) {
         let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
-        if !call.holds_permit {
+        if !F::POLICIES || !call.holds_permit {
             return;
         }
         call.holds_permit = false;
@@ -870,6 +877,9 @@ impl Sim<'_> {
     /// The edge's policies learn the outcome of the awaited attempt of call `slot`.
     #[inline(always)]
     fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        if !F::POLICIES {
+            return;
+        }
         let call = &self.calls[slot];
         let retried = (call.attempts > 1).then_some(call.last_retry_cost);
         self.edges[call.edge as usize].policies.learn(
@@ -893,11 +903,11 @@ impl Sim<'_> {
             self.learn(slot, outcome, now);
         }
         let call = &self.calls[slot];
-        if call.hedge_of != NONE {
+        if F::POLICIES && call.hedge_of != NONE {
             self.hedge_over(slot, outcome, now);
             return;
         }
-        if call.hedges != NONE {
+        if F::POLICIES && call.hedges != NONE {
             // The call's own attempt is over while its hedges still race: a success or a
             // failure the policy does not retry decides the round; any other failure leaves
             // it to the hedges.
@@ -942,7 +952,12 @@ impl Sim<'_> {
         // The budget is asked when the retry is decided, before the backoff, and not for a
         // retry the deadline would cancel anyway.
         let client = call.client;
-        match self.edges[edge].policies.may_retry(client, outcome, now) {
+        let verdict = if F::POLICIES {
+            self.edges[edge].policies.may_retry(client, outcome, now)
+        } else {
+            Some(0.0)
+        };
+        match verdict {
             Some(cost) => self.calls[slot].last_retry_cost = cost,
             None => {
                 if edge == 0 {
@@ -969,12 +984,12 @@ impl Sim<'_> {
     #[inline(always)]
     pub(super) fn end_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let call = &self.calls[slot];
-        if call.hedge_of != NONE {
+        if F::POLICIES && call.hedge_of != NONE {
             // A hedge ends only its part in the race.
             self.hedge_over(slot, outcome, now);
             return;
         }
-        if call.hedges != NONE || call.live_token != NO_TOKEN {
+        if (F::POLICIES && call.hedges != NONE) || call.live_token != NO_TOKEN {
             // A hedge won: the attempts still racing are abandoned.
             self.abandon_round(slot, now);
         }
@@ -1038,7 +1053,7 @@ impl Sim<'_> {
         }
         self.rec.request_ended(outcome, now - start, now);
         self.in_flight -= 1;
-        if !self.entry_routes.is_empty() {
+        if F::GRAPH && !self.entry_routes.is_empty() {
             self.count_route(slot, outcome);
         }
         if let Workload::Closed(closed) = &self.sc.clients.workload {

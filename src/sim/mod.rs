@@ -23,6 +23,7 @@
 //! event always finds the call it was about.
 
 mod client;
+mod features;
 mod policy;
 mod service;
 mod slab;
@@ -37,6 +38,7 @@ use crate::model::streams::Draws;
 use crate::scenario::{Scenario, Workload};
 
 use client::SettledEnd;
+use features::{Features, Full, Lean};
 use policy::{CallPolicies, DENSE_INSTANCES};
 use service::{ServiceState, Work};
 use slab::Calls;
@@ -128,9 +130,23 @@ const TUNING: Tuning = Tuning {
     successes_at_once: true,
 };
 
-/// [`run`] with `tuning`.
+/// [`run`] with `tuning`, by the driver built for the fewest features the scenario needs.
 fn run_with(scenario: &Scenario, seed: u64, replication: u64, tuning: Tuning) -> RunResult {
-    let mut sim = Sim::new(scenario, seed, replication, tuning);
+    if Lean::fits(scenario) {
+        run_as::<Lean>(scenario, seed, replication, tuning)
+    } else {
+        run_as::<Full>(scenario, seed, replication, tuning)
+    }
+}
+
+/// [`run_with`] by the driver built for the features `F`, which `scenario` must not exceed.
+fn run_as<F: Features>(
+    scenario: &Scenario,
+    seed: u64,
+    replication: u64,
+    tuning: Tuning,
+) -> RunResult {
+    let mut sim = Sim::<F>::new(scenario, seed, replication, tuning);
     let truncated = sim.run(tuning.compact_min);
     sim.finish(truncated)
 }
@@ -200,9 +216,12 @@ fn key_store(policy: &crate::scenario::Policy) -> Option<crate::model::KeyStore>
         .map(|k| crate::model::KeyStore::new(k.ttl))
 }
 
-/// One replication in progress: the assembled model and the engine.
-struct Sim<'a> {
+/// One replication in progress: the assembled model and the engine, driven by the driver
+/// built for the features `F` (see `features`).
+struct Sim<'a, F: Features> {
     sc: &'a Scenario,
+    /// The feature set this driver is built for.
+    features: std::marker::PhantomData<F>,
     queue: EventQueue<Event>,
     rng: Draws,
     /// Logical calls, by slot: the clients' requests and the calls between services.
@@ -288,7 +307,7 @@ struct Housekeeping {
     compact_at: usize,
 }
 
-impl<'a> Sim<'a> {
+impl<'a, F: Features> Sim<'a, F> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
         let graph = sc.is_graph();
@@ -300,8 +319,17 @@ impl<'a> Sim<'a> {
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
             .collect();
+        debug_assert!(F::GRAPH || !graph, "a graph needs the full driver");
+        debug_assert!(
+            F::POLICIES
+                || edges
+                    .iter()
+                    .all(|e| e.policies.passive() && e.keys.is_none() && !e.tracks_executions),
+            "active policies need the full driver"
+        );
         let mut sim = Sim {
             sc,
+            features: std::marker::PhantomData,
             entry_routes,
             queue: EventQueue::new(),
             rng: Draws::new(seed, replication),
@@ -656,7 +684,8 @@ impl<'a> Sim<'a> {
         if service == 0 {
             self.rec.series.add(col);
         }
-        if self.graph
+        if F::GRAPH
+            && self.graph
             && let Some(series) = &mut self.services[service].series
         {
             series.add(col);
@@ -670,7 +699,8 @@ impl<'a> Sim<'a> {
         if service == 0 {
             self.rec.series.add_pair(a, b);
         }
-        if self.graph
+        if F::GRAPH
+            && self.graph
             && let Some(series) = &mut self.services[service].series
         {
             series.add_pair(a, b);

@@ -10,6 +10,7 @@
 
 use rand::RngExt;
 
+use super::features::Features;
 use super::{Event, Sim};
 use crate::engine::SimTime;
 use crate::metrics::{Column, ServiceCounters, TimeSeries, Truncation};
@@ -141,11 +142,11 @@ pub(super) fn route_draw(route: u64, service: u32) -> f64 {
     (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
-impl Sim<'_> {
+impl<F: Features> Sim<'_, F> {
     /// The service attempts of call `slot` go to.
     #[inline(always)]
     fn target(&self, slot: u32) -> usize {
-        if !self.graph {
+        if !(F::GRAPH && self.graph) {
             // One service: every attempt goes to it.
             return 0;
         }
@@ -184,10 +185,10 @@ impl Sim<'_> {
         }
         self.services[s].counters.attempts += 1;
         self.tally(s, Column::Attempts);
-        if self.graph && self.calls[slot].awaits(token) {
+        if F::GRAPH && self.graph && self.calls[slot].awaits(token) {
             self.arrived(slot, now);
         }
-        match settings.faults.outage(now) {
+        match settings.faults.outage(now).filter(|_| F::FAULTS) {
             Some(Outage::Reject) => {
                 self.services[s].counters.outage_rejected += 1;
                 self.reply(slot, token, Outcome::Error, now);
@@ -201,7 +202,8 @@ impl Sim<'_> {
             None => {}
         }
         let service = &mut self.services[s];
-        if let Some(limiter) = &mut service.limiter
+        if F::FAULTS
+            && let Some(limiter) = &mut service.limiter
             && !limiter.admit(now)
         {
             service.counters.throttled += 1;
@@ -212,7 +214,9 @@ impl Sim<'_> {
             return;
         }
         let edge = self.calls[slot].edge as usize;
-        if let Some(keys) = &mut self.edges[edge].keys {
+        if F::POLICIES
+            && let Some(keys) = &mut self.edges[edge].keys
+        {
             let key = self.calls[slot].id;
             let lookup = keys.lookup(key, (slot, token), now);
             if keys.held() > self.sc.limits.max_in_flight {
@@ -390,7 +394,7 @@ impl Sim<'_> {
     #[inline(always)]
     fn key_released(&mut self, s: usize, slot: u32, now: SimTime) {
         let edge = self.calls[slot].edge as usize;
-        if self.edges[edge].keys.is_some() {
+        if F::POLICIES && self.edges[edge].keys.is_some() {
             self.hand_key_over(s, slot, edge, now);
         }
     }
@@ -495,7 +499,7 @@ impl Sim<'_> {
     pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let spec = &self.sc.services[s];
-        if !self.graph || spec.calls.is_empty() || self.calls[slot].permanent {
+        if !(F::GRAPH && self.graph) || spec.calls.is_empty() || self.calls[slot].permanent {
             // A bad request is refused after its service time, before any call.
             self.served(s, now);
             self.release_worker(s, now);
@@ -670,7 +674,7 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             unreachable!("occ services have no workers")
         };
-        let (cancels, calls) = (self.cancels, &self.calls);
+        let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
         let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         if let Some((next, service)) = server.complete(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
@@ -724,7 +728,7 @@ impl Sim<'_> {
     ) {
         let call = &self.calls[slot];
         let awaited = call.awaits(token);
-        let tracked = self.edges[call.edge as usize].tracks_executions;
+        let tracked = F::POLICIES && self.edges[call.edge as usize].tracks_executions;
         if !awaited && !tracked {
             // The caller gave up before the work was done: nobody reads this answer.
             self.wasted(s, slot, token, now);
@@ -737,7 +741,10 @@ impl Sim<'_> {
         } else {
             let settings = &self.sc.services[s].server;
             let error_rate = match &settings.kind {
-                ServerKind::Queue(q) => settings.faults.error_rate(now).unwrap_or(q.error_rate),
+                ServerKind::Queue(q) if F::FAULTS => {
+                    settings.faults.error_rate(now).unwrap_or(q.error_rate)
+                }
+                ServerKind::Queue(q) => q.error_rate,
                 ServerKind::Occ => 0.0,
             };
             if error_rate > 0.0 && self.rng.failures.random::<f64>() < error_rate {
@@ -767,7 +774,8 @@ impl Sim<'_> {
         if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
         }
-        if matches!(outcome, Outcome::Success | Outcome::Degraded)
+        if F::GRAPH
+            && matches!(outcome, Outcome::Success | Outcome::Degraded)
             && let Some(series) = &mut self.services[s].series
         {
             // Only a call graph's services keep series: the caller awaits this attempt, so
@@ -793,7 +801,10 @@ impl Sim<'_> {
     #[inline(always)]
     fn unawaited(&mut self, slot: u32, token: u32, now: SimTime) {
         let call = &self.calls[slot];
-        if call.round == token && self.edges[call.edge as usize].policies.learns_late() {
+        if F::POLICIES
+            && call.round == token
+            && self.edges[call.edge as usize].policies.learns_late()
+        {
             self.reply(slot, token, Outcome::Success, now);
         } else {
             self.attempt_accounted(slot);
@@ -827,7 +838,7 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             return;
         };
-        let (cancels, calls) = (self.cancels, &self.calls);
+        let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
         let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         for (job, service) in server.refresh_workers(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
