@@ -564,6 +564,7 @@ impl Recorder {
 
     /// Records an attempt outcome as its client saw it at `at`, an instant the driver
     /// settled at an earlier event (and the run has reached).
+    #[inline]
     pub fn attempt_ended_at(&mut self, outcome: Outcome, at: SimTime) {
         self.counters.attempt_outcomes[outcome.index()] += 1;
         if let Some(col) = Column::for_attempt_outcome(outcome) {
@@ -573,9 +574,27 @@ impl Recorder {
 
     /// Records a retry sent at `at`, an instant the driver settled at an earlier event (and
     /// the run has reached).
+    #[inline]
     pub fn retry_sent_at(&mut self, at: SimTime) {
         self.counters.retries += 1;
         self.series.add_at(at, Column::Retries);
+    }
+
+    /// [`Recorder::attempt_ended_at`] for `outcome` at `at` and [`Recorder::retry_sent_at`]
+    /// for `retried` (no earlier) in one: an answer and the retry it led to, both settled.
+    #[inline(always)]
+    pub fn attempt_ended_and_retried_at(
+        &mut self,
+        outcome: Outcome,
+        at: SimTime,
+        retried: SimTime,
+    ) {
+        self.counters.attempt_outcomes[outcome.index()] += 1;
+        self.counters.retries += 1;
+        match Column::for_attempt_outcome(outcome) {
+            Some(col) => self.series.add_pair_at(at, col, retried, Column::Retries),
+            None => self.series.add_at(retried, Column::Retries),
+        }
     }
 
     /// Records a logical request that succeeded at `at`, `latency` after it started: an

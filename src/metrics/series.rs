@@ -153,6 +153,7 @@ impl Column {
     /// The column counting attempts that ended with `o` (none for the outcomes a client
     /// policy gives without sending an attempt: budget exhausted, breaker open, deadline,
     /// throttled locally).
+    #[inline]
     pub fn for_attempt_outcome(o: Outcome) -> Option<Column> {
         Some(match o {
             Outcome::Success => Column::AttemptSuccess,
@@ -592,6 +593,33 @@ impl TimeSeries {
         };
         let row = &mut self.rows[i];
         row[col as usize] = row[col as usize].saturating_add(1);
+    }
+
+    /// Adds one to `a` in the bucket holding `ta` and one to `b` in the bucket holding `tb`
+    /// (no earlier than `ta`), as [`TimeSeries::add_at`] twice would: both instants are
+    /// settled counts, most often in one bucket, whose row is then found once.
+    #[inline(always)]
+    pub fn add_pair_at(&mut self, ta: SimTime, a: Column, tb: SimTime, b: Column) {
+        debug_assert!(ta <= tb, "the second count comes no earlier");
+        let width = self.bucket.as_nanos();
+        let i = ta.as_nanos() / width;
+        if let Some(row) = self.rows.get_mut(i as usize)
+            && tb.as_nanos() - i * width < width
+        {
+            row[a as usize] = row[a as usize].saturating_add(1);
+            row[b as usize] = row[b as usize].saturating_add(1);
+            return;
+        }
+        self.add_at(ta, a);
+        self.add_at(tb, b);
+    }
+
+    /// Adds one to `a` and one to `b` in the current bucket.
+    #[inline(always)]
+    pub fn add_pair(&mut self, a: Column, b: Column) {
+        let row = &mut self.rows[self.current];
+        row[a as usize] = row[a as usize].saturating_add(1);
+        row[b as usize] = row[b as usize].saturating_add(1);
     }
 
     /// Records an answer that ended now, `latency` after it started.

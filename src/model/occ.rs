@@ -12,9 +12,11 @@
 //! driver hands the write its read instant. At one instant, reads come before writes: a read
 //! at the instant a write wins sees the version before it.
 //!
-//! The row keeps the instants of the reads whose writes are still on their way, each under
-//! a ticket ([`OccServer::read`]) the write brings back ([`OccServer::take_read`]), so that
-//! an event carries a ticket rather than an instant and memory follows the writes in flight.
+//! The driver keeps a read's instant on its call while the write is on its way; a call with
+//! two writes on their way (an attempt abandoned after its read, then a retry read before
+//! its write lands) leaves the second with the row, which keeps it under a ticket
+//! ([`OccServer::read`]) the write brings back ([`OccServer::take_read`]), so that an event
+//! carries a ticket rather than an instant and memory follows the writes in flight.
 
 use crate::engine::SimTime;
 

@@ -9,6 +9,7 @@
 
 use rand::RngExt;
 
+use super::features::Features;
 use super::policy::Admit;
 use super::{Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
@@ -85,6 +86,10 @@ pub(super) struct CallState {
     pub executions: u32,
     /// The steps `Sim::retry_at_once` settled ahead and has not counted yet.
     pub ahead: Option<Ahead>,
+    /// `occ`: the attempt whose read instant the call keeps for its write on the way
+    /// (`Sim::keep_read`), or [`NO_TOKEN`], and that instant.
+    pub read_token: u32,
+    pub read_at: SimTime,
 }
 
 /// An answer and the retry it led to, settled when the service answered
@@ -109,6 +114,12 @@ impl Ahead {
     /// compiler keeps it out of line, 0.3 % more instructions on the AWS column).
     #[inline(always)]
     pub fn count(self, rec: &mut crate::metrics::Recorder, until: SimTime) -> SimTime {
+        if self.retried <= until {
+            // Both steps (the retry leaves no earlier than the answer arrives): counted
+            // together, most often in one bucket of the series.
+            rec.attempt_ended_and_retried_at(self.outcome, self.answered, self.retried);
+            return self.retried;
+        }
         let mut last = SimTime::ZERO;
         if self.answered <= until {
             rec.attempt_ended_at(self.outcome, self.answered);
@@ -176,6 +187,8 @@ impl CallState {
             cancelled: NO_TOKEN,
             executions: 0,
             ahead: None,
+            read_token: NO_TOKEN,
+            read_at: SimTime::ZERO,
         }
     }
 
@@ -186,7 +199,7 @@ impl CallState {
     }
 }
 
-impl Sim<'_> {
+impl<F: Features> Sim<'_, F> {
     /// Takes a slot for a new call, and gives it the next call id.
     #[inline(always)]
     fn new_call(&mut self, mut fresh: CallState) -> u32 {
@@ -195,17 +208,14 @@ impl Sim<'_> {
         self.next_call_id += 1;
         match self.free_calls.pop() {
             Some(slot) => {
-                let old = &mut self.calls[slot as usize];
+                let old = &mut self.calls[slot];
                 *old = CallState {
                     next_token: old.next_token,
                     ..fresh
                 };
                 slot
             }
-            None => {
-                self.calls.push(fresh);
-                (self.calls.len() - 1) as u32
-            }
+            None => self.calls.push(fresh),
         }
     }
 
@@ -213,7 +223,7 @@ impl Sim<'_> {
     /// and nothing it sent is still out.
     #[inline(always)]
     pub(super) fn attempt_accounted(&mut self, slot: u32) {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.outstanding -= 1;
         if call.ended && call.outstanding == 0 {
             self.free_slot(slot);
@@ -226,8 +236,8 @@ impl Sim<'_> {
     fn free_slot(&mut self, slot: u32) {
         self.free_calls.push(slot);
         self.live_slots -= 1;
-        let of = self.calls[slot as usize].hedge_of;
-        if of != NONE {
+        let of = self.calls[slot].hedge_of;
+        if F::POLICIES && of != NONE {
             self.attempt_accounted(of);
         }
     }
@@ -246,7 +256,7 @@ impl Sim<'_> {
         // else about the traffic (common random numbers).
         let permanent = self.rng.arrivals.random::<f64>() < self.sc.server().permanent_error_rate;
         let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
-        let route = if self.graph {
+        let route = if F::GRAPH && self.graph {
             self.rng.routes.random::<u64>()
         } else {
             0
@@ -261,7 +271,9 @@ impl Sim<'_> {
         self.in_flight += 1;
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
-        self.edges[0].policies.call_started(client, now);
+        if F::POLICIES {
+            self.edges[0].policies.call_started(client, now);
+        }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
         None
@@ -270,7 +282,7 @@ impl Sim<'_> {
     /// Work `work` starts its call on edge `edge`.
     pub(super) fn start_call(&mut self, work: u32, edge: u32, now: SimTime) {
         let w = self.works[work as usize];
-        let caller = self.calls[w.call as usize];
+        let caller = self.calls[w.call];
         let e = &self.edges[edge as usize];
         let policy = e.policies.policy;
         let mut deadline = policy.deadline.map_or(SimTime::NEVER, |d| now + d);
@@ -307,18 +319,22 @@ impl Sim<'_> {
     /// (it is sent), make it wait for a bulkhead permit, or refuse it.
     #[inline(always)]
     pub(super) fn send_attempt(&mut self, slot: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let edge = call.edge as usize;
-        let admit = self.edges[edge].policies.admit(
-            call.client,
-            call.attempts > 0,
-            call.deadline,
-            now,
-            &mut self.rng.throttle,
-        );
+        let admit = if F::POLICIES {
+            self.edges[edge].policies.admit(
+                call.client,
+                call.attempts > 0,
+                call.deadline,
+                now,
+                &mut self.rng.throttle,
+            )
+        } else {
+            Admit::Send
+        };
         match admit {
             Admit::Send => {
-                let holds = self.edges[edge].policies.has_bulkhead();
+                let holds = F::POLICIES && self.edges[edge].policies.has_bulkhead();
                 let token = self.begin_attempt(slot);
                 self.transmit(slot, token, holds, now);
             }
@@ -331,7 +347,7 @@ impl Sim<'_> {
             }
             Admit::Wait(until) => {
                 let token = self.begin_attempt(slot);
-                self.calls[slot as usize].waiting = true;
+                self.calls[slot].waiting = true;
                 self.edges[edge].policies.wait((slot, token));
                 self.queue
                     .schedule(until, Event::BulkheadTimer { slot, token });
@@ -340,7 +356,7 @@ impl Sim<'_> {
                 // Refused at once; the refusal is its own event, so that a policy that
                 // retries it without delay cannot recurse.
                 let token = self.begin_attempt(slot);
-                self.calls[slot as usize].waiting = true;
+                self.calls[slot].waiting = true;
                 self.queue
                     .schedule(now, Event::BulkheadTimer { slot, token });
             }
@@ -350,7 +366,7 @@ impl Sim<'_> {
     /// Counts a new attempt of call `slot` and makes it the awaited one.
     #[inline(always)]
     fn begin_attempt(&mut self, slot: u32) -> u32 {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.attempts += 1;
         let token = call.next_token;
         call.next_token = call.next_token.wrapping_add(1).max(1);
@@ -362,10 +378,10 @@ impl Sim<'_> {
     /// holds a bulkhead permit.
     #[inline(always)]
     fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let edge = call.edge as usize;
         let first = call.attempts == 1;
-        let hedge = call.hedge_of != NONE;
+        let hedge = F::POLICIES && call.hedge_of != NONE;
         if hedge {
             if edge == 0 {
                 self.rec.counters.hedges += 1;
@@ -401,7 +417,7 @@ impl Sim<'_> {
     /// being handled ([`Sim::retry_at_once`]).
     #[inline(always)]
     fn dispatch(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         let edge = call.edge as usize;
         let timeout = self.edges[edge].timeout;
         // With a timeout or a deadline the caller keeps a timer, even one that lands past
@@ -415,7 +431,7 @@ impl Sim<'_> {
             .map_or(SimTime::NEVER, |t| now + t)
             .min(call.deadline);
         let abandon_at = call.abandon_at;
-        let hedge = call.hedge_of != NONE;
+        let hedge = F::POLICIES && call.hedge_of != NONE;
         if !timed && self.edges[edge].folds_reads {
             self.occ_send(slot, token, now);
         } else {
@@ -430,14 +446,14 @@ impl Sim<'_> {
                 // one a hedge has beaten, is not), in the place it takes now.
                 let later = self.timers_on_arrival && abandon_at > arrives;
                 let ticket = later.then(|| self.queue.ticket());
-                self.calls[slot as usize].timer = ticket;
+                self.calls[slot].timer = ticket;
                 if !later {
                     self.queue.schedule_timer(abandon_at, event);
                 }
             }
         }
-        if self.edges[edge].policies.hedges() {
-            let call = &mut self.calls[slot as usize];
+        if F::POLICIES && self.edges[edge].policies.hedges() {
+            let call = &mut self.calls[slot];
             call.round = token;
             if !hedge {
                 // The attempt opens a round that its hedges join.
@@ -453,7 +469,7 @@ impl Sim<'_> {
     /// (`retry_at_once`) never gets one: a caller would have cancelled it.
     #[inline(always)]
     pub(super) fn arm_timer(&mut self, slot: u32, token: u32) {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         if call.awaits(token)
             && let Some(ticket) = call.timer.take()
         {
@@ -466,7 +482,7 @@ impl Sim<'_> {
     /// Schedules the next hedge of the round `token` of call `slot`, if the edge has a delay
     /// to go by and it falls before the call's deadline.
     fn arm_hedge(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if let Some(delay) = self.edges[call.edge as usize].policies.hedge_delay()
             && now + delay < call.deadline
         {
@@ -479,7 +495,7 @@ impl Sim<'_> {
     /// another attempt of the call is sent (if the limit per attempt and the hedge budget
     /// allow), racing the others, and the next hedge is armed.
     pub(super) fn hedge_due(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let racing = call.live_token == token || call.hedges != NONE;
         if call.ended || call.round != token || !racing || now >= call.deadline {
             return;
@@ -488,7 +504,7 @@ impl Sim<'_> {
         if !self.edges[edge as usize].policies.may_hedge(hedged) {
             return;
         }
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.hedged += 1;
         call.outstanding += 1;
         let p = *call;
@@ -502,10 +518,10 @@ impl Sim<'_> {
         hedge.hedge_of = slot;
         hedge.next_hedge = p.hedges;
         let h = self.new_call(hedge);
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.hedges = h;
         // A hedge carries its call's key.
-        self.calls[h as usize].id = p.id;
+        self.calls[h].id = p.id;
         if self.live_slots > self.sc.limits.max_in_flight {
             self.overflow.get_or_insert(Truncation::MaxInFlight {
                 limit: self.sc.limits.max_in_flight,
@@ -514,7 +530,7 @@ impl Sim<'_> {
         }
         self.send_attempt(h, now);
         // Sending may have decided the round (a breaker refusing the only attempt left).
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.round == token && !call.ended && call.hedged < self.max_hedges(edge) {
             self.arm_hedge(slot, token, now);
         }
@@ -534,10 +550,10 @@ impl Sim<'_> {
     /// call ends); any other failure drops it from the round, and the call's usual logic
     /// decides once every attempt of the round has failed.
     fn hedge_over(&mut self, h: u32, outcome: Outcome, now: SimTime) {
-        let slot = self.calls[h as usize].hedge_of;
+        let slot = self.calls[h].hedge_of;
         self.unlink_hedge(slot, h);
         self.end_hedge(h);
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let retry_on = self.edges[edge].policies.policy.retry.retry_on;
         let local = matches!(
             outcome,
@@ -556,7 +572,7 @@ impl Sim<'_> {
             self.end_call(slot, outcome, now);
             return;
         }
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.live_token == NO_TOKEN && call.hedges == NONE {
             // Every attempt of the round failed: decide on the last failure the service
             // gave (a local refusal of a hedge is not one).
@@ -567,16 +583,16 @@ impl Sim<'_> {
 
     /// Removes hedge `h` from the racing list of call `slot`.
     fn unlink_hedge(&mut self, slot: u32, h: u32) {
-        let next = self.calls[h as usize].next_hedge;
-        let mut at = self.calls[slot as usize].hedges;
+        let next = self.calls[h].next_hedge;
+        let mut at = self.calls[slot].hedges;
         if at == h {
-            self.calls[slot as usize].hedges = next;
+            self.calls[slot].hedges = next;
             return;
         }
         while at != NONE {
-            let after = self.calls[at as usize].next_hedge;
+            let after = self.calls[at].next_hedge;
             if after == h {
-                self.calls[at as usize].next_hedge = next;
+                self.calls[at].next_hedge = next;
                 return;
             }
             at = after;
@@ -585,7 +601,7 @@ impl Sim<'_> {
 
     /// Hedge `h` ends; its slot is freed once its attempt is accounted for.
     fn end_hedge(&mut self, h: u32) {
-        let hedge = &mut self.calls[h as usize];
+        let hedge = &mut self.calls[h];
         hedge.live_token = NO_TOKEN;
         hedge.ended = true;
         if hedge.outstanding == 0 {
@@ -596,11 +612,11 @@ impl Sim<'_> {
     /// Call `slot`'s round is decided: the attempts still racing (its own, its hedges) are
     /// abandoned; with `cancel`, each is marked for its service to drop before service.
     fn abandon_round(&mut self, slot: u32, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let cancel = self.edges[edge].policies.cancels();
         // The call itself, then its hedges in list order (read before each is ended).
-        let mut next = self.calls[slot as usize].hedges;
-        self.calls[slot as usize].hedges = NONE;
+        let mut next = self.calls[slot].hedges;
+        self.calls[slot].hedges = NONE;
         let mut at = slot;
         loop {
             let s = at;
@@ -609,9 +625,9 @@ impl Sim<'_> {
             }
             at = next;
             if next != NONE {
-                next = self.calls[next as usize].next_hedge;
+                next = self.calls[next].next_hedge;
             }
-            let call = &mut self.calls[s as usize];
+            let call = &mut self.calls[s];
             let token = call.live_token;
             if token != NO_TOKEN {
                 if call.waiting {
@@ -619,9 +635,9 @@ impl Sim<'_> {
                     call.waiting = false;
                     call.live_token = NO_TOKEN;
                     let calls = &self.calls;
-                    self.edges[edge].policies.stop_waiting(|(s, t)| {
-                        calls[s as usize].awaits(t) && calls[s as usize].waiting
-                    });
+                    self.edges[edge]
+                        .policies
+                        .stop_waiting(|(s, t)| calls[s].awaits(t) && calls[s].waiting);
                 } else {
                     if cancel {
                         call.cancelled = token;
@@ -639,9 +655,9 @@ impl Sim<'_> {
     /// comes back and may go to a waiter, which is sent at once.
     #[inline(always)]
     fn attempt_over(&mut self, slot: u32, now: SimTime) {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
-        if !call.holds_permit {
+        if !F::POLICIES || !call.holds_permit {
             return;
         }
         call.holds_permit = false;
@@ -649,9 +665,9 @@ impl Sim<'_> {
         let calls = &self.calls;
         let next = self.edges[edge]
             .policies
-            .attempt_over(|(s, t)| calls[s as usize].awaits(t) && calls[s as usize].waiting);
+            .attempt_over(|(s, t)| calls[s].awaits(t) && calls[s].waiting);
         if let Some((s, t)) = next {
-            self.calls[s as usize].waiting = false;
+            self.calls[s].waiting = false;
             self.transmit(s, t, true, now);
         }
     }
@@ -677,7 +693,7 @@ impl Sim<'_> {
         outcome: Outcome,
         answered: SimTime,
     ) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if !call.awaits(token) || answered >= call.abandon_at {
             return false;
         }
@@ -690,11 +706,11 @@ impl Sim<'_> {
             return false;
         }
         // The steps settled at the last answer lie behind: this answer is to their retry.
-        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+        if let Some(ahead) = self.calls[slot].ahead.take() {
             ahead.count(&mut self.rec, answered);
         }
         let due = answered + self.retry_delay(slot, outcome);
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         // The answered attempt is over and accounted for (the call has not ended, so its
         // slot stays); passive policies: no permit to return, no budget to pay.
         call.live_token = NO_TOKEN;
@@ -733,7 +749,7 @@ impl Sim<'_> {
     /// requests in flight, when the run reaches `answered` ([`SettledEnd`]). Returns false
     /// when the answer must travel as an event.
     pub(super) fn succeed_at_once(&mut self, slot: u32, token: u32, answered: SimTime) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if !call.awaits(token) || answered >= call.abandon_at || call.outstanding != 1 {
             return false;
         }
@@ -745,10 +761,10 @@ impl Sim<'_> {
             *left = 0;
         }
         // The steps settled at the last answer lie behind: this answer is to their retry.
-        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+        if let Some(ahead) = self.calls[slot].ahead.take() {
             ahead.count(&mut self.rec, answered);
         }
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
         call.outstanding = 0;
         call.ended = true;
@@ -769,7 +785,7 @@ impl Sim<'_> {
     /// longer.
     #[inline(always)]
     fn retry_delay(&mut self, slot: u32, outcome: Outcome) -> SimDuration {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         let e = &self.edges[call.edge as usize];
         let retry = &e.policies.policy.retry;
         let delay =
@@ -791,7 +807,7 @@ impl Sim<'_> {
     /// A retry's backoff is over.
     #[inline]
     pub(super) fn retry_due(&mut self, slot: u32, now: SimTime) {
-        if now >= self.calls[slot as usize].deadline {
+        if now >= self.calls[slot].deadline {
             self.end_call(slot, Outcome::DeadlineExceeded, now);
         } else {
             self.send_attempt(slot, now);
@@ -801,7 +817,7 @@ impl Sim<'_> {
     /// An answer reaches the caller of call `slot`.
     #[inline]
     pub(super) fn reply_arrived(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.awaits(token) {
             self.attempt_over(slot, now);
             self.attempt_failed_or_succeeded(slot, outcome, now);
@@ -823,14 +839,14 @@ impl Sim<'_> {
     /// The caller's timer for attempt `token` of call `slot` fires.
     #[inline]
     pub(super) fn attempt_timer(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if !call.awaits(token) {
             return;
         }
         let deadline = call.deadline;
         self.attempt_over(slot, now);
         if now >= deadline {
-            if self.calls[slot as usize].edge == 0 {
+            if self.calls[slot].edge == 0 {
                 self.rec.attempt_ended(Outcome::Timeout);
             }
             self.learn(slot, Outcome::Timeout, now);
@@ -842,7 +858,7 @@ impl Sim<'_> {
 
     /// An attempt's wait for a bulkhead permit ends.
     pub(super) fn bulkhead_timer(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         if !(call.awaits(token) && call.waiting) {
             // It got a permit and was sent.
             return;
@@ -853,7 +869,7 @@ impl Sim<'_> {
         let calls = &self.calls;
         let e = &mut self.edges[edge];
         e.policies
-            .stop_waiting(|(s, t)| calls[s as usize].awaits(t) && calls[s as usize].waiting);
+            .stop_waiting(|(s, t)| calls[s].awaits(t) && calls[s].waiting);
         e.counters.bulkhead_full += 1;
         self.attempt_failed_or_succeeded(slot, Outcome::BulkheadFull, now);
     }
@@ -861,7 +877,10 @@ impl Sim<'_> {
     /// The edge's policies learn the outcome of the awaited attempt of call `slot`.
     #[inline(always)]
     fn learn(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
-        let call = &self.calls[slot as usize];
+        if !F::POLICIES {
+            return;
+        }
+        let call = &self.calls[slot];
         let retried = (call.attempts > 1).then_some(call.last_retry_cost);
         self.edges[call.edge as usize].policies.learn(
             call.client,
@@ -875,7 +894,7 @@ impl Sim<'_> {
     /// The caller learned the outcome of its attempt: end the call, or schedule the retry.
     #[inline(always)]
     fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         if edge == 0 {
             self.rec.attempt_ended(outcome);
         }
@@ -883,12 +902,12 @@ impl Sim<'_> {
         if outcome != Outcome::BulkheadFull {
             self.learn(slot, outcome, now);
         }
-        let call = &self.calls[slot as usize];
-        if call.hedge_of != NONE {
+        let call = &self.calls[slot];
+        if F::POLICIES && call.hedge_of != NONE {
             self.hedge_over(slot, outcome, now);
             return;
         }
-        if call.hedges != NONE {
+        if F::POLICIES && call.hedges != NONE {
             // The call's own attempt is over while its hedges still race: a success or a
             // failure the policy does not retry decides the round; any other failure leaves
             // it to the hedges.
@@ -898,7 +917,7 @@ impl Sim<'_> {
             {
                 self.end_call(slot, outcome, now);
             } else {
-                self.calls[slot as usize].round_outcome = outcome;
+                self.calls[slot].round_outcome = outcome;
             }
             return;
         }
@@ -909,10 +928,10 @@ impl Sim<'_> {
     /// or schedule the retry.
     #[inline(always)]
     fn decide(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let e = &self.edges[edge];
         let retry = &e.policies.policy.retry;
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         let exhausted = retry.max_attempts.is_some_and(|m| call.attempts >= m);
         if matches!(outcome, Outcome::Success | Outcome::Degraded)
             || !retry.retry_on.contains(outcome)
@@ -922,7 +941,7 @@ impl Sim<'_> {
             return;
         }
         let delay = self.retry_delay(slot, outcome);
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         let due = now + delay;
         if due >= call.deadline {
             // The retry would start after the deadline: the call ends at the deadline.
@@ -933,8 +952,13 @@ impl Sim<'_> {
         // The budget is asked when the retry is decided, before the backoff, and not for a
         // retry the deadline would cancel anyway.
         let client = call.client;
-        match self.edges[edge].policies.may_retry(client, outcome, now) {
-            Some(cost) => self.calls[slot as usize].last_retry_cost = cost,
+        let verdict = if F::POLICIES {
+            self.edges[edge].policies.may_retry(client, outcome, now)
+        } else {
+            Some(0.0)
+        };
+        match verdict {
+            Some(cost) => self.calls[slot].last_retry_cost = cost,
             None => {
                 if edge == 0 {
                     self.rec.counters.budget_denials += 1;
@@ -959,17 +983,17 @@ impl Sim<'_> {
     /// it has one (after the fallback's latency the call ends `degraded`).
     #[inline(always)]
     pub(super) fn end_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
-        let call = &self.calls[slot as usize];
-        if call.hedge_of != NONE {
+        let call = &self.calls[slot];
+        if F::POLICIES && call.hedge_of != NONE {
             // A hedge ends only its part in the race.
             self.hedge_over(slot, outcome, now);
             return;
         }
-        if call.hedges != NONE || call.live_token != NO_TOKEN {
+        if (F::POLICIES && call.hedges != NONE) || call.live_token != NO_TOKEN {
             // A hedge won: the attempts still racing are abandoned.
             self.abandon_round(slot, now);
         }
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let e = &mut self.edges[edge];
         if matches!(outcome, Outcome::Success | Outcome::Degraded) {
             e.counters.succeeded += 1;
@@ -980,7 +1004,7 @@ impl Sim<'_> {
         match &e.policies.policy.fallback {
             Some(latency) => {
                 e.counters.degraded += 1;
-                self.calls[slot as usize].live_token = NO_TOKEN;
+                self.calls[slot].live_token = NO_TOKEN;
                 let after = latency.sample(&mut self.rng.fallbacks);
                 self.queue
                     .schedule(now + after, Event::FallbackDone { slot });
@@ -992,7 +1016,7 @@ impl Sim<'_> {
     /// Request `slot` ended with `outcome`: counted on the entry route it took, if any.
     #[cold]
     fn count_route(&mut self, slot: u32, outcome: Outcome) {
-        let u = super::service::route_draw(self.calls[slot as usize].route, 0);
+        let u = super::service::route_draw(self.calls[slot].route, 0);
         for &e in &self.entry_routes {
             let edge = &mut self.edges[e as usize];
             if let Some((lo, hi)) = edge.route
@@ -1013,10 +1037,10 @@ impl Sim<'_> {
     /// the work that made it.
     #[inline(always)]
     pub(super) fn finish_call(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
-        if let Some(ahead) = self.calls[slot as usize].ahead.take() {
+        if let Some(ahead) = self.calls[slot].ahead.take() {
             ahead.count(&mut self.rec, now);
         }
-        let call = &mut self.calls[slot as usize];
+        let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
         call.ended = true;
         let (client, start, parent) = (call.client, call.start, call.parent);
@@ -1029,7 +1053,7 @@ impl Sim<'_> {
         }
         self.rec.request_ended(outcome, now - start, now);
         self.in_flight -= 1;
-        if !self.entry_routes.is_empty() {
+        if F::GRAPH && !self.entry_routes.is_empty() {
             self.count_route(slot, outcome);
         }
         if let Workload::Closed(closed) = &self.sc.clients.workload {

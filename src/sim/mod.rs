@@ -23,8 +23,10 @@
 //! event always finds the call it was about.
 
 mod client;
+mod features;
 mod policy;
 mod service;
+mod slab;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,9 +37,11 @@ use crate::model::Outcome;
 use crate::model::streams::Draws;
 use crate::scenario::{Scenario, Workload};
 
-use client::{CallState, SettledEnd};
+use client::SettledEnd;
+use features::{Features, Full, Lean};
 use policy::{CallPolicies, DENSE_INSTANCES};
 use service::{ServiceState, Work};
+use slab::Calls;
 
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +57,8 @@ enum Event {
     /// the caller might stop waiting before the version is back).
     ServerArrival { slot: u32, token: u32 },
     /// `occ`: a conditional write reaches the service (two hops after its read, whose
-    /// instant the row keeps under `read`: the version travels back and the caller writes
-    /// at once).
+    /// instant its call keeps, or the row under the ticket `read`: the version travels
+    /// back and the caller writes at once).
     OccWrite { slot: u32, token: u32, read: u32 },
     /// A service finishes the service time of an attempt.
     ServiceDone { slot: u32, token: u32 },
@@ -91,8 +95,8 @@ const COMPACT_MIN: usize = 4096;
 /// call ended). A caller would have cancelled it: the queue drops it unseen, so it neither
 /// moves the clock nor counts as an event, whether it comes up or is swept out first.
 #[inline(always)]
-fn stale(calls: &[CallState], event: &Event) -> bool {
-    matches!(*event, Event::AttemptTimer { slot, token } if !calls[slot as usize].awaits(token))
+fn stale(calls: &Calls, event: &Event) -> bool {
+    matches!(*event, Event::AttemptTimer { slot, token } if !calls[slot].awaits(token))
 }
 
 /// Runs replication `replication` (0-based) of `scenario` with master seed `seed`.
@@ -126,9 +130,23 @@ const TUNING: Tuning = Tuning {
     successes_at_once: true,
 };
 
-/// [`run`] with `tuning`.
+/// [`run`] with `tuning`, by the driver built for the fewest features the scenario needs.
 fn run_with(scenario: &Scenario, seed: u64, replication: u64, tuning: Tuning) -> RunResult {
-    let mut sim = Sim::new(scenario, seed, replication, tuning);
+    if Lean::fits(scenario) {
+        run_as::<Lean>(scenario, seed, replication, tuning)
+    } else {
+        run_as::<Full>(scenario, seed, replication, tuning)
+    }
+}
+
+/// [`run_with`] by the driver built for the features `F`, which `scenario` must not exceed.
+fn run_as<F: Features>(
+    scenario: &Scenario,
+    seed: u64,
+    replication: u64,
+    tuning: Tuning,
+) -> RunResult {
+    let mut sim = Sim::<F>::new(scenario, seed, replication, tuning);
     let truncated = sim.run(tuning.compact_min);
     sim.finish(truncated)
 }
@@ -198,13 +216,16 @@ fn key_store(policy: &crate::scenario::Policy) -> Option<crate::model::KeyStore>
         .map(|k| crate::model::KeyStore::new(k.ttl))
 }
 
-/// One replication in progress: the assembled model and the engine.
-struct Sim<'a> {
+/// One replication in progress: the assembled model and the engine, driven by the driver
+/// built for the features `F` (see `features`).
+struct Sim<'a, F: Features> {
     sc: &'a Scenario,
+    /// The feature set this driver is built for.
+    features: std::marker::PhantomData<F>,
     queue: EventQueue<Event>,
     rng: Draws,
     /// Logical calls, by slot: the clients' requests and the calls between services.
-    calls: Vec<CallState>,
+    calls: Calls,
     free_calls: Vec<u32>,
     /// Calls whose slot is in use (ended calls included until their attempts are all
     /// accounted for).
@@ -286,7 +307,7 @@ struct Housekeeping {
     compact_at: usize,
 }
 
-impl<'a> Sim<'a> {
+impl<'a, F: Features> Sim<'a, F> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
         let graph = sc.is_graph();
@@ -298,12 +319,21 @@ impl<'a> Sim<'a> {
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
             .collect();
+        debug_assert!(F::GRAPH || !graph, "a graph needs the full driver");
+        debug_assert!(
+            F::POLICIES
+                || edges
+                    .iter()
+                    .all(|e| e.policies.passive() && e.keys.is_none() && !e.tracks_executions),
+            "active policies need the full driver"
+        );
         let mut sim = Sim {
             sc,
+            features: std::marker::PhantomData,
             entry_routes,
             queue: EventQueue::new(),
             rng: Draws::new(seed, replication),
-            calls: Vec::new(),
+            calls: Calls::default(),
             free_calls: Vec::new(),
             live_slots: 0,
             arrivals: Vec::new(),
@@ -654,10 +684,26 @@ impl<'a> Sim<'a> {
         if service == 0 {
             self.rec.series.add(col);
         }
-        if self.graph
+        if F::GRAPH
+            && self.graph
             && let Some(series) = &mut self.services[service].series
         {
             series.add(col);
+        }
+    }
+
+    /// Counts `a` and `b` in the series of `service` (and in the main series for the entry),
+    /// finding each row once.
+    #[inline(always)]
+    fn tally_pair(&mut self, service: usize, a: Column, b: Column) {
+        if service == 0 {
+            self.rec.series.add_pair(a, b);
+        }
+        if F::GRAPH
+            && self.graph
+            && let Some(series) = &mut self.services[service].series
+        {
+            series.add_pair(a, b);
         }
     }
 
@@ -668,7 +714,7 @@ impl<'a> Sim<'a> {
         let truncated = match truncated {
             Some(Truncation::EndOfTime { at, in_flight }) => {
                 let mut last = at;
-                for call in &mut self.calls {
+                for call in self.calls.iter_mut() {
                     if let Some(ahead) = call.ahead.take() {
                         last = last.max(ahead.count(&mut self.rec, SimTime(u64::MAX - 1)));
                     }
@@ -724,7 +770,7 @@ impl<'a> Sim<'a> {
         }
         // Steps settled ahead for instants the run reached are counted; a run cut off
         // earlier never got to the rest.
-        for call in &mut self.calls {
+        for call in self.calls.iter_mut() {
             if let Some(ahead) = call.ahead.take() {
                 ahead.count(&mut self.rec, end_time);
             }

@@ -10,11 +10,16 @@
 
 use rand::RngExt;
 
+use super::features::Features;
 use super::{Event, Sim};
 use crate::engine::SimTime;
 use crate::metrics::{Column, ServiceCounters, TimeSeries, Truncation};
 use crate::model::{Admission, Job, Lookup, OccServer, Outage, Outcome, QueueServer, RateLimiter};
 use crate::scenario::{Server, ServerKind};
+
+/// What an `occ` write carries when its call keeps its read's instant (`Sim::keep_read`);
+/// any other value is a ticket of the row's.
+const IN_CALL: u32 = u32::MAX;
 
 /// The server of a service. One per service, so the queue server is kept inline rather
 /// than boxed: the hot path reaches it without an indirection.
@@ -137,15 +142,15 @@ pub(super) fn route_draw(route: u64, service: u32) -> f64 {
     (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
-impl Sim<'_> {
+impl<F: Features> Sim<'_, F> {
     /// The service attempts of call `slot` go to.
     #[inline(always)]
     fn target(&self, slot: u32) -> usize {
-        if !self.graph {
+        if !(F::GRAPH && self.graph) {
             // One service: every attempt goes to it.
             return 0;
         }
-        self.edges[self.calls[slot as usize].edge as usize].to as usize
+        self.edges[self.calls[slot].edge as usize].to as usize
     }
 
     /// An attempt reaches its service.
@@ -153,23 +158,23 @@ impl Sim<'_> {
     pub(super) fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let settings = &self.sc.services[s].server;
-        if let ServerState::Occ(row) = &mut self.services[s].server {
+        if matches!(self.services[s].server, ServerState::Occ(_)) {
             // The read is instant and is not work. The version travels back and the caller
             // writes at once, unless it gave up before the version arrived: its timer's
             // instant is known, so whether it is still waiting then is known now, and the
             // two hops need no event in between.
             let back = self.sc.network.latency.sample(&mut self.rng.network);
-            let call = &self.calls[slot as usize];
+            let call = &self.calls[slot];
             let live = call.awaits(token);
             if live && now + back < call.abandon_at {
                 let forth = self.sc.network.latency.sample(&mut self.rng.network);
-                let read = row.read(now);
+                let read = self.keep_read(s, slot, token, now);
                 self.queue
                     .schedule(now + back + forth, Event::OccWrite { slot, token, read });
             } else if live && call.abandon_at == SimTime::NEVER {
                 // The version would come back after the end of simulated time with the
                 // caller still waiting for it: the run ends there.
-                let read = row.read(now);
+                let read = self.keep_read(s, slot, token, now);
                 self.queue
                     .schedule(SimTime::NEVER, Event::OccWrite { slot, token, read });
             } else {
@@ -180,10 +185,10 @@ impl Sim<'_> {
         }
         self.services[s].counters.attempts += 1;
         self.tally(s, Column::Attempts);
-        if self.graph && self.calls[slot as usize].awaits(token) {
+        if F::GRAPH && self.graph && self.calls[slot].awaits(token) {
             self.arrived(slot, now);
         }
-        match settings.faults.outage(now) {
+        match settings.faults.outage(now).filter(|_| F::FAULTS) {
             Some(Outage::Reject) => {
                 self.services[s].counters.outage_rejected += 1;
                 self.reply(slot, token, Outcome::Error, now);
@@ -197,7 +202,8 @@ impl Sim<'_> {
             None => {}
         }
         let service = &mut self.services[s];
-        if let Some(limiter) = &mut service.limiter
+        if F::FAULTS
+            && let Some(limiter) = &mut service.limiter
             && !limiter.admit(now)
         {
             service.counters.throttled += 1;
@@ -207,9 +213,11 @@ impl Sim<'_> {
         if self.discarded_at_arrival(s, slot, token) {
             return;
         }
-        let edge = self.calls[slot as usize].edge as usize;
-        if let Some(keys) = &mut self.edges[edge].keys {
-            let key = self.calls[slot as usize].id;
+        let edge = self.calls[slot].edge as usize;
+        if F::POLICIES
+            && let Some(keys) = &mut self.edges[edge].keys
+        {
+            let key = self.calls[slot].id;
             let lookup = keys.lookup(key, (slot, token), now);
             if keys.held() > self.sc.limits.max_in_flight {
                 self.overflow = Some(Truncation::KeysHeld {
@@ -254,19 +262,50 @@ impl Sim<'_> {
         let read_at = sent + latency.sample(&mut self.rng.network);
         let trip = latency.sample_pair(&mut self.rng.network);
         let s = self.target(slot);
+        let read = self.keep_read(s, slot, token, read_at);
+        self.queue
+            .schedule(read_at + trip, Event::OccWrite { slot, token, read });
+    }
+
+    /// `occ`: keeps the instant `at` of attempt `token`'s read of call `slot` for its write,
+    /// and returns what the write carries. The call keeps it when it keeps no other (one
+    /// write in flight per call is the rule: a second needs an attempt abandoned after its
+    /// read), and the write carries [`IN_CALL`]; otherwise the row of service `s` keeps it
+    /// under a ticket, which the write carries.
+    #[inline(always)]
+    fn keep_read(&mut self, s: usize, slot: u32, token: u32, at: SimTime) -> u32 {
+        let call = &mut self.calls[slot];
+        if call.read_token == super::NO_TOKEN {
+            call.read_token = token;
+            call.read_at = at;
+            return IN_CALL;
+        }
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("reads go to an occ service")
         };
-        let read = row.read(read_at);
-        self.queue
-            .schedule(read_at + trip, Event::OccWrite { slot, token, read });
+        row.read(at)
+    }
+
+    /// `occ`: the instant of the read whose write for call `slot` carries `read` (see
+    /// [`Sim::keep_read`]); the place that kept it is free again.
+    #[inline(always)]
+    fn take_read(&mut self, s: usize, slot: u32, read: u32) -> SimTime {
+        if read == IN_CALL {
+            let call = &mut self.calls[slot];
+            call.read_token = super::NO_TOKEN;
+            return call.read_at;
+        }
+        let ServerState::Occ(row) = &mut self.services[s].server else {
+            unreachable!("writes go to an occ service")
+        };
+        row.take_read(read)
     }
 
     /// Whether service `s` discards attempt `token` of call `slot` as it arrives: its caller
     /// cancelled it, or, with `drop_expired`, no longer waits for it.
     #[inline(always)]
     fn discarded_at_arrival(&mut self, s: usize, slot: u32, token: u32) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.awaits(token) {
             return false;
         }
@@ -297,7 +336,7 @@ impl Sim<'_> {
     /// or is rejected (answered `rejected`). Returns whether the server took it.
     #[inline(always)]
     fn enqueue(&mut self, s: usize, slot: u32, token: u32, now: SimTime) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let abandon_at = if call.awaits(token) {
             call.abandon_at
         } else {
@@ -339,7 +378,7 @@ impl Sim<'_> {
     /// Service `s` answers attempt `token` of call `slot` from its key memory with
     /// `outcome`, after the memory's cost, without executing it.
     fn replay(&mut self, s: usize, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
+        let edge = self.calls[slot].edge as usize;
         let cost = self.edges[edge]
             .policies
             .policy
@@ -354,8 +393,8 @@ impl Sim<'_> {
     /// Does nothing for a call without keys (the common case, checked inline).
     #[inline(always)]
     fn key_released(&mut self, s: usize, slot: u32, now: SimTime) {
-        let edge = self.calls[slot as usize].edge as usize;
-        if self.edges[edge].keys.is_some() {
+        let edge = self.calls[slot].edge as usize;
+        if F::POLICIES && self.edges[edge].keys.is_some() {
             self.hand_key_over(s, slot, edge, now);
         }
     }
@@ -363,7 +402,7 @@ impl Sim<'_> {
     /// [`Self::key_released`] for a call with keys.
     #[inline(never)]
     fn hand_key_over(&mut self, s: usize, slot: u32, edge: usize, now: SimTime) {
-        let key = self.calls[slot as usize].id;
+        let key = self.calls[slot].id;
         loop {
             let Some(keys) = &mut self.edges[edge].keys else {
                 return;
@@ -383,7 +422,7 @@ impl Sim<'_> {
     /// answered. A bad request refused as `permanent` is not executed. Returns whether a
     /// repeat still awaited takes this execution's answer.
     fn executed(&mut self, s: usize, slot: u32, outcome: Outcome, now: SimTime) -> bool {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         if call.permanent {
             self.key_released(s, slot, now);
             return false;
@@ -395,7 +434,7 @@ impl Sim<'_> {
             call.hedge_of
         };
         if !self.edges[edge].policies.policy.idempotent {
-            let l = &mut self.calls[logical as usize];
+            let l = &mut self.calls[logical];
             l.executions += 1;
             let c = &mut self.services[s].counters;
             if l.executions >= 2 {
@@ -405,11 +444,11 @@ impl Sim<'_> {
                 c.duplicate_calls += 1;
             }
         }
-        let key = self.calls[slot as usize].id;
+        let key = self.calls[slot].id;
         let mut taken = false;
         if let Some(keys) = &mut self.edges[edge].keys {
             for (waiter, token) in keys.executed(key, outcome, now) {
-                taken |= self.calls[waiter as usize].awaits(token);
+                taken |= self.calls[waiter].awaits(token);
                 self.replay(s, waiter, token, outcome, now);
             }
         }
@@ -420,21 +459,20 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn occ_write(&mut self, slot: u32, token: u32, read: u32, now: SimTime) {
         let s = self.target(slot);
+        let read_at = self.take_read(s, slot, read);
         let ServerState::Occ(row) = &mut self.services[s].server else {
             unreachable!("writes go to an occ service")
         };
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let live = call.awaits(token);
         // A bad request is refused without writing.
         let bad = live && call.permanent;
-        let read_at = row.take_read(read);
         let won = !bad && row.write(read_at, now);
         let c = &mut self.services[s].counters;
         c.attempts += 1;
         c.served += 1;
         c.last_service_end = now;
-        self.tally(s, Column::Attempts);
-        self.tally(s, Column::Served);
+        self.tally_pair(s, Column::Attempts, Column::Served);
         if live {
             let outcome = if bad {
                 Outcome::Permanent
@@ -461,14 +499,14 @@ impl Sim<'_> {
     pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
         let s = self.target(slot);
         let spec = &self.sc.services[s];
-        if !self.graph || spec.calls.is_empty() || self.calls[slot as usize].permanent {
+        if !(F::GRAPH && self.graph) || spec.calls.is_empty() || self.calls[slot].permanent {
             // A bad request is refused after its service time, before any call.
             self.served(s, now);
             self.release_worker(s, now);
             self.answer(s, slot, token, None, false, now);
             return;
         }
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let work = Work {
             service: s as u32,
             call: slot,
@@ -547,7 +585,7 @@ impl Sim<'_> {
             ServerKind::Queue(q) => q.drop_expired,
             ServerKind::Occ => false,
         };
-        if !drop || self.calls[work.call as usize].awaits(work.token) {
+        if !drop || self.calls[work.call].awaits(work.token) {
             return false;
         }
         self.services[s].counters.expired_dropped += 1;
@@ -614,7 +652,7 @@ impl Sim<'_> {
         let s = work.service as usize;
         self.services[s].held_nanos += u128::from(now.saturating_since(work.held_from).as_nanos());
         if work.failure == Some(Outcome::DeadlineExceeded)
-            && !self.calls[work.call as usize].awaits(work.token)
+            && !self.calls[work.call].awaits(work.token)
         {
             // A deadline cut the work off when its caller stopped waiting (a propagated
             // deadline ends the call below at that instant): it is abandoned, as a server
@@ -636,8 +674,8 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             unreachable!("occ services have no workers")
         };
-        let (cancels, calls) = (self.cancels, &self.calls);
-        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
+        let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         if let Some((next, service)) = server.complete(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,
@@ -688,9 +726,9 @@ impl Sim<'_> {
         degraded: bool,
         now: SimTime,
     ) {
-        let call = &self.calls[slot as usize];
+        let call = &self.calls[slot];
         let awaited = call.awaits(token);
-        let tracked = self.edges[call.edge as usize].tracks_executions;
+        let tracked = F::POLICIES && self.edges[call.edge as usize].tracks_executions;
         if !awaited && !tracked {
             // The caller gave up before the work was done: nobody reads this answer.
             self.wasted(s, slot, token, now);
@@ -703,7 +741,10 @@ impl Sim<'_> {
         } else {
             let settings = &self.sc.services[s].server;
             let error_rate = match &settings.kind {
-                ServerKind::Queue(q) => settings.faults.error_rate(now).unwrap_or(q.error_rate),
+                ServerKind::Queue(q) if F::FAULTS => {
+                    settings.faults.error_rate(now).unwrap_or(q.error_rate)
+                }
+                ServerKind::Queue(q) => q.error_rate,
                 ServerKind::Occ => 0.0,
             };
             if error_rate > 0.0 && self.rng.failures.random::<f64>() < error_rate {
@@ -733,7 +774,8 @@ impl Sim<'_> {
         if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
         }
-        if matches!(outcome, Outcome::Success | Outcome::Degraded)
+        if F::GRAPH
+            && matches!(outcome, Outcome::Success | Outcome::Degraded)
             && let Some(series) = &mut self.services[s].series
         {
             // Only a call graph's services keep series: the caller awaits this attempt, so
@@ -758,8 +800,11 @@ impl Sim<'_> {
     /// for, or its answer goes to a caller that learns from late answers.
     #[inline(always)]
     fn unawaited(&mut self, slot: u32, token: u32, now: SimTime) {
-        let call = &self.calls[slot as usize];
-        if call.round == token && self.edges[call.edge as usize].policies.learns_late() {
+        let call = &self.calls[slot];
+        if F::POLICIES
+            && call.round == token
+            && self.edges[call.edge as usize].policies.learns_late()
+        {
             self.reply(slot, token, Outcome::Success, now);
         } else {
             self.attempt_accounted(slot);
@@ -793,8 +838,8 @@ impl Sim<'_> {
         let ServerState::Queue(server) = &mut self.services[s].server else {
             return;
         };
-        let (cancels, calls) = (self.cancels, &self.calls);
-        let cancelled = |j: &Job| cancels && calls[j.slot as usize].cancelled == j.token;
+        let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
+        let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         for (job, service) in server.refresh_workers(now, &mut self.rng.service, cancelled) {
             self.queue.schedule(
                 now + service,

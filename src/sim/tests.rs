@@ -60,7 +60,7 @@ fn steps_settled_ahead_count_in_their_buckets_and_not_past_the_end() {
     let e = crate::scenario::load_str(text, "t", &Default::default()).unwrap();
     let sc = e.points[0].variants[0].scenario.clone();
     for replication in 0..5 {
-        let mut sim = Sim::new(&sc, 3, replication, TUNING);
+        let mut sim = Sim::<Full>::new(&sc, 3, replication, TUNING);
         assert!(
             sim.fold_retries,
             "the storm settles its conflicts at the write"
@@ -110,7 +110,7 @@ fn steps_settled_ahead_of_the_end_of_time_are_counted() {
     for settled in [true, false] {
         let mut ended = 0;
         for replication in 0..20 {
-            let mut sim = Sim::new(&sc, 5, replication, TUNING);
+            let mut sim = Sim::<Full>::new(&sc, 5, replication, TUNING);
             assert!(sim.fold_retries && sim.successes_at_once);
             (sim.fold_retries, sim.successes_at_once) = (settled, settled);
             let truncated = sim.run(COMPACT_MIN);
@@ -369,7 +369,7 @@ mod graph {
 
     /// The driver after a whole run, for checks of its state.
     fn run_to_end(sc: &Scenario, seed: u64, replication: u64) -> (RunResult, usize, usize) {
-        let mut sim = Sim::new(sc, seed, replication, TUNING);
+        let mut sim = Sim::<Full>::new(sc, seed, replication, TUNING);
         let truncated = sim.run(COMPACT_MIN);
         let live = sim.live_slots as usize;
         let works = sim.works.len() - sim.free_works.len();
@@ -938,7 +938,7 @@ mod hedging {
                 cancel,
                 budget: None,
             });
-            let mut sim = Sim::new(&sc, 3, 0, TUNING);
+            let mut sim = Sim::<Full>::new(&sc, 3, 0, TUNING);
             let truncated = sim.run(COMPACT_MIN);
             let live = sim.live_slots;
             let r = sim.finish(truncated);
@@ -1125,7 +1125,7 @@ fn settled_answers_equal_evented_ones_without_jitter() {
         let sc = &e.points[0].variants[0].scenario;
         for replication in 0..3 {
             let [mut settled, mut evented] = [true, false].map(|fold| {
-                let mut sim = Sim::new(sc, 9, replication, TUNING);
+                let mut sim = Sim::<Full>::new(sc, 9, replication, TUNING);
                 assert!(sim.fold_retries, "{name}: its answers are settled");
                 sim.fold_retries = fold;
                 let truncated = sim.run(COMPACT_MIN);
@@ -1523,4 +1523,41 @@ fn successes_both_ways(sc: &Scenario, seed: u64, replication: u64) -> [RunResult
 fn assert_same_results(mut a: RunResult, mut b: RunResult, name: &str) {
     (a.counters.events, b.counters.events) = (0, 0);
     assert_same_run(a, b, name);
+}
+
+/// The driver built for fewer features (`features::Lean`) gives every bundled scenario that
+/// it fits the very results of the full build, byte for byte (their `Debug` text, which holds
+/// every count, histogram, series row and truncation); the others run the full build either
+/// way.
+#[test]
+fn feature_builds_give_the_full_builds_results() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| !p.ends_with("bench-10m.json"))
+        .collect();
+    paths.sort();
+    let (mut runs, mut lean) = (0, 0);
+    for path in &paths {
+        let e = crate::scenario::load_file(path, &Default::default()).unwrap();
+        let last = e.points.len() - 1;
+        for point in [0, last] {
+            for v in &e.points[point].variants {
+                let mut sc = v.scenario.clone();
+                sc.duration = sc.duration.min(SimDuration::from_secs(60));
+                for replication in 0..2 {
+                    let name = format!("{} / {} / {replication}", path.display(), v.name);
+                    let full = run_as::<Full>(&sc, 11, replication, TUNING);
+                    let chosen = run_with(&sc, 11, replication, TUNING);
+                    assert_eq!(format!("{full:?}"), format!("{chosen:?}"), "{name}");
+                    runs += 1;
+                    lean += usize::from(Lean::fits(&sc));
+                }
+            }
+        }
+    }
+    assert!(runs > 150, "{runs} runs");
+    assert!(lean > 50, "{lean} of {runs} runs fit the lean build");
 }
