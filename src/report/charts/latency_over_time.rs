@@ -159,7 +159,8 @@ fn axis(table: &Latencies) -> YAxis {
 }
 
 /// Draws `values` as a line (broken where a bucket had no answer) of `pick` of each, dashed
-/// as the variant at `dash` is (solid for 0).
+/// as the variant at `dash` is (solid for 0); a bucket with no answered neighbour is drawn
+/// as a level one bucket wide.
 fn draw_line<DB: DrawingBackend>(
     chart: &mut over_time::Panel<'_, DB>,
     frame: &Frame,
@@ -172,12 +173,23 @@ fn draw_line<DB: DrawingBackend>(
         .enumerate()
         .map(|(i, l)| l.map(|l| (frame.start(i) + frame.bucket / 2.0, axis.at(pick(&l)))))
         .collect();
-    for run in points.split(Option::is_none).filter(|r| !r.is_empty()) {
-        let run: Vec<(f64, f64)> = run.iter().flatten().copied().collect();
+    for run in strokes(&points, frame.bucket) {
         let line = canvas::variant_line(run, dash, color, width);
         chart.draw_series(std::iter::once(line)).drawn()?;
     }
     Ok(())
+}
+
+/// The strokes of a line through `points` (bucket middles, `None` where nothing was
+/// answered), broken at the gaps; a bucket alone between gaps is a level across its width
+/// `bucket`, not a point too small to see.
+fn strokes(points: &[Option<(f64, f64)>], bucket: f64) -> Vec<Vec<(f64, f64)>> {
+    let runs = points.split(Option::is_none).filter(|r| !r.is_empty());
+    runs.map(|run| match run {
+        [Some((x, y))] => vec![(x - bucket / 2.0, *y), (x + bucket / 2.0, *y)],
+        _ => run.iter().flatten().copied().collect(),
+    })
+    .collect()
 }
 
 impl Chart for LatencyOverTime {
@@ -519,6 +531,23 @@ mod tests {
 
     /// A variant that never answered says "nothing answered" in its title; one that did,
     /// without a long silence, says nothing.
+    /// tiers-retry-amplification's answers at 23 s and 31 s, each alone between gaps,
+    /// were not drawn at all: a line needs two points.
+    #[test]
+    fn a_bucket_alone_between_gaps_is_drawn_as_a_level() {
+        let points = [
+            Some((0.5, 1.0)),
+            Some((1.5, 2.0)),
+            None,
+            Some((3.5, 7.0)),
+            None,
+        ];
+        let strokes = super::strokes(&points, 1.0);
+        assert_eq!(strokes.len(), 2);
+        assert_eq!(strokes[0], [(0.5, 1.0), (1.5, 2.0)]);
+        assert_eq!(strokes[1], [(3.0, 7.0), (4.0, 7.0)], "one bucket wide");
+    }
+
     #[test]
     fn a_variant_that_answered_nothing_says_so() {
         use super::super::Run;

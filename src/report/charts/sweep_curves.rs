@@ -544,10 +544,16 @@ impl YScale {
             // decades always holds a whole power of ten to label.
             let (lo, hi) = (low.log10(), top.log10());
             let pad = (hi - lo) * 0.04;
+            let (mut lo, hi) = (lo - pad, hi + pad);
+            // At least two whole powers of ten to label: 15 ms to 600 ms would read "100"
+            // alone, so the foot goes down to 10.
+            if hi.floor() - lo.ceil() < 1.0 {
+                lo = lo.floor();
+            }
             return YScale {
                 log: true,
-                lo: lo - pad,
-                hi: hi + pad,
+                lo,
+                hi,
                 top,
             };
         }
@@ -743,6 +749,16 @@ mod tests {
             hidden_under(&gaps, &YScale::of(&gaps)).is_empty(),
             "a gap shows"
         );
+    }
+
+    /// A log axis from 15 ms to 600 ms labelled "100" alone: nothing to read a bar against.
+    #[test]
+    fn a_log_axis_labels_two_powers_of_ten_at_least() {
+        let y = YScale::of(&vec![vec![Some((15.0, 0.0)), Some((600.0, 0.0))]]);
+        assert!(y.log);
+        let labelled = (y.lo.ceil() as i32..=y.hi.floor() as i32).count();
+        assert!(labelled >= 2, "{y:?}");
+        assert_eq!(y.lo, 1.0);
     }
 
     #[test]
