@@ -25,6 +25,9 @@ use crate::scenario::Scenario;
 /// The retries bars: translucent black, a light grey that lets the lines show through.
 const RETRIES: RGBColor = super::style::INK;
 const BAR_ALPHA: f64 = 0.25;
+/// How strongly the share of breakers open is filled: pale, under a border in the variant's
+/// colour, so a brown or grey variant's fill is not read as the grey retry bars.
+const OPEN_ALPHA: f64 = 0.15;
 
 /// The top of the percent axis.
 const TOP: f64 = 116.0;
@@ -107,7 +110,12 @@ fn key<DB: DrawingBackend>(
                 let (a, b) = stripe(k);
                 area.draw(&Rectangle::new(
                     [(x + a, y0), (x + b, y1)],
-                    c.mix(0.35).filled(),
+                    c.mix(OPEN_ALPHA).filled(),
+                ))
+                .drawn()?;
+                area.draw(&PathElement::new(
+                    vec![(x + a, y0), (x + b, y0)],
+                    c.stroke_width(2),
                 ))
                 .drawn()?;
             }
@@ -371,9 +379,9 @@ fn draw_panel<DB: DrawingBackend>(
         points.filter_map(move |(i, r)| Some((at_end(i), f(counts, r)?)))
     };
     if counts.1 > 0 {
-        let open = AreaSeries::new(series(open_pct), 0.0, color.mix(0.35));
+        let open = AreaSeries::new(series(open_pct), 0.0, color.mix(OPEN_ALPHA));
         chart
-            .draw_series(open.border_style(color.stroke_width(1)))
+            .draw_series(open.border_style(color.stroke_width(2)))
             .drawn()?;
     }
     if token_bucket(scenario) {
