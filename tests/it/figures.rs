@@ -323,6 +323,12 @@ fn empty_panels_and_hidden_lines_are_said_in_words() {
         amplification.contains("no retries drawn under retry breaker"),
         "the hidden line is named"
     );
+    // first-storm's 0.8 s without an answer while the server refused was left unsaid.
+    let latency = text("first-storm", "latency-over-time.svg");
+    assert!(
+        latency.contains("reject outage: nothing answered from 10.2 s to 11 s"),
+        "a short silence is named"
+    );
     let grid = text("brooker-2022", "sweep-metrics.svg");
     assert!(
         grid.contains("amplification (x) (1 hidden)"),

@@ -367,6 +367,15 @@ fn panel_body<DB: DrawingBackend>(
     )
 }
 
+/// The fewest buckets without an answer a panel title names: a gap of one or two is plain
+/// to see, a longer one (first-storm's 0.8 s while the server refused) is said, however short
+/// beside the time axis.
+const SILENCE_BUCKETS: usize = 3;
+
+/// How many answers must have been due in a gap (at the mean rate requests started) for the
+/// panel title to name it.
+const SILENCE_DUE: f64 = 20.0;
+
 /// What a variant's panel title says of its silence: "nothing answered" for a variant that
 /// answered nothing at all (amplification-closed-form's f = 1 variants), not an empty panel;
 /// else its longest stretch without an answer, if long ([`silence`]).
@@ -380,7 +389,8 @@ fn note(frame: &Frame, line: Option<(&Line, &[Option<BucketLatency>])>) -> Optio
 }
 
 /// The longest stretch in which a variant answered nothing while its clients still started
-/// requests (`rows`), when it spans more than 5 % of the time axis: "nothing answered from
+/// requests (`rows`), when it spans [`SILENCE_BUCKETS`] buckets or more and [`SILENCE_DUE`]
+/// answers were due in it: "nothing answered from
 /// a to b" (or "after a", when no answer came again).
 fn silence(frame: &Frame, rows: &[Row], values: &[Option<BucketLatency>]) -> Option<String> {
     let busy = rows
@@ -401,7 +411,12 @@ fn silence(frame: &Frame, rows: &[Row], values: &[Option<BucketLatency>]) -> Opt
         i += 1;
     }
     let (a, b) = best;
-    if ((b - a) as f64) * frame.bucket <= 0.05 * frame.x1 {
+    // A gap in a trickle of requests is chance: only one where some tens of answers were
+    // due (at the rate requests started) is named.
+    let started = rows[..busy].iter().map(|r| r[Column::Started as usize]);
+    let rate = started.sum::<f64>() / busy as f64;
+    let due = rate * (b - a) as f64 * frame.bucket;
+    if b - a < SILENCE_BUCKETS || due < SILENCE_DUE {
         return None;
     }
     let at = |i: usize| format!("{} {}", frame.unit.label(&frame.start(i)), frame.unit.name);
@@ -529,8 +544,6 @@ mod tests {
         assert!(caption.contains("pooled over 2 replications"), "{caption}");
     }
 
-    /// A variant that never answered says "nothing answered" in its title; one that did,
-    /// without a long silence, says nothing.
     /// tiers-retry-amplification's answers at 23 s and 31 s, each alone between gaps,
     /// were not drawn at all: a line needs two points.
     #[test]
@@ -548,6 +561,8 @@ mod tests {
         assert_eq!(strokes[1], [(3.0, 7.0), (4.0, 7.0)], "one bucket wide");
     }
 
+    /// A variant that never answered says "nothing answered" in its title; one that did,
+    /// without a silence, says nothing.
     #[test]
     fn a_variant_that_answered_nothing_says_so() {
         use super::super::Run;
