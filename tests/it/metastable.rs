@@ -130,7 +130,7 @@ fn a_stall_starts_a_storm_that_only_budgets_and_breakers_end() {
     }
     let bucket = get("token bucket", "recovery.median_recovery_s");
     let quota = get("retry quota", "recovery.median_recovery_s");
-    for name in ["token bucket", "retry quota", "circuit breaker", "lifo"] {
+    for name in ["token bucket", "retry quota", "circuit breaker", "LIFO"] {
         assert_eq!(get(name, "recovery.recovered_fraction"), 1.0, "{name}");
     }
     // docs/reference-results.md: token bucket within about 200 s, retry quota within about 420 s.

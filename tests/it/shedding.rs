@@ -22,7 +22,7 @@ fn codel_and_adaptive_lifo_end_the_hotos_storm_in_every_replication() {
         assert_eq!(metric(v, "recovery.recovered").0, 0.0, "{name}");
         assert!(metric(v, "amplification").0 > 1.9, "{name}");
     }
-    for name in ["backoff + codel", "backoff + adaptive_lifo"] {
+    for name in ["backoff + CoDel", "backoff + adaptive LIFO"] {
         let v = variant(&result, name);
         assert_eq!(metric(v, "recovery.replications").0, n, "{name}");
         assert_eq!(
@@ -38,14 +38,14 @@ fn codel_and_adaptive_lifo_end_the_hotos_storm_in_every_replication() {
     }
     // CoDel sheds at least the stall's backlog, about 280/s x 10 s of first attempts; adaptive
     // LIFO sheds nothing, and the others cannot.
-    let codel = variant(&result, "backoff + codel");
+    let codel = variant(&result, "backoff + CoDel");
     let (shed, half) = metric(codel, "server.shed");
     assert!(shed - half > 2800.0, "shed {shed} ± {half}");
     assert_eq!(codel.metrics.entry().shed, shed);
     for v in result.points[0]
         .variants
         .iter()
-        .filter(|v| v.name != "backoff + codel")
+        .filter(|v| v.name != "backoff + CoDel")
     {
         assert_eq!(v.metrics.entry().shed, 0.0, "{}", v.name);
     }
