@@ -1337,13 +1337,8 @@ fn a_settled_departure_is_counted_when_it_leaves() {
     assert_eq!(retries[20], 1, "{retries:?}");
 }
 
-/// Every bundled scenario but bench-10m, at its first and last sweep point, every variant,
-/// two replications, cut to 60 s: timers entered when their attempt reaches the service give
-/// exactly what timers entered at the send give, and successes settled where the service
-/// answers exactly what answers that travel as events give, in fewer events (idempotency keys,
-/// hedges, bulkheads, call graphs, `occ` rows and load shedding included).
-#[test]
-fn run_options_change_no_bundled_scenario() {
+/// The bundled scenario files but bench-10m, sorted.
+fn bundled_scenarios() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -1352,6 +1347,17 @@ fn run_options_change_no_bundled_scenario() {
         .filter(|p| !p.ends_with("bench-10m.json"))
         .collect();
     paths.sort();
+    paths
+}
+
+/// Every bundled scenario but bench-10m, at its first and last sweep point, every variant,
+/// two replications, cut to 60 s: timers entered when their attempt reaches the service give
+/// exactly what timers entered at the send give, and successes settled where the service
+/// answers exactly what answers that travel as events give, in fewer events (idempotency keys,
+/// hedges, bulkheads, call graphs, `occ` rows and load shedding included).
+#[test]
+fn run_options_change_no_bundled_scenario() {
+    let paths = bundled_scenarios();
     let mut runs = 0;
     for path in &paths {
         let e = crate::scenario::load_file(path, &Default::default()).unwrap();
@@ -1531,14 +1537,7 @@ fn assert_same_results(mut a: RunResult, mut b: RunResult, name: &str) {
 /// way.
 #[test]
 fn feature_builds_give_the_full_builds_results() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter(|p| !p.ends_with("bench-10m.json"))
-        .collect();
-    paths.sort();
+    let paths = bundled_scenarios();
     let (mut runs, mut lean) = (0, 0);
     for path in &paths {
         let e = crate::scenario::load_file(path, &Default::default()).unwrap();
