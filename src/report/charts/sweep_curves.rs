@@ -301,6 +301,24 @@ pub fn covered_words(
     format!(" ({})", pairs.join("; "))
 }
 
+/// The largest font size from 15 down to 10 at which `text` fits `room` pixels.
+fn fitting_size(text: &str, room: u32) -> u32 {
+    (10..=15)
+        .rev()
+        .find(|&s| canvas::text_width(text, s) <= room)
+        .unwrap_or(10)
+}
+
+/// Writes what a full-size plot says of its hidden lines ([`covered_words`]) centred at the
+/// top of `area`, over the plot.
+fn draw_covered<DB: DrawingBackend>(area: &Area<DB>, covered: &str) -> Result<()> {
+    let note = covered.trim_start_matches([' ', '(']).trim_end_matches(')');
+    let style = (FONT, 15).into_font().color(&BLACK.mix(0.7));
+    let (w, _) = area.dim_in_pixel();
+    let x = (w as i32) / 2 - canvas::text_width(note, 15) as i32 / 2;
+    area.draw_text(note, &style, (x, 2)).drawn()
+}
+
 /// Where the sweep's values sit on the x axis, and whether on a log axis: numeric values at
 /// their value (their log10 when they span two decades or more), others at their position.
 fn x_positions(values: &[Value]) -> (Vec<f64>, Option<Vec<f64>>, bool) {
@@ -348,17 +366,12 @@ pub fn plot<DB: DrawingBackend>(
     } else {
         (16, 52, 80, 16)
     };
-    let hidden = hidden_under(points, &y);
-    let mut builder = ChartBuilder::on(area);
     let names: Vec<&str> = run.variants().iter().map(|v| v.name.as_str()).collect();
-    let covered = covered_words(&hidden, points.len(), &names, compact);
+    let covered = covered_words(&hidden_under(points, &y), points.len(), &names, compact);
+    let mut builder = ChartBuilder::on(area);
     if compact {
         let caption = format!("{}{covered}", y.title(label));
-        let room = area.dim_in_pixel().0.saturating_sub(8);
-        let size = (10..=15)
-            .rev()
-            .find(|&s| canvas::text_width(&caption, s) <= room)
-            .unwrap_or(10);
+        let size = fitting_size(&caption, area.dim_in_pixel().0.saturating_sub(8));
         builder.caption(caption, (FONT, size));
     }
     let mut chart = builder
@@ -394,15 +407,7 @@ pub fn plot<DB: DrawingBackend>(
     }
     mesh.draw().drawn()?;
     if !compact && !covered.is_empty() {
-        let note = covered.trim_start_matches([' ', '(']).trim_end_matches(')');
-        let style = (FONT, 15).into_font().color(&BLACK.mix(0.7));
-        let (w, _) = area.dim_in_pixel();
-        area.draw_text(
-            note,
-            &style,
-            ((w as i32) / 2 - canvas::text_width(note, 15) as i32 / 2, 2),
-        )
-        .drawn()?;
+        draw_covered(area, &covered)?;
     }
     for (j, curve) in points.iter().enumerate() {
         let color = variant_color(j);
