@@ -188,7 +188,12 @@ impl<F: Features> Sim<'_, F> {
         if F::GRAPH && self.graph && self.calls[slot].awaits(token) {
             self.arrived(slot, now);
         }
-        match settings.faults.outage(now).filter(|_| F::FAULTS) {
+        let outage = if F::FAULTS {
+            settings.faults.outage(now)
+        } else {
+            None
+        };
+        match outage {
             Some(Outage::Reject) => {
                 self.services[s].counters.outage_rejected += 1;
                 self.reply(slot, token, Outcome::Error, now);
