@@ -1337,8 +1337,9 @@ fn a_settled_departure_is_counted_when_it_leaves() {
     assert_eq!(retries[20], 1, "{retries:?}");
 }
 
-/// The bundled scenario files but bench-10m, sorted.
-fn bundled_scenarios() -> Vec<std::path::PathBuf> {
+/// Every bundled scenario but bench-10m at its first and last sweep point, every variant, cut
+/// to 60 s, with two replications each: the scenario, the replication and a name to report.
+fn bundled_cases() -> Vec<(Scenario, u64, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -1347,18 +1348,7 @@ fn bundled_scenarios() -> Vec<std::path::PathBuf> {
         .filter(|p| !p.ends_with("bench-10m.json"))
         .collect();
     paths.sort();
-    paths
-}
-
-/// Every bundled scenario but bench-10m, at its first and last sweep point, every variant,
-/// two replications, cut to 60 s: timers entered when their attempt reaches the service give
-/// exactly what timers entered at the send give, and successes settled where the service
-/// answers exactly what answers that travel as events give, in fewer events (idempotency keys,
-/// hedges, bulkheads, call graphs, `occ` rows and load shedding included).
-#[test]
-fn run_options_change_no_bundled_scenario() {
-    let paths = bundled_scenarios();
-    let mut runs = 0;
+    let mut cases = Vec::new();
     for path in &paths {
         let e = crate::scenario::load_file(path, &Default::default()).unwrap();
         let last = e.points.len() - 1;
@@ -1368,16 +1358,29 @@ fn run_options_change_no_bundled_scenario() {
                 sc.duration = sc.duration.min(SimDuration::from_secs(60));
                 for replication in 0..2 {
                     let name = format!("{} / {} / {replication}", path.display(), v.name);
-                    let [a, b] = timers_both_ways(&sc, 11, replication);
-                    assert_same_run(a, b, &format!("timers: {name}"));
-                    let [a, b] = successes_both_ways(&sc, 11, replication);
-                    assert_same_results(a, b, &format!("successes: {name}"));
-                    runs += 1;
+                    cases.push((sc.clone(), replication, name));
                 }
             }
         }
     }
-    assert!(runs > 150, "{runs} runs");
+    cases
+}
+
+/// Every bundled scenario but bench-10m, at its first and last sweep point, every variant,
+/// two replications, cut to 60 s: timers entered when their attempt reaches the service give
+/// exactly what timers entered at the send give, and successes settled where the service
+/// answers exactly what answers that travel as events give, in fewer events (idempotency keys,
+/// hedges, bulkheads, call graphs, `occ` rows and load shedding included).
+#[test]
+fn run_options_change_no_bundled_scenario() {
+    let cases = bundled_cases();
+    for (sc, replication, name) in &cases {
+        let [a, b] = timers_both_ways(sc, 11, *replication);
+        assert_same_run(a, b, &format!("timers: {name}"));
+        let [a, b] = successes_both_ways(sc, 11, *replication);
+        assert_same_results(a, b, &format!("successes: {name}"));
+    }
+    assert!(cases.len() > 150, "{} runs", cases.len());
 }
 
 /// Asserts that two runs of one setup, carried out two ways, gave the same result: every
@@ -1537,26 +1540,15 @@ fn assert_same_results(mut a: RunResult, mut b: RunResult, name: &str) {
 /// way.
 #[test]
 fn feature_builds_give_the_full_builds_results() {
-    let paths = bundled_scenarios();
-    let (mut runs, mut lean) = (0, 0);
-    for path in &paths {
-        let e = crate::scenario::load_file(path, &Default::default()).unwrap();
-        let last = e.points.len() - 1;
-        for point in [0, last] {
-            for v in &e.points[point].variants {
-                let mut sc = v.scenario.clone();
-                sc.duration = sc.duration.min(SimDuration::from_secs(60));
-                for replication in 0..2 {
-                    let name = format!("{} / {} / {replication}", path.display(), v.name);
-                    let full = run_as::<Full>(&sc, 11, replication, TUNING);
-                    let chosen = run_with(&sc, 11, replication, TUNING);
-                    assert_eq!(format!("{full:?}"), format!("{chosen:?}"), "{name}");
-                    runs += 1;
-                    lean += usize::from(Lean::fits(&sc));
-                }
-            }
-        }
+    let cases = bundled_cases();
+    let mut lean = 0;
+    for (sc, replication, name) in &cases {
+        let full = run_as::<Full>(sc, 11, *replication, TUNING);
+        let chosen = run_with(sc, 11, *replication, TUNING);
+        assert_eq!(format!("{full:?}"), format!("{chosen:?}"), "{name}");
+        lean += usize::from(Lean::fits(sc));
     }
+    let runs = cases.len();
     assert!(runs > 150, "{runs} runs");
     assert!(lean > 50, "{lean} of {runs} runs fit the lean build");
 }
