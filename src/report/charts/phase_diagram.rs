@@ -18,8 +18,8 @@ use crate::metrics::{Metric, Metrics};
 use crate::report::value_text;
 use crate::scenario::{Axis, Sweep};
 
-/// The caption's first sentence; the rest says what the colour means.
-const CAPTION: &str = "Each cell is one (x, y) pair of the two swept settings, a panel per variant; the number in a cell (when there is room) is its value in %.";
+/// The caption's first sentence; the rest says what the colour and the interval mean.
+const CAPTION: &str = "Each cell is one (x, y) pair of the two swept settings, a panel per variant; the number in a cell (when there is room) is its value in %, and the smaller range under it its 95 % interval.";
 
 /// What the cells show.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,6 +34,11 @@ pub struct PhaseMetric {
     pub dark: &'static str,
     /// What a bright cell means.
     pub bright: &'static str,
+    /// How its 95 % interval is found, in words.
+    pub interval: &'static str,
+    /// The metrics that hold the interval's ends, where the metric has them; else the
+    /// interval is the mean plus and minus its `ci95`.
+    pub bounds: Option<(Metric, Metric)>,
 }
 
 /// The fraction of replications that recovered after the trigger.
@@ -43,6 +48,8 @@ const RECOVERED: PhaseMetric = PhaseMetric {
     words: "the fraction of replications that recovered after the trigger",
     dark: "no replication recovered after the trigger (a storm that persists)",
     bright: "every replication recovered",
+    interval: "the Wilson score interval of the replications that recovered out of those run (8 of 8 is not a certainty)",
+    bounds: Some((Metric::RECOVERED_LOWER, Metric::RECOVERED_UPPER)),
 };
 
 /// The share of requests that succeeded.
@@ -52,7 +59,40 @@ const SUCCESS: PhaseMetric = PhaseMetric {
     words: "the share of requests that succeeded",
     dark: "few requests succeeded",
     bright: "every request succeeded",
+    interval: "the mean's t interval over the replications, within 0-100 %",
+    bounds: None,
 };
+
+impl PhaseMetric {
+    /// The cell of a variant whose metrics are `m` and half-widths `ci95`.
+    fn cell(&self, m: &Metrics, ci95: &Metrics) -> Cell {
+        let mean = self.metric.value(m);
+        let (lower, upper) = match self.bounds {
+            Some((lo, hi)) => (lo.value(m), hi.value(m)),
+            None => {
+                let half = self.metric.value(ci95);
+                ((mean - half).max(0.0), (mean + half).min(1.0))
+            }
+        };
+        Cell { mean, lower, upper }
+    }
+}
+
+/// One cell: the metric's value and its 95 % interval, each in [0, 1].
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cell {
+    mean: f64,
+    lower: f64,
+    upper: f64,
+}
+
+impl Cell {
+    /// The interval as a cell prints it, rounded outwards to whole percent: "67-100".
+    fn range(&self) -> String {
+        let (lower, upper) = ((100.0 * self.lower).floor(), (100.0 * self.upper).ceil());
+        format!("{lower:.0}\u{2013}{upper:.0}")
+    }
+}
 
 /// The metric of a run's phase diagram: the recovered fraction when every variant at every
 /// point has it, else the success rate.
@@ -145,24 +185,25 @@ fn short_label(v: &serde_json::Value) -> String {
 pub struct PhaseDiagram;
 
 /// The cells of every panel: the metric, the axes' paths and values (as tables show them),
-/// the variants' names, and per variant `cells[i][j]` = (mean, half-width) at first value i
-/// and second value j.
+/// the variants' names, and per variant `cells[i][j]` at first value i and second value j.
 pub struct Cells {
     metric: PhaseMetric,
     paths: (String, String),
     values: (Vec<String>, Vec<String>),
     names: Vec<String>,
-    cells: Vec<Vec<Vec<(f64, f64)>>>,
+    cells: Vec<Vec<Vec<Cell>>>,
 }
 
 impl Table for Cells {
     fn write(&self, w: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
         let (x, y) = &self.paths;
-        w.write_record(["variant", x, y, self.metric.metric.key, "ci95"])?;
+        let key = self.metric.metric.key;
+        w.write_record(["variant", x, y, key, "ci95_lower", "ci95_upper"])?;
         for (name, cells) in self.names.iter().zip(&self.cells) {
             for (x, column) in self.values.0.iter().zip(cells) {
-                for (y, (mean, half)) in self.values.1.iter().zip(column) {
-                    w.write_record([name, x, y, &mean.to_string(), &half.to_string()])?;
+                for (y, c) in self.values.1.iter().zip(column) {
+                    let [mean, lower, upper] = [c.mean, c.lower, c.upper].map(|v| v.to_string());
+                    w.write_record([name, x, y, &mean, &lower, &upper])?;
                 }
             }
         }
@@ -193,8 +234,8 @@ impl Chart for PhaseDiagram {
                 format!(" x is `{x}` (across), y is `{y}` (up).")
             });
         format!(
-            "{CAPTION}{axes} Colour: {}, on one scale for every panel: dark = {}, bright = {}.",
-            m.words, m.dark, m.bright
+            "{CAPTION}{axes} Colour: {}, on one scale for every panel: dark = {}, bright = {}. The interval is {}.",
+            m.words, m.dark, m.bright, m.interval
         )
     }
 
@@ -210,7 +251,7 @@ impl Chart for PhaseDiagram {
         let (nx, ny) = (sweep.values.len(), second.values.len());
         let cell = |k: usize, i: usize, j: usize| {
             let v = &run.result.points[sweep.point_index(i, j)].variants[k];
-            (m.metric.value(&v.metrics), m.metric.value(&v.ci95))
+            m.cell(&v.metrics, &v.ci95)
         };
         let cells = (0..run.variants().len())
             .map(|k| {
@@ -232,10 +273,12 @@ impl Chart for PhaseDiagram {
     fn draw<DB: DrawingBackend>(&self, run: &Run, table: &Cells, root: &Area<DB>) -> Result<()> {
         let (sweep, second) = axes(run)?;
         let (x_title, y_title) = (sweep.label.clone(), second.label.clone());
+        let reps = run.experiment.replications;
         let title = format!(
-            "{}: {} for every {x_title} and {y_title}",
+            "{}: {} for every {x_title} and {y_title}, {reps} replication{} a cell",
             run.name(),
-            table.metric.label
+            table.metric.label,
+            if reps == 1 { "" } else { "s" }
         );
         let body = canvas::titled(root, &title, TITLE, 20)?;
         let (width, _) = body.dim_in_pixel();
@@ -315,7 +358,7 @@ fn draw_panel<DB: DrawingBackend>(
     area: &Area<DB>,
     name: &str,
     color: RGBColor,
-    cells: &[Vec<(f64, f64)>],
+    cells: &[Vec<Cell>],
     labels: &Labels,
 ) -> Result<()> {
     let (w, h) = area.dim_in_pixel();
@@ -354,31 +397,46 @@ fn draw_panel<DB: DrawingBackend>(
     draw_ticks(area, &grid, labels, &tick_style, h)
 }
 
-/// The coloured cells, their values where the widest one fits its cell with a margin, and a
-/// thin white grid that keeps neighbouring cells of one colour apart.
-fn draw_cells<DB: DrawingBackend>(
-    area: &Area<DB>,
-    g: &Grid,
-    cells: &[Vec<(f64, f64)>],
-) -> Result<()> {
+/// The coloured cells, their values where the widest one fits its cell with a margin, each
+/// with its interval under it where two lines fit, and a thin white grid that keeps
+/// neighbouring cells of one colour apart.
+fn draw_cells<DB: DrawingBackend>(area: &Area<DB>, g: &Grid, cells: &[Vec<Cell>]) -> Result<()> {
     let (xe, ye) = (&g.xe, &g.ye);
     let value_size = (g.ch * 0.42).clamp(11.0, 16.0) as u32;
+    let range_size = (value_size * 2 / 3).max(10);
     let value_style = TextStyle::from((FONT, value_size).into_font());
-    let texts = cells.iter().flatten().map(|(mean, _)| percent(*mean));
-    let widest_value = widest(area, texts, &value_style)?;
+    let range_style = TextStyle::from((FONT, range_size).into_font());
+    let flat = || cells.iter().flatten();
+    let widest_value = widest(area, flat().map(|c| percent(c.mean)), &value_style)?;
+    let widest_range = widest(area, flat().map(Cell::range), &range_style)?;
     let print = g.cw >= f64::from(widest_value + 4) && g.ch >= f64::from(value_size + 7);
+    let two_lines = print
+        && g.cw >= f64::from(widest_range + 4)
+        && g.ch >= f64::from(value_size + range_size + 12);
+    // With two lines, the value sits above the centre and the interval below it.
+    let (value_dy, range_dy) = if two_lines {
+        (-(range_size as i32) / 2 - 1, value_size as i32 / 2 + 2)
+    } else {
+        (0, 0)
+    };
     for (i, column) in cells.iter().enumerate() {
-        for (j, (mean, _)) in column.iter().enumerate() {
-            let fill = color_at(*mean);
+        for (j, c) in column.iter().enumerate() {
+            let fill = color_at(c.mean);
             let corners = [(xe[i], ye[j + 1]), (xe[i + 1], ye[j])];
             area.draw(&Rectangle::new(corners, fill.filled())).drawn()?;
+            let (cx, cy) = ((xe[i] + xe[i + 1]) / 2, (ye[j] + ye[j + 1]) / 2);
+            let ink = ink_on(fill);
+            let centred = |style: &TextStyle<'static>| {
+                style.color(&ink).pos(Pos::new(HPos::Center, VPos::Center))
+            };
             if print {
-                let centre = ((xe[i] + xe[i + 1]) / 2, (ye[j] + ye[j + 1]) / 2);
-                let ink = ink_on(fill);
-                let style = value_style
-                    .color(&ink)
-                    .pos(Pos::new(HPos::Center, VPos::Center));
-                area.draw(&Text::new(percent(*mean), centre, style))
+                let at = (cx, cy + value_dy);
+                area.draw(&Text::new(percent(c.mean), at, centred(&value_style)))
+                    .drawn()?;
+            }
+            if two_lines {
+                let at = (cx, cy + range_dy);
+                area.draw(&Text::new(c.range(), at, centred(&range_style)))
                     .drawn()?;
             }
         }
@@ -513,6 +571,53 @@ mod tests {
         assert_eq!(metric_of([&recovered, &recovered].into_iter()), RECOVERED);
         assert_eq!(metric_of([&recovered, &plain].into_iter()), SUCCESS);
         assert_eq!(metric_of([&plain].into_iter()), SUCCESS);
+    }
+
+    #[test]
+    fn a_cell_carries_its_interval() {
+        // 0 and 1 recovered of 8: the Wilson bounds, worked by hand. At k = 0 the upper end
+        // is z^2 / (n + z^2); at k = 1 the centre is (1/8 + z^2/16) / (1 + z^2/8).
+        let z2 = 1.959_964_f64.powi(2);
+        let (k0_upper, n) = (z2 / (8.0 + z2), 8.0);
+        let centre = (1.0 / n + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half =
+            1.959_964 / (1.0 + z2 / n) * ((1.0 / n) * (7.0 / n) / n + z2 / (4.0 * n * n)).sqrt();
+        let recovery = |k: usize| {
+            let (lower, upper) = crate::metrics::recovery::wilson_interval(k, 8);
+            let m = Metrics {
+                recovery: Some(crate::metrics::RecoveryMetrics {
+                    recovered_fraction: k as f64 / 8.0,
+                    recovered_fraction_lower: lower,
+                    recovered_fraction_upper: upper,
+                    ..Default::default()
+                }),
+                ..Metrics::default()
+            };
+            RECOVERED.cell(&m, &Metrics::default())
+        };
+        let none = recovery(0);
+        assert_eq!((none.mean, none.lower), (0.0, 0.0));
+        assert!((none.upper - k0_upper).abs() < 1e-6, "{none:?}");
+        assert_eq!(none.range(), "0\u{2013}33");
+        let one = recovery(1);
+        assert!((one.lower - (centre - half)).abs() < 1e-6, "{one:?}");
+        assert!((one.upper - (centre + half)).abs() < 1e-6, "{one:?}");
+        assert_eq!(recovery(8).range(), "67\u{2013}100");
+        // The success rate's interval is the mean's t interval, kept within 0-100 %.
+        let success = |rate: f64, half: f64| {
+            let m = Metrics {
+                success_rate: rate,
+                ..Metrics::default()
+            };
+            let ci = Metrics {
+                success_rate: half,
+                ..Metrics::default()
+            };
+            SUCCESS.cell(&m, &ci)
+        };
+        let c = success(0.98, 0.05);
+        assert_eq!((c.lower, c.upper), (0.98 - 0.05, 1.0));
+        assert_eq!(success(0.5, 0.1).range(), "40\u{2013}60");
     }
 
     #[test]
