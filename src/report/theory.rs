@@ -8,7 +8,7 @@
 //! no budget or breaker, no timeout or deadline that could cut an attempt short, one steady
 //! rate. Anything else gets no theory rather than a wrong one.
 
-use crate::metrics::Metric;
+use crate::metrics::{Metric, VariantResult};
 use crate::model::{Dist, Outcome, QueueConfig, RateProfile};
 use crate::scenario::{Scenario, ServerKind, Workload};
 
@@ -22,6 +22,54 @@ pub struct Prediction {
     pub metric: Metric,
     /// The predicted value (stored unit: a share in [0, 1], milliseconds, a ratio).
     pub value: f64,
+}
+
+/// A prediction beside what a variant measured: a row of report.md's theory table and of
+/// `theory.png`.
+#[derive(Debug, Clone)]
+pub struct Check<'a> {
+    /// The variant's position in the run.
+    pub variant: usize,
+    /// Its results.
+    pub result: &'a VariantResult,
+    /// What theory predicts.
+    pub prediction: Prediction,
+    /// The simulated mean, in the metric's stored unit.
+    pub mean: f64,
+    /// Its 95 % half-width, in the stored unit.
+    pub half: f64,
+}
+
+impl Check<'_> {
+    /// Whether the prediction lies within the simulated mean's 95 % interval.
+    pub fn inside(&self) -> bool {
+        (self.mean - self.prediction.value).abs() <= self.half
+    }
+}
+
+/// Every prediction for the variants `results` (each run from its scenario in `scenarios`),
+/// beside what it measured, in the order of the variants.
+pub fn checks<'a, 's>(
+    scenarios: impl IntoIterator<Item = &'s Scenario>,
+    results: &'a [VariantResult],
+) -> Vec<Check<'a>> {
+    let mut out = Vec::new();
+    for (variant, (result, s)) in results.iter().zip(scenarios).enumerate() {
+        for prediction in predictions(s) {
+            let k = prediction.metric;
+            let half = k
+                .estimate(&result.metrics, &result.ci95)
+                .map_or(0.0, |(_, h)| h / k.scale);
+            out.push(Check {
+                variant,
+                result,
+                mean: k.value(&result.metrics),
+                half,
+                prediction,
+            });
+        }
+    }
+    out
 }
 
 /// The closed forms that apply to `s`, possibly none.

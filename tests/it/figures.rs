@@ -141,6 +141,54 @@ fn gauges_do_not_fall_to_zero_when_replications_end() {
 }
 
 #[test]
+fn theory_is_drawn_where_a_closed_form_describes_a_variant() {
+    // amplification-closed-form: every attempt fails with probability f, a request makes at
+    // most m attempts. Amplification is 1 + f + ... + f^(m-1), success 1 - f^m: for f = 1,
+    // 4 and 3 attempts exactly; for f = 0.5 and 4 attempts 1.875 and 93.75 %.
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        "amplification-closed-form",
+        &["--replications", "3"],
+    );
+    let drawn = rows(&out.join("theory.csv"));
+    let row = |variant: &str, quantity: &str| {
+        let r = drawn
+            .iter()
+            .find(|r| r["variant"] == variant && r["quantity"].starts_with(quantity))
+            .unwrap_or_else(|| panic!("no {variant} / {quantity} row in {drawn:?}"));
+        (
+            num(r, "theory"),
+            num(r, "simulated"),
+            num(r, "ci95"),
+            r["inside"].clone(),
+        )
+    };
+    assert_eq!(drawn.len(), 6);
+    for (variant, amplification) in [("f=1, 4 attempts", 4.0), ("f=1, 3 attempts", 3.0)] {
+        assert_eq!(
+            row(variant, "amplification"),
+            (amplification, amplification, 0.0, "yes".into())
+        );
+        assert_eq!(row(variant, "success"), (0.0, 0.0, 0.0, "yes".into()));
+    }
+    let (theory, mean, half, inside) = row("f=0.5, 4 attempts", "amplification");
+    assert!((theory - 1.875).abs() < 1e-12);
+    assert_eq!(inside == "yes", (mean - theory).abs() <= half);
+    let (theory, ..) = row("f=0.5, 4 attempts", "success");
+    assert!((theory - 93.75).abs() < 1e-9);
+    assert!(out.join("theory.png").exists());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("(theory.png)"),
+        "report.md shows the figure"
+    );
+    // A run that no closed form describes gets no theory figure.
+    let other = run(dir.path(), "retry-chapter", &["--replications", "2"]);
+    assert!(!other.join("theory.png").exists());
+}
+
+#[test]
 fn the_latency_histogram_shares_add_up_to_100_percent() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(dir.path(), "queueing-theory", &["--replications", "2"]);

@@ -27,6 +27,7 @@ mod service_load;
 mod style;
 mod sweep_curves;
 mod sweep_grid;
+mod theory;
 mod time_histogram;
 mod triggers;
 
@@ -46,6 +47,7 @@ use canvas::{Area, Drawn};
 /// [`Chart::applies`] holds.
 pub const FIGURES: &[&dyn Figure] = &[
     &comparison_bars::ComparisonBars,
+    &theory::TheoryCheck,
     &phase_diagram::PhaseDiagram,
     &sweep_curves::WORK,
     &sweep_curves::COMPLETION,

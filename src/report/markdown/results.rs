@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{RELATIVE, est};
+use super::compare::RELATIVE;
 use super::escape;
 use crate::metrics::Metric;
 use crate::metrics::VariantResult;
@@ -197,22 +197,14 @@ pub(super) fn theory_section(
     scenarios: &[&Scenario],
     variants: &[VariantResult],
 ) {
-    let rows: Vec<(&VariantResult, crate::report::theory::Prediction)> = variants
-        .iter()
-        .zip(scenarios)
-        .flat_map(|(v, s)| {
-            crate::report::theory::predictions(s)
-                .into_iter()
-                .map(move |p| (v, p))
-        })
-        .collect();
+    let rows = crate::report::theory::checks(scenarios.iter().copied(), variants);
     if rows.is_empty() {
         return;
     }
     let _ = writeln!(out, "\n## Theory beside simulation\n");
     let _ = writeln!(
         out,
-        "Where a closed form describes a variant exactly, its prediction sits beside the simulated mean and 95 % interval.\n"
+        "Where a closed form describes a variant exactly, its prediction sits beside the simulated mean and 95 % interval (drawn in theory.png).\n"
     );
     let _ = writeln!(
         out,
@@ -220,12 +212,10 @@ pub(super) fn theory_section(
     );
     let _ = writeln!(out, "|---|---|---|---:|---:|:---:|");
     let total = rows.len();
-    let mut outside = 0;
-    for (v, p) in rows {
+    let outside = rows.iter().filter(|c| !c.inside()).count();
+    for c in &rows {
+        let (v, p) = (c.result, &c.prediction);
         let k = p.metric;
-        let e = est(v, &k);
-        let inside = (e.mean - p.value).abs() <= e.half;
-        outside += usize::from(!inside);
         let d = k.decimals + 1;
         let _ = writeln!(
             out,
@@ -235,7 +225,7 @@ pub(super) fn theory_section(
             p.formula,
             p.value * k.scale,
             k.format_estimate(&v.metrics, &v.ci95, true),
-            if inside { "yes" } else { "no" }
+            if c.inside() { "yes" } else { "no" }
         );
     }
     let _ = writeln!(out, "\n{}", chance_note(total, outside));
