@@ -115,6 +115,11 @@ pub struct RunArgs {
     /// Given twice, the second is a second axis: every pair of values runs.
     #[arg(long, value_name = "PATH=V1,V2,...", value_parser = parse_sweep)]
     pub sweep: Vec<Sweep>,
+    /// Change one setting of every variant without editing the file: PATH=VALUE (the value
+    /// is JSON, a bare word a string), e.g. metrics.bucket=100ms for finer time series. May be
+    /// given for several settings; scenario.resolved.json records the values run.
+    #[arg(long, value_name = "PATH=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, Value)>,
     /// Worker threads (default: all cores; at most 1024). Results do not depend on it.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_jobs)]
     pub jobs: usize,
@@ -154,6 +159,21 @@ fn parse_replications(text: &str) -> Result<u64, String> {
             "must be a whole number of at least 1 (got {text:?}): each variant runs this many times"
         )),
     }
+}
+
+/// `--set PATH=VALUE`: the value as JSON, or a bare word as a string (`100ms`).
+fn parse_set(text: &str) -> Result<(String, Value), String> {
+    let (path, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected PATH=VALUE, e.g. metrics.bucket=100ms (got {text:?})"))?;
+    let (path, value) = (path.trim(), value.trim());
+    if path.is_empty() || value.is_empty() {
+        return Err(format!(
+            "expected PATH=VALUE with both given, e.g. metrics.bucket=100ms (got {text:?})"
+        ));
+    }
+    let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
+    Ok((path.to_string(), value))
 }
 
 fn parse_sweep(text: &str) -> Result<Sweep, String> {
@@ -445,6 +465,7 @@ fn run_files(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         seed: args.seed,
         replications: args.replications,
         sweep: sweep_option(&args.sweep)?,
+        set: args.set.clone(),
     };
     let experiments = load_all(&args.files, &options, args.jobs)?;
     warn_cautions(&args.files, &experiments);
@@ -513,6 +534,14 @@ fn overrides(args: &RunArgs) -> shard::Overrides {
                 values: s.values.clone(),
             })
             .collect(),
+        set: args
+            .set
+            .iter()
+            .map(|(path, value)| shard::SetOverride {
+                path: path.clone(),
+                value: value.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -533,6 +562,7 @@ fn run_shard(args: &RunArgs, signals: &Signals) -> anyhow::Result<()> {
         seed: args.seed,
         replications: args.replications,
         sweep: sweep_option(&args.sweep)?,
+        set: args.set.clone(),
     };
     let source = crate::scenario::read_text(file).map_err(|reason| ScenarioError::Read {
         file: file.display().to_string(),

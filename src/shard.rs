@@ -219,6 +219,20 @@ pub struct Overrides {
     pub replications: Option<u64>,
     /// `--sweep`, each axis as given.
     pub sweep: Vec<SweepOverride>,
+    /// `--set`, each as given (left out of the file when there is none, as before `--set`
+    /// existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<SetOverride>,
+}
+
+/// One `--set PATH=VALUE`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetOverride {
+    /// The dotted path.
+    pub path: String,
+    /// The value.
+    pub value: Value,
 }
 
 /// One `--sweep PATH=V1,V2,...`.
@@ -247,6 +261,11 @@ impl Overrides {
             seed: self.seed,
             replications: self.replications,
             sweep,
+            set: self
+                .set
+                .iter()
+                .map(|s| (s.path.clone(), s.value.clone()))
+                .collect(),
         })
     }
 }
@@ -924,6 +943,9 @@ fn overrides_text(o: &Overrides) -> String {
     for s in &o.sweep {
         let values: Vec<String> = s.values.iter().map(Value::to_string).collect();
         parts.push(format!("--sweep {}={}", s.path, values.join(",")));
+    }
+    for s in &o.set {
+        parts.push(format!("--set {}={}", s.path, s.value));
     }
     if parts.is_empty() {
         "none".into()

@@ -29,6 +29,9 @@ pub struct LoadOptions {
     pub replications: Option<u64>,
     /// Replaces or adds `sweep` (both axes: a file's second axis does not survive).
     pub sweep: Option<Sweep>,
+    /// Settings put in place in every scenario of the file, as `--set PATH=VALUE` gives them:
+    /// (dotted path, value), in order.
+    pub set: Vec<(String, Value)>,
 }
 
 /// Keys that belong to the whole file and that a variant patch or a sweep may not change.
@@ -98,8 +101,10 @@ struct Setting<'a> {
     path: &'a str,
     /// The value put there.
     value: &'a Value,
-    /// Where the value is written in the file (`None` for a command-line sweep).
+    /// Where the value is written in the file (`None` for a command-line sweep or `--set`).
     place: Option<Place>,
+    /// The command-line flag that gave it, where the file does not hold it.
+    flag: &'static str,
 }
 
 /// Validates scenario text; `file` names it in messages.
@@ -146,6 +151,7 @@ pub fn load_str(
     let mut expand = sweep
         .as_mut()
         .is_none_or(|s| sweep_is_usable(s, &doc, &mut problems));
+    expand &= check_set(options, sweep.as_ref(), &doc, &mut problems);
     let variants = read_variants(&doc, sweep.as_ref(), options, &mut problems);
 
     // The base document without the file-level keys, as variants and sweeps patch it.
@@ -158,9 +164,10 @@ pub fn load_str(
         expand = check_expansion(sweep.as_ref(), &doc, &variants, &mut problems);
     }
     for p in problems {
-        // A command-line sweep is not in the file: its problems have no line.
-        let place = (options.sweep.is_none() || !p.path.starts_with("sweep"))
-            .then(|| (parse(&p.path), false));
+        // A command-line sweep or `--set` is not in the file: its problems have no line.
+        let from_command_line =
+            (options.sweep.is_some() && p.path.starts_with("sweep")) || p.path.starts_with("--set");
+        let place = (!from_command_line).then(|| (parse(&p.path), false));
         found.add(p, "", place);
     }
     if !expand {
@@ -311,9 +318,9 @@ fn sweep_is_usable(s: &mut Sweep, doc: &Value, problems: &mut Vec<Problem>) -> b
         second.base_value = get_path(doc, &second.path).cloned();
     }
     let mut usable = check_sweep(s, problems);
-    usable &= check_service_in_path("sweep", &s.path, doc, problems);
+    usable &= check_service_in_path("sweep.path", &s.path, doc, problems);
     if let Some(second) = &s.second {
-        usable &= check_service_in_path("sweep.second", &second.path, doc, problems);
+        usable &= check_service_in_path("sweep.second.path", &second.path, doc, problems);
     }
     usable
 }
@@ -353,6 +360,7 @@ fn read_variants(
             let from_command_line = options.sweep.is_some();
             check_sweep_against_patch(s, from_command_line, i, &v, problems);
         }
+        check_set_against_patch(&options.set, i, &v, problems);
         match v.patch {
             // A variant without a patch (or with `null`) is the base scenario itself.
             Value::Null => usable.push((i, v.name, Value::Object(Default::default()))),
@@ -370,9 +378,21 @@ fn point_settings<'a>(
     value: &'a Option<Value>,
     second_value: &'a Option<Value>,
     sweep: Option<&'a Sweep>,
-    options: &LoadOptions,
+    options: &'a LoadOptions,
 ) -> Vec<Setting<'a>> {
-    let mut settings = Vec::new();
+    // `--set` first: a sweep value, put in place after it, is never at a set path (see
+    // `check_set`).
+    let mut settings: Vec<Setting> = options
+        .set
+        .iter()
+        .map(|(path, value)| Setting {
+            key: "--set",
+            path,
+            value,
+            place: None,
+            flag: "--set",
+        })
+        .collect();
     if let (Some(v), Some(s)) = (value, sweep) {
         let i = k / s.second.as_ref().map_or(1, |a| a.values.len().max(1));
         settings.push(Setting {
@@ -383,6 +403,7 @@ fn point_settings<'a>(
                 .sweep
                 .is_none()
                 .then(|| (parse(&format!("sweep.values[{i}]")), false)),
+            flag: "--sweep",
         });
     }
     if let (Some(v), Some(second)) = (second_value, sweep.and_then(|s| s.second.as_ref())) {
@@ -395,6 +416,7 @@ fn point_settings<'a>(
                 .sweep
                 .is_none()
                 .then(|| (parse(&format!("sweep.second.values[{j}]")), false)),
+            flag: "--sweep",
         });
     }
     settings
@@ -427,7 +449,10 @@ fn point_context(settings: &[Setting]) -> String {
     }
     let pairs: Vec<String> = settings
         .iter()
-        .map(|s| format!("{} = {}", cut_path(s.path), short(s.value)))
+        .map(|s| {
+            let flag = if s.flag == "--set" { "--set " } else { "" };
+            format!("{flag}{} = {}", cut_path(s.path), short(s.value))
+        })
         .collect();
     format!("with {}", pairs.join(", "))
 }
@@ -633,7 +658,7 @@ impl BaseProblems {
                 Some(s) if s.place.is_some() => {
                     (format!("in {}", s.key), Some((parse(s.key), false)))
                 }
-                Some(_) => ("in --sweep".to_string(), None),
+                Some(s) => (format!("in {}", s.flag), None),
                 None => {
                     let place = settings
                         .iter()
@@ -1083,7 +1108,7 @@ fn check_service_in_path(at: &str, path: &str, doc: &Value, problems: &mut Vec<P
     }
     let names: Vec<&str> = services.keys().map(String::as_str).collect();
     problems.push(Problem::new(
-        format!("{at}.path"),
+        at,
         format!(
             "{} names no service of the file (got {}){}",
             quote(path),
@@ -1127,13 +1152,7 @@ fn check_sweep_against_patch(
         } else {
             format!("{at} {}", quote(path))
         };
-        let overlap = if key == path {
-            "the setting"
-        } else if path.starts_with(&format!("{key}.")) {
-            "a whole object holding the setting"
-        } else {
-            "a key inside the setting"
-        };
+        let overlap = overlap_words(&key, path);
         let (name, key_shown) = (quote(&variant.name), quote(&key));
         problems.push(Problem::new(
             format!("variants[{i}].patch.{}", cut(&key)),
@@ -1142,6 +1161,95 @@ fn check_sweep_against_patch(
             ),
         ));
     }
+}
+
+/// What a patch's `key` is to the setting at `path`: the setting, an object holding it, or a
+/// key inside it.
+fn overlap_words(key: &str, path: &str) -> &'static str {
+    if key == path {
+        "the setting"
+    } else if path.starts_with(&format!("{key}.")) {
+        "a whole object holding the setting"
+    } else {
+        "a key inside the setting"
+    }
+}
+
+/// A variant whose patch sets a path that `--set` sets would quietly undo it for that
+/// variant: each such key is a problem.
+fn check_set_against_patch(
+    set: &[(String, Value)],
+    i: usize,
+    variant: &super::schema::RawVariant,
+    problems: &mut Vec<Problem>,
+) {
+    for (path, _) in set {
+        let Some(key) = patch_key_over(&variant.patch, path) else {
+            continue;
+        };
+        let (name, key_shown, path_shown) = (quote(&variant.name), quote(&key), cut(path));
+        problems.push(Problem::new(
+            format!("variants[{i}].patch.{}", cut(&key)),
+            format!(
+                "variant {name} sets {key_shown}, {} that --set {path_shown} sets: its patch is applied after --set and would overwrite it for this variant; remove {key_shown} from the variant's patch, or leave out --set {path_shown}",
+                overlap_words(&key, path)
+            ),
+        ));
+    }
+}
+
+/// The rules of `--set`: a path of the scenario, not of the whole file; one that no sweep
+/// axis also sets; one that names a service the file has. False where a setting cannot be
+/// put in place (its problem listed).
+fn check_set(
+    options: &LoadOptions,
+    sweep: Option<&Sweep>,
+    doc: &Value,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let mut usable = true;
+    let swept: Vec<&str> = sweep.map_or(Vec::new(), |s| {
+        std::iter::once(s.path.as_str())
+            .chain(s.second.as_ref().map(|a| a.path.as_str()))
+            .collect()
+    });
+    for (path, _) in &options.set {
+        let first = path.split('.').next().unwrap_or_default();
+        let problem = if FILE_KEYS.contains(&first) {
+            let fix = match first {
+                "seed" => "use --seed",
+                "replications" => "use --replications",
+                "sweep" => "use --sweep",
+                _ => "edit the file",
+            };
+            Some(format!(
+                "{} belongs to the whole file, not to a scenario that --set changes; {fix}",
+                quote(first)
+            ))
+        } else if let Some(axis) = swept.iter().find(|a| {
+            let nested = |x: &str, y: &str| y.strip_prefix(x).is_some_and(|r| r.starts_with('.'));
+            **a == path.as_str() || nested(a, path) || nested(path, a)
+        }) {
+            Some(format!(
+                "--set {} and the sweep of {} change the same setting: the sweep would overwrite it at every point; leave out one of them",
+                cut(path),
+                cut(axis)
+            ))
+        } else if options.set.iter().filter(|(p, _)| p == path).count() > 1 {
+            Some(format!(
+                "--set {} is given more than once; give each setting once",
+                cut(path)
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            problems.push(Problem::new("--set", message));
+            usable = false;
+        }
+        usable &= check_service_in_path("--set", path, doc, problems);
+    }
+    usable
 }
 
 /// The first key of merge `patch` that sets dotted `path`, a key on its way (an object, a list

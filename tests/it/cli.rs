@@ -130,6 +130,68 @@ fn out_seed_replications_and_sweep_flags_apply() {
 }
 
 #[test]
+fn set_changes_one_setting_of_every_variant_and_is_checked_like_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_path("thundering-herd");
+    let file = file.to_str().unwrap();
+    run_ok(
+        dir.path(),
+        &[
+            "run",
+            file,
+            "--out",
+            "fine",
+            "--replications",
+            "1",
+            "--set",
+            "metrics.bucket=5ms",
+            "-q",
+        ],
+    );
+    let resolved = json_file(&dir.path().join("fine/scenario.resolved.json"));
+    let variants = resolved["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 5);
+    for v in variants {
+        assert_eq!(v["scenario"]["metrics"]["bucket"], "5ms", "{}", v["name"]);
+    }
+    // The time series is in 5 ms buckets: consecutive rows of a variant start 5 ms apart.
+    let series = std::fs::read_to_string(dir.path().join("fine/timeseries.csv")).unwrap();
+    let starts: Vec<f64> = series
+        .lines()
+        .skip(1)
+        .take(3)
+        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!((starts[1] - starts[0] - 0.005).abs() < 1e-9, "{starts:?}");
+    // Bad settings are refused like the file's own, with the flag named, and nothing is
+    // written.
+    let refusals: [(&[&str], &str); 4] = [
+        (
+            &["--set", "metrics.bucket=0ms"],
+            "(with --set metrics.bucket = \"0ms\")",
+        ),
+        (&["--set", "seed=3"], "use --seed"),
+        (
+            &["--set", "clients.count=5", "--sweep", "clients.count=1,2"],
+            "change the same setting",
+        ),
+        (&["--set", "policy.retry=3"], "--set policy.retry"),
+    ];
+    for (extra, needle) in refusals {
+        let mut args = vec!["run", file, "--out", "refused", "-q"];
+        args.extend(extra);
+        let out = retrystorm(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let said = text(&out.stderr);
+        assert!(said.contains(needle), "{extra:?}: {said}");
+        assert!(
+            !dir.path().join("refused").exists(),
+            "{extra:?} wrote nothing"
+        );
+    }
+}
+
+#[test]
 fn check_lists_ok_files_and_schema_is_json() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("thundering-herd");

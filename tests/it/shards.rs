@@ -84,7 +84,14 @@ fn merged_shards_are_the_single_run_byte_for_byte() {
         (
             "one-axis",
             &herd,
-            vec!["--replications", "2", "--sweep", "clients.count=200,500"],
+            vec![
+                "--replications",
+                "2",
+                "--sweep",
+                "clients.count=200,500",
+                "--set",
+                "metrics.bucket=250ms",
+            ],
         ),
         (
             "two-axis",
