@@ -243,3 +243,65 @@ fn replica_settings_are_refused_with_their_path_rule_value_and_fix() {
         }
     }
 }
+
+#[test]
+fn report_md_has_a_table_per_replica_and_summary_json_names_the_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pool.json");
+    std::fs::write(
+        &file,
+        r#"{
+          "name": "pool", "seed": 1, "replications": 2, "duration": "5s",
+          "clients": { "count": 10, "workload": { "open": { "rate_per_s": 100 } } },
+          "server": { "concurrency": 4, "service_time": { "constant": "1ms" },
+                      "replicas": 3, "balancer": "random",
+                      "faults": [ { "from": "1s", "to": "2s", "outage": "reject", "replica": 2 } ] },
+          "policy": { "retry": { "max_attempts": 2 } }
+        }"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = crate::cli::retrystorm(
+        dir.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("### Per replica"), "{report}");
+    for k in 0..3 {
+        assert!(report.contains(&format!("| server #{k} |")), "{report}");
+    }
+    assert!(report.contains("outage rejected"), "{report}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v = &summary["variants"][0];
+    assert_eq!(v["graph"]["services"][0]["replicas"], 3);
+    let replicas = v["metrics"]["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 3);
+    // The service's attempts are its replicas' added up; only replica 2 had an outage.
+    let sum: f64 = replicas
+        .iter()
+        .map(|r| r["attempts"].as_f64().unwrap())
+        .sum();
+    let all = v["metrics"]["services"][0]["attempts"].as_f64().unwrap();
+    assert!((sum - all).abs() < 1e-6 * all, "{sum} {all}");
+    assert!(replicas[2]["outage_rejected"].as_f64().unwrap() > 0.0);
+    assert!(replicas[0].get("outage_rejected").is_none());
+    // And `report DIR` renders it again from the folder alone.
+    let again = crate::cli::retrystorm(dir.path(), &["report", out.to_str().unwrap()]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
