@@ -256,7 +256,7 @@ fn report_md_has_a_table_per_replica_and_summary_json_names_the_replicas() {
           "server": { "concurrency": 4, "service_time": { "constant": "1ms" },
                       "replicas": 3, "balancer": "random",
                       "faults": [ { "from": "1s", "to": "2s", "outage": "reject", "replica": 2 } ] },
-          "policy": { "retry": { "max_attempts": 2 } }
+          "policy": { "retry": { "max_attempts": 2, "retry_host_predicate": ["previous_hosts"] } }
         }"#,
     )
     .unwrap();
@@ -282,6 +282,14 @@ fn report_md_has_a_table_per_replica_and_summary_json_names_the_replicas() {
         assert!(report.contains(&format!("| server #{k} |")), "{report}");
     }
     assert!(report.contains("outage rejected"), "{report}");
+    // The scenario's words say what the pool, the fault and the retries do.
+    for words in [
+        "3 replicas behind a random balancer, each 4 workers",
+        "Fault at replica 2 from 1s to 2s",
+        "A retry avoids the replicas its request already tried (its balancer picks again at most once)",
+    ] {
+        assert!(report.contains(words), "{words} in {report}");
+    }
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let v = &summary["variants"][0];

@@ -405,9 +405,17 @@ pub(in crate::scenario) fn sentences(r: &RetryPolicy) -> (String, Option<String>
         None => "Unlimited attempts per request.".to_string(),
     };
     let backoff = (r.max_attempts != Some(1)).then(|| {
-        backoff_words(&r.backoff).map_or("Retries go out at once (no backoff).".to_string(), |w| {
-            format!("{}.", crate::scenario::phrase::capitalized(&w))
-        })
+        let mut words = backoff_words(&r.backoff)
+            .map_or("Retries go out at once (no backoff).".to_string(), |w| {
+                format!("{}.", crate::scenario::phrase::capitalized(&w))
+            });
+        if let Some(n) = r.previous_hosts {
+            words.push_str(&format!(
+                " A retry avoids the replicas its request already tried (its balancer picks again {}).",
+                times(n)
+            ));
+        }
+        words
     });
     (attempts, backoff)
 }
@@ -422,8 +430,23 @@ pub(in crate::scenario) fn phrases(r: &RetryPolicy) -> Vec<String> {
     }];
     if r.max_attempts != Some(1) {
         parts.push(backoff_words(&r.backoff).unwrap_or_else(|| "retries at once".to_string()));
+        if let Some(n) = r.previous_hosts {
+            parts.push(format!(
+                "a retry avoids the replicas the call tried (picking again {})",
+                times(n)
+            ));
+        }
     }
     parts
+}
+
+/// How many times a balancer may pick again, in words.
+fn times(n: u32) -> String {
+    match n {
+        0 => "never".to_string(),
+        1 => "at most once".to_string(),
+        n => format!("up to {n} times"),
+    }
 }
 
 /// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full

@@ -175,12 +175,14 @@ pub(in crate::scenario) fn sentence(f: &Fault, who: Option<&str>) -> String {
         FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
         FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
     };
-    let replica = f
-        .replica
-        .map_or(String::new(), |k| format!(", replica {k}"));
+    let at = match (who, f.replica) {
+        (None, None) => String::new(),
+        (None, Some(k)) => format!(" at replica {k}"),
+        (Some(w), None) => format!(" at {w}"),
+        (Some(w), Some(k)) => format!(" at {w}, replica {k},"),
+    };
     format!(
-        "Fault{}{replica} from {} to {}: {effect}.",
-        who.map_or(String::new(), |w| format!(" at {w}")),
+        "Fault{at} from {} to {}: {effect}.",
         f.from - SimTime::ZERO,
         f.to - SimTime::ZERO
     )
