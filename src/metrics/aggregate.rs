@@ -176,6 +176,8 @@ pub struct Replications {
 #[derive(Debug, Clone)]
 struct PartsFold {
     services: Vec<[Moments; ServiceMetric::ALL.len()]>,
+    /// Each replica of a replicated service, folded as a service is.
+    replicas: Vec<[Moments; ServiceMetric::ALL.len()]>,
     calls: Vec<[Moments; CallMetric::ALL.len()]>,
     /// Per call, the route success rate over the replications in which it has one.
     route_success: Vec<Moments>,
@@ -187,6 +189,7 @@ impl PartsFold {
     fn new(run: &Digest, n: usize) -> Self {
         PartsFold {
             services: vec![Default::default(); run.metrics.services.len()],
+            replicas: vec![Default::default(); run.metrics.replicas.len()],
             calls: vec![Default::default(); run.metrics.calls.len()],
             route_success: vec![Moments::default(); run.metrics.calls.len()],
             series: vec![SeriesMean::new(n); run.service_series.len()],
@@ -208,7 +211,13 @@ impl PartsFold {
             "one set of calls per variant"
         );
         debug_assert_eq!(self.series.len(), run.service_series.len());
-        for (moments, s) in self.services.iter_mut().zip(&m.services) {
+        debug_assert_eq!(self.replicas.len(), m.replicas.len());
+        for (moments, s) in self
+            .services
+            .iter_mut()
+            .zip(&m.services)
+            .chain(self.replicas.iter_mut().zip(&m.replicas))
+        {
             for (k, mo) in ServiceMetric::ALL.iter().zip(moments.iter_mut()) {
                 mo.push(k.value(s));
             }
@@ -233,6 +242,11 @@ impl PartsFold {
     fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> Vec<ServiceSeries> {
         (metrics.services, ci95.services) = self
             .services
+            .iter()
+            .map(|moments| estimates(moments, &ServiceMetric::ALL))
+            .unzip();
+        (metrics.replicas, ci95.replicas) = self
+            .replicas
             .iter()
             .map(|moments| estimates(moments, &ServiceMetric::ALL))
             .unzip();

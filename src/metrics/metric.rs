@@ -255,6 +255,12 @@ pub struct Metrics {
     /// calls another.
     #[serde(default)]
     pub calls: Vec<super::CallMetrics>,
+    /// Per replica of each service with more than one (`graph.services[i].replicas`),
+    /// service by service, replica by replica: each replica's numbers as a service's (the
+    /// service's own, in `services`, are its replicas' added up). Absent when no service has
+    /// replicas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<super::ServiceMetrics>,
 }
 
 impl Metrics {

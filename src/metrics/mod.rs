@@ -655,6 +655,7 @@ impl Recorder {
             truncated,
             services,
             calls,
+            replicas: Vec::new(),
             service_series,
         }
     }
@@ -720,6 +721,10 @@ pub struct RunResult {
     /// Per call edge between services, by caller then call order (the clients' calls to the
     /// entry are counted in [`Counters`]); empty when no service calls another.
     pub calls: Vec<CallCounters>,
+    /// Per replica of each service with more than one, service by service (the entry
+    /// first), replica by replica; empty when no service has replicas. `services` holds
+    /// each service's counts, its replicas' added up.
+    pub replicas: Vec<ServiceCounters>,
     /// Per service, its load over time: `Attempts`, `Served`, `Wasted`, `QueueLen` and
     /// `InService`. Empty for a run of one service, whose load is already the main series'
     /// columns of the same names, bucket for bucket: keeping a copy would cost every event of
@@ -845,6 +850,11 @@ impl RunResult {
             degraded_rate: None,
             services,
             calls: self.calls.iter().map(|e| e.metrics(c.requests)).collect(),
+            replicas: self
+                .replicas
+                .iter()
+                .map(|r| r.metrics(c.requests, c.end_time))
+                .collect(),
         }
     }
 }

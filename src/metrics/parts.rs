@@ -66,6 +66,33 @@ pub struct ServiceCounters {
     pub max_in_service: u64,
 }
 
+impl ServiceCounters {
+    /// Adds the counts of `other`, another replica of the same service: the service's counts
+    /// are its replicas' added up, its longest queue and latest service end the latest of
+    /// theirs.
+    pub fn add(&mut self, other: &ServiceCounters) {
+        self.attempts += other.attempts;
+        self.served += other.served;
+        self.wasted += other.wasted;
+        self.useful += other.useful;
+        self.rejected += other.rejected;
+        self.throttled += other.throttled;
+        self.expired_dropped += other.expired_dropped;
+        self.outage_rejected += other.outage_rejected;
+        self.outage_dropped += other.outage_dropped;
+        self.cancelled += other.cancelled;
+        self.shed += other.shed;
+        self.duplicates += other.duplicates;
+        self.duplicate_calls += other.duplicate_calls;
+        self.replayed += other.replayed;
+        self.busy_nanos += other.busy_nanos;
+        self.capacity_nanos += other.capacity_nanos;
+        self.last_service_end = self.last_service_end.max(other.last_service_end);
+        self.max_queue = self.max_queue.max(other.max_queue);
+        self.max_in_service += other.max_in_service;
+    }
+}
+
 /// Counts of one call edge (caller service -> target service) over one replication.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallCounters {

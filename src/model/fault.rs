@@ -37,6 +37,9 @@ pub struct Fault {
     pub to: SimTime,
     /// The effect.
     pub effect: FaultEffect,
+    /// The one replica of a replicated service it strikes (`faults[i].replica`), or `None`:
+    /// every replica.
+    pub replica: Option<u32>,
 }
 
 impl Fault {
@@ -63,6 +66,17 @@ impl Faults {
     /// The windows, in file order.
     pub fn windows(&self) -> &[Fault] {
         &self.windows
+    }
+
+    /// The windows that strike replica `k`: those naming it and those naming none.
+    pub fn for_replica(&self, k: u32) -> Faults {
+        Faults::new(
+            self.windows
+                .iter()
+                .filter(|f| f.replica.is_none_or(|r| r == k))
+                .copied()
+                .collect(),
+        )
     }
 
     /// Whether there are none.
@@ -142,16 +156,19 @@ mod tests {
                 from: at(10),
                 to: at(20),
                 effect: FaultEffect::ErrorRate(0.5),
+                replica: None,
             },
             Fault {
                 from: at(15),
                 to: at(25),
                 effect: FaultEffect::ErrorRate(1.0),
+                replica: None,
             },
             Fault {
                 from: at(30),
                 to: at(40),
                 effect: FaultEffect::Concurrency(0),
+                replica: None,
             },
         ]);
         assert_eq!(faults.error_rate(at(9)), None);

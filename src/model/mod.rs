@@ -1,6 +1,6 @@
 //! The simulated system's parts as plain state machines: distributions, arrival processes,
 //! backoff schedules, retry budgets, circuit breakers, bulkheads, hedging's timers and budget,
-//! client-side adaptive throttles,
+//! client-side adaptive throttles, load balancers over a service's replicas,
 //! idempotency key stores, fault windows, a server's
 //! admission rate limit and the servers (the `queue` server and the `occ` row), and the random
 //! streams each purpose draws from.
@@ -10,6 +10,7 @@
 //! calls into these.
 
 pub mod backoff;
+pub mod balancer;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
@@ -27,6 +28,7 @@ pub mod workload;
 pub mod ziggurat;
 
 pub use backoff::{Backoff, Jitter};
+pub use balancer::{Balancer, BalancerKind};
 pub use breaker::{Breaker, BreakerConfig, BreakerMode, BreakerState, BreakerWindow};
 pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
 pub use bulkhead::Bulkhead;

@@ -453,6 +453,7 @@ mod tests {
             from: s_(1),
             to: s_(2),
             effect: FaultEffect::Concurrency(0),
+            replica: None,
         }]);
         let mut s = QueueServer::with_faults(cfg, faults);
         assert!(matches!(
@@ -489,6 +490,7 @@ mod tests {
             from: SimTime(5_000_000),
             to: SimTime(10_000_000),
             effect: FaultEffect::ServiceTimeFactor(3.0),
+            replica: None,
         }]);
         let mut s = QueueServer::with_faults(cfg, faults);
         let at = |ms: u64, s: &mut QueueServer, rng: &mut Pcg64| match s.arrive(

@@ -24,6 +24,8 @@ pub const ROUTES: u64 = 5;
 pub const FALLBACKS: u64 = 6;
 /// Adaptive throttling: a client's local rejections.
 pub const THROTTLE: u64 = 7;
+/// Load balancers: the replica an attempt goes to.
+pub const BALANCER: u64 = 8;
 
 /// The random streams of one replication, one per purpose.
 pub struct Draws {
@@ -43,6 +45,8 @@ pub struct Draws {
     pub fallbacks: Pcg64,
     /// Adaptive throttling: a client's local rejections.
     pub throttle: Pcg64,
+    /// Load balancers: the replica an attempt goes to.
+    pub balancer: Pcg64,
 }
 
 impl Draws {
@@ -58,6 +62,7 @@ impl Draws {
             routes: streams.stream(ROUTES),
             fallbacks: streams.stream(FALLBACKS),
             throttle: streams.stream(THROTTLE),
+            balancer: streams.stream(BALANCER),
         }
     }
 }

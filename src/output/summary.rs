@@ -116,6 +116,10 @@ pub struct ServiceName<'a> {
     pub name: Cow<'a, str>,
     /// Whether the clients call it.
     pub entry: bool,
+    /// Its replicas, when it has more than one (their numbers are `metrics.replicas`, in
+    /// service order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
 }
 
 /// A call of one service to another.
@@ -224,6 +228,7 @@ impl<'a> GraphNames<'a> {
             .map(|(i, s)| ServiceName {
                 name: Cow::Borrowed(&s.name),
                 entry: i == 0,
+                replicas: (s.server.pool.replicas > 1).then_some(s.server.pool.replicas),
             })
             .collect();
         let name = |i: usize| scenario.services.get(i).map_or("", |s| s.name.as_str());

@@ -83,6 +83,8 @@ pub(crate) fn grow(sc: &mut Scenario) {
             to,
             fraction,
             policy: sc.policy.clone(),
+            balancer: None,
+            sticky: None,
         });
     }
 }

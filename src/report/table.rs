@@ -262,6 +262,67 @@ pub(super) fn service_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
     cols
 }
 
+/// The per-replica columns: always shown, then the counts that some replica of `variants`
+/// made.
+pub(super) fn replica_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<ServiceMetric> {
+    const ALWAYS: [ServiceMetric; 7] = [
+        ServiceMetric::ATTEMPTS,
+        ServiceMetric::SERVED,
+        ServiceMetric::WASTED,
+        ServiceMetric::REJECTED,
+        ServiceMetric::UTILIZATION,
+        ServiceMetric::MAX_QUEUE,
+        ServiceMetric::GOODPUT,
+    ];
+    const SOMETIMES: [ServiceMetric; 5] = [
+        ServiceMetric::OUTAGE_REJECTED,
+        ServiceMetric::OUTAGE_DROPPED,
+        ServiceMetric::THROTTLED,
+        ServiceMetric::EXPIRED_DROPPED,
+        ServiceMetric::SHED,
+    ];
+    let mut cols = ALWAYS.to_vec();
+    cols.extend(SOMETIMES.into_iter().filter(|k| {
+        variants
+            .iter()
+            .any(|(v, _)| v.metrics.replicas.iter().any(|s| k.value(s) != 0.0))
+    }));
+    cols
+}
+
+/// Each replica of each service of `v` with more than one, as (service, replica) with its
+/// cells for the columns `cols`, in the order of the per-replica metrics.
+pub(super) fn replica_rows<'a>(
+    v: &VariantResult,
+    ran: &'a Variant,
+    cols: &[ServiceMetric],
+    with_ci: bool,
+) -> Vec<((&'a str, u32), Vec<String>)> {
+    let owners = ran
+        .scenario
+        .services
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| (0..s.server.pool.replicas).map(move |k| (i, s, k)))
+        .filter(|(_, s, _)| s.server.pool.replicas > 1);
+    v.metrics
+        .replicas
+        .iter()
+        .zip(&v.ci95.replicas)
+        .zip(owners)
+        .map(|((m, h), (i, s, k))| {
+            let cells = cols.iter().map(|c| {
+                if super::service_produces(c, &ran.scenario, i) {
+                    c.format_estimate(m, h, with_ci)
+                } else {
+                    "-".to_string()
+                }
+            });
+            ((s.name.as_str(), k), cells.collect())
+        })
+        .collect()
+}
+
 /// The per-call columns: always shown, then the optional counts (hedges) that some call
 /// of `calls` has.
 pub(super) fn call_columns<'a>(

@@ -99,7 +99,8 @@ pub fn predictions(s: &Scenario) -> Vec<Prediction> {
     let (Some(c), Some(1)) = (q.concurrency, attempts) else {
         return Vec::new();
     };
-    if !s.network.latency.is_zero() {
+    // A pool of replicas is as many queues as its balancer makes of it, not one M/M/c.
+    if !s.network.latency.is_zero() || s.server().pool.replicas > 1 {
         return Vec::new();
     }
     queueing(q, profile.base_rate, f64::from(c))

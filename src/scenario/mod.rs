@@ -415,6 +415,10 @@ pub struct Call {
     /// The caller's policy on this call. Its budget and breaker are one per call edge,
     /// shared by every attempt on it (their `scope` reads `Shared`).
     pub policy: Policy,
+    /// The caller's balancer over the target's replicas, where it is not the target's.
+    pub balancer: Option<crate::model::BalancerKind>,
+    /// The caller's `sticky`, where it is not the target's.
+    pub sticky: Option<bool>,
 }
 
 /// `policy`.

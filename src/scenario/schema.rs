@@ -22,10 +22,14 @@ pub use super::policy::fallback::RawFallback;
 pub use super::policy::hedge::RawHedge;
 pub use super::policy::idempotency_key::{RawIdempotencyKey, RawKeySettings};
 pub use super::policy::retry::{
-    NoneWord, RawAttemptOutcome, RawBackoff, RawExponential, RawJitter, RawRetry, RawRetryAfter,
+    NoneWord, RawAttemptOutcome, RawBackoff, RawExponential, RawHostPredicate, RawJitter, RawRetry,
+    RawRetryAfter,
 };
 pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
 pub use super::server::RawServerKind;
+pub use super::server::balancer::{
+    RawBalancer, RawBalancerSettings, RawBalancerWord, RawLeastRequest,
+};
 pub use super::server::discipline::{
     RawAdaptiveLifo, RawCodel, RawDiscipline, RawDisciplineSettings, RawDisciplineWord,
 };
@@ -194,6 +198,19 @@ macro_rules! with_server_keys {
             /// Windows of trouble: outages, error bursts, slowdowns, stalls.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub faults: Option<Vec<RawFault>>,
+            /// Replicas, each with its own workers, queue, rate limit and faults (default 1).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 1, max = 1024))]
+            pub replicas: Option<u64>,
+            /// How callers spread attempts over the replicas: "random", "round_robin"
+            /// (default), "least_request", "least_outstanding" or {"least_request":
+            /// {"choice_count"}}.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub balancer: Option<RawBalancer>,
+            /// Every attempt of a logical call goes to the replica its first went to
+            /// (default false: each attempt is balanced anew).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub sticky: Option<bool>,
             $($extra)*
         }
     };
@@ -234,6 +251,9 @@ impl RawService {
             drop_expired: self.drop_expired,
             rate_limit: self.rate_limit.clone(),
             faults: self.faults.clone(),
+            replicas: self.replicas,
+            balancer: self.balancer.clone(),
+            sticky: self.sticky,
         }
     }
 
@@ -250,6 +270,9 @@ impl RawService {
         self.drop_expired = server.drop_expired;
         self.rate_limit = server.rate_limit;
         self.faults = server.faults;
+        self.replicas = server.replicas;
+        self.balancer = server.balancer;
+        self.sticky = server.sticky;
     }
 }
 
@@ -280,6 +303,13 @@ pub struct RawCall {
     /// `propagate_deadline` (default: no timeout, 3 attempts, immediate retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RawPolicy>,
+    /// The caller's balancer over the replicas of the service called, in place of that
+    /// service's `balancer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancer: Option<RawBalancer>,
+    /// The caller's `sticky`, in place of the service's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sticky: Option<bool>,
 }
 
 /// `services.<name>.calls`: the calls of a service in order, written as a list

@@ -507,11 +507,15 @@ fn service(
             check_key_name(c, &format!("{at}.calls"), "call", key, &example);
         }
         let (to, fraction, policy) = call(c, known, &p, key.as_deref(), raw_call);
+        let (balancer, sticky) =
+            server::balancer::call_routing(c, &p, raw_call.balancer.as_ref(), raw_call.sticky);
         if let Some(to) = to {
             calls.push(Call {
                 to,
                 fraction,
                 policy,
+                balancer,
+                sticky,
             });
         }
         to_of.push(to);

@@ -435,10 +435,14 @@ impl<F: Features> Sim<'_, F> {
         if !timed && self.edges[edge].folds_reads {
             self.occ_send(slot, token, now);
         } else {
+            let arrival = if F::REPLICAS {
+                self.pick_arrival(slot, token, edge)
+            } else {
+                Event::ServerArrival { slot, token }
+            };
             let hop = self.sc.network.latency.sample(&mut self.rng.network);
             let arrives = now + hop;
-            self.queue
-                .schedule(arrives, Event::ServerArrival { slot, token });
+            self.queue.schedule(arrives, arrival);
             if timed {
                 let event = Event::AttemptTimer { slot, token };
                 // The timer cannot fire before the attempt reaches its service: it is entered
@@ -461,6 +465,58 @@ impl<F: Features> Sim<'_, F> {
                 self.arm_hedge(slot, token, now);
             }
         }
+    }
+
+    /// The arrival event of attempt `token` of call `slot`, sent on `edge` now, at the host
+    /// `Sim::pick_host` picks.
+    #[inline(never)]
+    fn pick_arrival(&mut self, slot: u32, token: u32, edge: usize) -> Event {
+        let host = self.pick_host(slot, edge);
+        self.arrival_event(slot, token, host as usize)
+    }
+
+    /// The host the attempt of call `slot` on `edge` now being sent goes to: the service
+    /// called, or, where it has replicas, the one the edge's balancer picks (the first
+    /// attempt's for a sticky call; with `previous_hosts`, a retry's balancer picks again
+    /// while it picks one the call tried). The balancer counts the attempt out there until
+    /// the caller stops waiting for it (`Sim::attempt_over`). Kept out of line: the hot
+    /// path of a run without replicas never calls it, and stays as it was.
+    #[inline(always)]
+    fn pick_host(&mut self, slot: u32, edge: usize) -> u32 {
+        let to = self.edges[edge].to as usize;
+        let Some(pool) = &mut self.pools[edge] else {
+            return to as u32;
+        };
+        let s = slot as usize;
+        if self.picked.len() <= s {
+            self.picked.resize(s + 1, NONE);
+        }
+        let first = self.calls[slot].attempts == 1;
+        let last = self.picked[s];
+        let k = match pool.previous_hosts {
+            Some(reselections) => {
+                if self.tried.len() <= s {
+                    self.tried.resize_with(s + 1, Vec::new);
+                }
+                let tried = &mut self.tried[s];
+                if first {
+                    tried.clear();
+                }
+                let k = if pool.sticky && !first && !tried.contains(&last) {
+                    pool.balancer.pick_again(last)
+                } else {
+                    let t = &*tried;
+                    pool.balancer
+                        .pick(&mut self.rng.balancer, reselections, |k| t.contains(&k))
+                };
+                tried.push(k);
+                k
+            }
+            None if pool.sticky && !first => pool.balancer.pick_again(last),
+            None => pool.balancer.pick(&mut self.rng.balancer, 0, |_| false),
+        };
+        self.picked[s] = k;
+        self.host(to, k) as u32
     }
 
     /// Attempt `token` of call `slot` has reached its service: if its caller still awaits it
@@ -655,6 +711,9 @@ impl<F: Features> Sim<'_, F> {
     /// comes back and may go to a waiter, which is sent at once.
     #[inline(always)]
     fn attempt_over(&mut self, slot: u32, now: SimTime) {
+        if F::REPLICAS {
+            self.balanced_over(slot);
+        }
         let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
         if !F::POLICIES || !call.holds_permit {
@@ -669,6 +728,17 @@ impl<F: Features> Sim<'_, F> {
         if let Some((s, t)) = next {
             self.calls[s].waiting = false;
             self.transmit(s, t, true, now);
+        }
+    }
+
+    /// The awaited attempt of call `slot` is over for its caller: the edge's balancer, if
+    /// any, counts it out of the replica it went to. The replica is remembered for a sticky
+    /// call's next attempt. Out of line, as `Sim::pick_host`.
+    #[inline(never)]
+    fn balanced_over(&mut self, slot: u32) {
+        let edge = self.calls[slot].edge as usize;
+        if let Some(pool) = &mut self.pools[edge] {
+            pool.balancer.done(self.picked[slot as usize]);
         }
     }
 

@@ -20,6 +20,8 @@ pub(super) trait Features {
     const POLICIES: bool;
     /// Services with fault windows or a rate limit.
     const FAULTS: bool;
+    /// Services run as pools of replicas behind their callers' balancers.
+    const REPLICAS: bool;
 }
 
 /// Every feature: runs any scenario.
@@ -29,9 +31,10 @@ impl Features for Full {
     const GRAPH: bool = true;
     const POLICIES: bool = true;
     const FAULTS: bool = true;
+    const REPLICAS: bool = true;
 }
 
-/// A single service without faults or a rate limit, called through a passive policy (retries,
+/// A single service of one replica without faults or a rate limit, called through a passive policy (retries,
 /// backoff, timeout and deadline only): the storms of the benchmarks.
 pub(super) struct Lean;
 
@@ -39,6 +42,7 @@ impl Features for Lean {
     const GRAPH: bool = false;
     const POLICIES: bool = false;
     const FAULTS: bool = false;
+    const REPLICAS: bool = false;
 }
 
 impl Lean {
@@ -49,6 +53,7 @@ impl Lean {
             && passive(&sc.policy)
             && server.faults.is_empty()
             && server.rate_limit.is_none()
+            && server.pool.replicas == 1
     }
 }
 

@@ -40,7 +40,7 @@ use crate::scenario::{Scenario, Workload};
 use client::SettledEnd;
 use features::{Features, Full, Lean};
 use policy::{CallPolicies, DENSE_INSTANCES};
-use service::{ServiceState, Work};
+use service::{Host, ServiceState, Work};
 use slab::Calls;
 
 /// Everything that can happen in a run.
@@ -54,14 +54,21 @@ enum Event {
     /// call's deadline has passed.
     RetryDue { slot: u32 },
     /// An attempt reaches its service (for an `occ` service: its read, an event only when
-    /// the caller might stop waiting before the version is back).
+    /// the caller might stop waiting before the version is back); for a replicated service,
+    /// its first replica.
     ServerArrival { slot: u32, token: u32 },
+    /// An attempt reaches replica `host` (`Sim::host`) of a replicated service, not its
+    /// first.
+    ReplicaArrival { slot: u32, token: u32, host: u32 },
     /// `occ`: a conditional write reaches the service (two hops after its read, whose
     /// instant its call keeps, or the row under the ticket `read`: the version travels
     /// back and the caller writes at once).
     OccWrite { slot: u32, token: u32, read: u32 },
-    /// A service finishes the service time of an attempt.
+    /// A service (its first replica) finishes the service time of an attempt.
     ServiceDone { slot: u32, token: u32 },
+    /// Replica `host` of a replicated service, not its first, finishes the service time of
+    /// an attempt.
+    ReplicaDone { slot: u32, token: u32, host: u32 },
     /// An answer reaches the caller.
     Reply {
         slot: u32,
@@ -75,8 +82,9 @@ enum Event {
     BulkheadTimer { slot: u32, token: u32 },
     /// A fallback's answer is ready: the call that failed ends `degraded`.
     FallbackDone { slot: u32 },
-    /// A concurrency fault window of a service starts or ends: it re-reads its worker count.
-    FaultEdge { service: u32 },
+    /// A concurrency fault window of a service's replica `host` starts or ends: it re-reads
+    /// its worker count.
+    FaultEdge { host: u32 },
     /// An attempt (`token`, the one that opened its call's round) has gone its hedge delay
     /// without an answer: the call sends a hedge if it still races and may.
     HedgeDue { slot: u32, token: u32 },
@@ -180,6 +188,16 @@ struct Edge<'a> {
     counters: CallCounters,
 }
 
+/// A call edge's view of the replicas of the service it calls.
+struct EdgePool {
+    /// The caller's balancer: the replicas and what it has out to each.
+    balancer: crate::model::Balancer,
+    /// Every attempt of a call goes where its first went.
+    sticky: bool,
+    /// `retry_host_predicate: ["previous_hosts"]`: the reselections a retry's pick may make.
+    previous_hosts: Option<u32>,
+}
+
 impl Edge<'_> {
     /// Whether the caller keeps a timer for an attempt of a call with `deadline` on this
     /// edge: it has a timeout, or the call a deadline.
@@ -207,6 +225,39 @@ fn gauges_settle(policy: &crate::scenario::Policy) -> crate::engine::SimDuration
         .chain(budget)
         .max()
         .unwrap_or(crate::engine::SimDuration::ZERO)
+}
+
+/// Every edge's pool, in the order of `Sim::edges`.
+fn edge_pools(sc: &Scenario) -> Vec<Option<EdgePool>> {
+    let mut pools = vec![edge_pool(&sc.services[0].server, (None, None), &sc.policy)];
+    for s in &sc.services {
+        for call in &s.calls {
+            pools.push(edge_pool(
+                &sc.services[call.to].server,
+                (call.balancer, call.sticky),
+                &call.policy,
+            ));
+        }
+    }
+    pools
+}
+
+/// The pool of an edge to a service with `server`'s replicas, with the call's own `balancer`
+/// and `sticky` where it has them, and its `policy`: `None` for a single replica.
+fn edge_pool(
+    server: &crate::scenario::Server,
+    (balancer, sticky): (Option<crate::model::BalancerKind>, Option<bool>),
+    policy: &crate::scenario::Policy,
+) -> Option<EdgePool> {
+    let pool = server.pool;
+    (pool.replicas > 1).then(|| EdgePool {
+        balancer: crate::model::Balancer::new(
+            balancer.unwrap_or(pool.routing.balancer),
+            pool.replicas,
+        ),
+        sticky: sticky.unwrap_or(pool.routing.sticky),
+        previous_hosts: policy.retry.previous_hosts,
+    })
 }
 
 /// The key memory of a call that sends idempotency keys.
@@ -243,8 +294,21 @@ struct Sim<'a, F: Features> {
     next_call_id: u64,
     /// Whether some edge cancels abandoned hedge-race attempts (services check the queue).
     cancels: bool,
-    /// The services, the entry first.
+    /// The services' hosts: each service's first replica at its index (the entry first),
+    /// then the other replicas of replicated services (`Sim::host`).
     services: Vec<ServiceState>,
+    /// By host, what it is.
+    hosts: Vec<Host>,
+    /// Per service, the host of its second replica (its others follow it).
+    replica_base: Vec<u32>,
+    /// By edge, the caller's balancer over the replicas of the service called, when it has
+    /// more than one (kept beside the edges, which the hot path reads without it).
+    pools: Vec<Option<EdgePool>>,
+    /// By call slot, in a run with replicas: the replica the awaited attempt went to on an
+    /// edge with a pool, or `NONE`.
+    picked: Vec<u32>,
+    /// By call slot, on edges with `previous_hosts`: the replicas the call has tried.
+    tried: Vec<Vec<u32>>,
     /// Edge 0: clients -> entry; then each service's calls in order.
     edges: Vec<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
@@ -311,10 +375,16 @@ impl<'a, F: Features> Sim<'a, F> {
     /// Assembles the model of `sc` for one replication.
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
         let graph = sc.is_graph();
-        let services = Self::build_services(sc, graph);
+        let (hosts, replica_base) = Self::build_hosts(sc);
+        let services = Self::build_services(sc, &hosts, graph);
         let (edges, first_edge) = Self::build_edges(sc, tuning.dense_max);
         let cancels = edges.iter().any(|e| e.policies.cancels());
-        let fold_retries = !graph && edges[0].policies.passive() && edges[0].keys.is_none();
+        // A balancer counts what its caller has out until the answer reaches it, so answers
+        // to a pool travel as events.
+        let fold_retries = !graph
+            && edges[0].policies.passive()
+            && edges[0].keys.is_none()
+            && sc.services[0].server.pool.replicas == 1;
         let entry_routes = (0..sc.services[0].calls.len() as u32)
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
@@ -343,6 +413,11 @@ impl<'a, F: Features> Sim<'a, F> {
             next_call_id: 0,
             cancels,
             services,
+            hosts,
+            replica_base,
+            pools: edge_pools(sc),
+            picked: Vec::new(),
+            tried: Vec::new(),
             edges,
             first_edge,
             graph,
@@ -364,11 +439,32 @@ impl<'a, F: Features> Sim<'a, F> {
         sim
     }
 
-    /// The services' states; in a graph each keeps its own time series.
-    fn build_services(sc: &Scenario, graph: bool) -> Vec<ServiceState> {
-        sc.services
+    /// The hosts (see `Sim::services`) and where each service's second replica is among
+    /// them.
+    fn build_hosts(sc: &Scenario) -> (Vec<Host>, Vec<u32>) {
+        let mut hosts: Vec<Host> = (0..sc.services.len())
+            .map(|i| Host::new(&sc.services[i].server, i as u32, 0))
+            .collect();
+        let mut base = Vec::with_capacity(sc.services.len());
+        for (i, s) in sc.services.iter().enumerate() {
+            base.push(hosts.len() as u32);
+            for k in 1..s.server.pool.replicas {
+                hosts.push(Host::new(&s.server, i as u32, k));
+            }
+        }
+        (hosts, base)
+    }
+
+    /// The hosts' states; in a graph each service's first keeps the service's time series.
+    fn build_services(sc: &Scenario, hosts: &[Host], graph: bool) -> Vec<ServiceState> {
+        hosts
             .iter()
-            .map(|s| ServiceState::new(&s.server, graph.then(|| TimeSeries::new(sc.bucket))))
+            .enumerate()
+            .map(|(h, host)| {
+                let first = h < sc.services.len();
+                let series = (graph && first).then(|| TimeSeries::new(sc.bucket));
+                ServiceState::new(&sc.services[host.service as usize].server, host, series)
+            })
             .collect()
     }
 
@@ -418,11 +514,11 @@ impl<'a, F: Features> Sim<'a, F> {
     /// arrival of an open workload or every closed client's first request.
     fn schedule_first_events(&mut self) {
         let sc = self.sc;
-        for (i, s) in sc.services.iter().enumerate() {
-            for edge in s.server.faults.concurrency_edges() {
+        for (h, host) in self.hosts.iter().enumerate() {
+            for edge in host.faults.concurrency_edges() {
                 if edge > SimTime::ZERO {
                     self.queue
-                        .schedule(edge, Event::FaultEdge { service: i as u32 });
+                        .schedule(edge, Event::FaultEdge { host: h as u32 });
                 }
             }
         }
@@ -500,11 +596,17 @@ impl<'a, F: Features> Sim<'a, F> {
                     }
                 }
                 Event::RetryDue { slot } => self.retry_due(slot, now),
-                Event::ServerArrival { slot, token } => {
-                    self.server_arrival(slot, token, now);
+                // One call site each, so that the compiler inlines them as it did before
+                // replicas had events of their own.
+                Event::ServerArrival { .. } | Event::ReplicaArrival { .. } => {
+                    let (slot, token, host) = self.at_host(event);
+                    self.server_arrival(slot, token, host, now);
                     self.arm_timer(slot, token);
                 }
-                Event::ServiceDone { slot, token } => self.service_done(slot, token, now),
+                Event::ServiceDone { .. } | Event::ReplicaDone { .. } => {
+                    let (slot, token, host) = self.at_host(event);
+                    self.service_done(slot, token, host, now);
+                }
                 Event::OccWrite { slot, token, read } => self.occ_write(slot, token, read, now),
                 Event::Reply {
                     slot,
@@ -514,12 +616,25 @@ impl<'a, F: Features> Sim<'a, F> {
                 Event::AttemptTimer { slot, token } => self.attempt_timer(slot, token, now),
                 Event::BulkheadTimer { slot, token } => self.bulkhead_timer(slot, token, now),
                 Event::FallbackDone { slot } => self.finish_call(slot, Outcome::Degraded, now),
-                Event::FaultEdge { service } => self.fault_edge(service as usize, now),
+                Event::FaultEdge { host } => self.fault_edge(host as usize, now),
                 Event::HedgeDue { slot, token } => self.hedge_due(slot, token, now),
             }
             if self.overflow.is_some() {
                 return self.overflow.take();
             }
+        }
+    }
+
+    /// The attempt (call slot, token) an arrival or a service's end is about, and its host.
+    #[inline(always)]
+    fn at_host(&self, event: Event) -> (u32, u32, usize) {
+        match event {
+            Event::ServerArrival { slot, token } | Event::ServiceDone { slot, token } => {
+                (slot, token, self.target(slot))
+            }
+            Event::ReplicaArrival { slot, token, host }
+            | Event::ReplicaDone { slot, token, host } => (slot, token, host as usize),
+            _ => unreachable!("only arrivals and ends of service are at a host"),
         }
     }
 
@@ -592,9 +707,11 @@ impl<'a, F: Features> Sim<'a, F> {
             }
             self.rec.series.tick(end, || gauges);
         }
-        for s in &mut self.services {
-            let (queue_len, in_service) = s.load();
-            if let Some(series) = &mut s.series {
+        // Only a graph's services keep series of their own.
+        let graphed = if F::GRAPH { self.sc.services.len() } else { 0 };
+        for i in 0..graphed {
+            let (queue_len, in_service) = self.service_load(i);
+            if let Some(series) = &mut self.services[i].series {
                 series.tick(now, || Gauges {
                     queue_len,
                     in_service,
@@ -652,7 +769,7 @@ impl<'a, F: Features> Sim<'a, F> {
     /// The states the main time series samples at the end of a bucket: the entry service's
     /// load and the clients' requests and policies.
     fn gauges(&self, now: SimTime) -> Gauges {
-        let (queue_len, in_service) = self.services[0].load();
+        let (queue_len, in_service) = self.service_load(0);
         let policies = &self.edges[0].policies;
         let budget_level_ppm = match &policies.budgets {
             Some(budgets) if budgets.count > 0 => {
@@ -678,9 +795,11 @@ impl<'a, F: Features> Sim<'a, F> {
         }
     }
 
-    /// Counts `col` in the series of `service` (and in the main series for the entry).
+    /// Counts `col` in the series of the service of host `h` (and in the main series for
+    /// the entry).
     #[inline(always)]
-    fn tally(&mut self, service: usize, col: Column) {
+    fn tally(&mut self, h: usize, col: Column) {
+        let service = self.spec(h);
         if service == 0 {
             self.rec.series.add(col);
         }
@@ -692,10 +811,11 @@ impl<'a, F: Features> Sim<'a, F> {
         }
     }
 
-    /// Counts `a` and `b` in the series of `service` (and in the main series for the entry),
-    /// finding each row once.
+    /// Counts `a` and `b` in the series of the service of host `h` (and in the main series
+    /// for the entry), finding each row once.
     #[inline(always)]
-    fn tally_pair(&mut self, service: usize, a: Column, b: Column) {
+    fn tally_pair(&mut self, h: usize, a: Column, b: Column) {
+        let service = self.spec(h);
         if service == 0 {
             self.rec.series.add_pair(a, b);
         }
@@ -754,8 +874,14 @@ impl<'a, F: Features> Sim<'a, F> {
             Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
             t => t,
         };
-        for s in &mut self.services {
-            s.close(end_time, truncated.is_some());
+        let loads: Vec<(u32, u32)> = (0..self.services.len())
+            .map(|h| {
+                let s = self.spec(h);
+                if h == s { self.service_load(s) } else { (0, 0) }
+            })
+            .collect();
+        for (s, load) in self.services.iter_mut().zip(loads) {
+            s.close(end_time, truncated.is_some(), load);
         }
         let c = &mut self.rec.counters;
         let policies = &self.edges[0].policies;
@@ -783,15 +909,48 @@ impl<'a, F: Features> Sim<'a, F> {
             edge.policies.count_into(&mut edge.counters);
         }
         let calls = self.edges.drain(1..).map(|e| e.counters).collect();
-        let (services, service_series) = self
+        let count = self.sc.services.len();
+        let (hosts, service_series) = self
             .services
             .into_iter()
             .map(|s| s.into_results())
             .unzip::<_, _, Vec<_>, Vec<_>>();
         // Only a graph keeps per-service series (see `RunResult::service_series`).
         let service_series = service_series.into_iter().flatten().collect();
-        self.rec.finish(truncated, services, calls, service_series)
+        let (services, replicas) = by_service(self.sc, &self.replica_base, hosts, count);
+        let mut result = self.rec.finish(truncated, services, calls, service_series);
+        result.replicas = replicas;
+        result
     }
+}
+
+/// The counts of each service (every replica's added up) and of each replica of a
+/// replicated service (service by service, replica by replica), from the counts of the
+/// `hosts` (`Sim::services`, of which the first `count` are each service's first replica).
+fn by_service(
+    sc: &Scenario,
+    base: &[u32],
+    mut hosts: Vec<crate::metrics::ServiceCounters>,
+    count: usize,
+) -> (
+    Vec<crate::metrics::ServiceCounters>,
+    Vec<crate::metrics::ServiceCounters>,
+) {
+    let mut replicas = Vec::new();
+    for (s, spec) in sc.services.iter().enumerate() {
+        let n = spec.server.pool.replicas as usize;
+        if n > 1 {
+            let first = base[s] as usize;
+            replicas.push(hosts[s].clone());
+            replicas.extend_from_slice(&hosts[first..first + n - 1]);
+            let (head, tail) = hosts.split_at_mut(count);
+            for other in &tail[first - count..first - count + n - 1] {
+                head[s].add(other);
+            }
+        }
+    }
+    hosts.truncate(count);
+    (hosts, replicas)
 }
 
 #[cfg(test)]

@@ -29,7 +29,10 @@ enum ServerState {
     Occ(OccServer),
 }
 
-/// A service in a run.
+/// A service in a run, or one replica of a replicated service (a host): each replica has
+/// its own server, rate limit, faults and counts. The first replica of every service is
+/// the host of the service's index; a replicated service's others follow every service's
+/// first (`Sim::host`), so a run without replicas has one host per service, as before.
 pub(super) struct ServiceState {
     server: ServerState,
     /// The admission rate limit.
@@ -39,18 +42,41 @@ pub(super) struct ServiceState {
     /// Worker time held while waiting on downstream calls, in nanoseconds.
     held_nanos: u128,
 
-    /// Its load over time (call graphs only).
+    /// Its load over time (call graphs only; a replicated service's is its first
+    /// replica's, counting every replica).
     pub series: Option<TimeSeries>,
 }
 
+/// What a host is: the service it is a replica of, and the fault windows that strike it.
+pub(super) struct Host {
+    /// The service, by index in the scenario.
+    pub service: u32,
+    /// A service's windows, less those naming another replica.
+    pub faults: crate::model::Faults,
+}
+
+impl Host {
+    /// Replica `replica` of service `service` with `server`'s settings.
+    pub fn new(server: &Server, service: u32, replica: u32) -> Self {
+        Host {
+            service,
+            faults: if server.pool.replicas > 1 {
+                server.faults.for_replica(replica)
+            } else {
+                server.faults.clone()
+            },
+        }
+    }
+}
+
 impl ServiceState {
-    /// An idle service with `server`'s settings.
-    pub fn new(server: &Server, series: Option<TimeSeries>) -> Self {
+    /// An idle `host` with `server`'s settings.
+    pub fn new(server: &Server, host: &Host, series: Option<TimeSeries>) -> Self {
         ServiceState {
             server: match &server.kind {
                 ServerKind::Queue(config) => ServerState::Queue(QueueServer::with_faults(
                     config.clone(),
-                    server.faults.clone(),
+                    host.faults.clone(),
                 )),
                 ServerKind::Occ => ServerState::Occ(OccServer::new()),
             },
@@ -70,8 +96,9 @@ impl ServiceState {
     }
 
     /// Reads the server's totals into the counters at the end of a run that ended at `end`
-    /// (`truncated`: cut off).
-    pub fn close(&mut self, end: SimTime, truncated: bool) {
+    /// (`truncated`: cut off); its series, if it keeps one, closes with its service's `load`
+    /// (every replica's).
+    pub fn close(&mut self, end: SimTime, truncated: bool, (queue_len, in_service): (u32, u32)) {
         let c = &mut self.counters;
         if let ServerState::Queue(server) = &self.server {
             c.busy_nanos = server.busy_nanos + self.held_nanos;
@@ -90,10 +117,6 @@ impl ServiceState {
             c.capacity_nanos = server.capacity_nanos(horizon, server.max_in_service);
         }
         if let Some(series) = &mut self.series {
-            let (queue_len, in_service) = match &self.server {
-                ServerState::Queue(q) => (q.queue_len(), q.in_service()),
-                ServerState::Occ(_) => (0, 0),
-            };
             series.close(crate::metrics::Gauges {
                 queue_len,
                 in_service,
@@ -143,9 +166,70 @@ pub(super) fn route_draw(route: u64, service: u32) -> f64 {
 }
 
 impl<F: Features> Sim<'_, F> {
-    /// The service attempts of call `slot` go to.
+    /// The service host `h` is (a replica of).
     #[inline(always)]
-    fn target(&self, slot: u32) -> usize {
+    pub(super) fn spec(&self, h: usize) -> usize {
+        if F::REPLICAS {
+            self.hosts[h].service as usize
+        } else {
+            h
+        }
+    }
+
+    /// The host of replica `k` of service `s`.
+    #[inline(always)]
+    pub(super) fn host(&self, s: usize, k: u32) -> usize {
+        if k == 0 {
+            s
+        } else {
+            (self.replica_base[s] + k - 1) as usize
+        }
+    }
+
+    /// (waiting, holding a worker) at service `s`, every replica's added up.
+    pub(super) fn service_load(&self, s: usize) -> (u32, u32) {
+        let (mut queue_len, mut in_service) = self.services[s].load();
+        if F::REPLICAS {
+            for k in 1..self.sc.services[s].server.pool.replicas {
+                let (q, b) = self.services[self.host(s, k)].load();
+                queue_len += q;
+                in_service += b;
+            }
+        }
+        (queue_len, in_service)
+    }
+
+    /// The event of an attempt of call `slot` (`token`) reaching host `host`.
+    #[inline(always)]
+    pub(super) fn arrival_event(&self, slot: u32, token: u32, host: usize) -> Event {
+        if F::REPLICAS && host >= self.sc.services.len() {
+            Event::ReplicaArrival {
+                slot,
+                token,
+                host: host as u32,
+            }
+        } else {
+            Event::ServerArrival { slot, token }
+        }
+    }
+
+    /// The event of host `host` finishing the service time of attempt `token` of `slot`.
+    #[inline(always)]
+    fn done_event(&self, slot: u32, token: u32, host: usize) -> Event {
+        if F::REPLICAS && host >= self.sc.services.len() {
+            Event::ReplicaDone {
+                slot,
+                token,
+                host: host as u32,
+            }
+        } else {
+            Event::ServiceDone { slot, token }
+        }
+    }
+
+    /// The service attempts of call `slot` go to (its first replica's host).
+    #[inline(always)]
+    pub(super) fn target(&self, slot: u32) -> usize {
         if !(F::GRAPH && self.graph) {
             // One service: every attempt goes to it.
             return 0;
@@ -153,11 +237,10 @@ impl<F: Features> Sim<'_, F> {
         self.edges[self.calls[slot].edge as usize].to as usize
     }
 
-    /// An attempt reaches its service.
+    /// An attempt reaches its service's replica `host`.
     #[inline]
-    pub(super) fn server_arrival(&mut self, slot: u32, token: u32, now: SimTime) {
-        let s = self.target(slot);
-        let settings = &self.sc.services[s].server;
+    pub(super) fn server_arrival(&mut self, slot: u32, token: u32, host: usize, now: SimTime) {
+        let s = host;
         if matches!(self.services[s].server, ServerState::Occ(_)) {
             // The read is instant and is not work. The version travels back and the caller
             // writes at once, unless it gave up before the version arrived: its timer's
@@ -189,7 +272,7 @@ impl<F: Features> Sim<'_, F> {
             self.arrived(slot, now);
         }
         let outage = if F::FAULTS {
-            settings.faults.outage(now)
+            self.hosts[s].faults.outage(now)
         } else {
             None
         };
@@ -314,13 +397,14 @@ impl<F: Features> Sim<'_, F> {
         if call.awaits(token) {
             return false;
         }
-        let counters = &mut self.services[s].counters;
         if call.cancelled == token {
-            counters.cancelled += 1;
-        } else if matches!(&self.sc.services[s].server.kind, ServerKind::Queue(q) if q.drop_expired)
-        {
+            self.services[s].counters.cancelled += 1;
+        } else if matches!(
+            &self.sc.services[self.spec(s)].server.kind,
+            ServerKind::Queue(q) if q.drop_expired
+        ) {
             // The service sees at once that nobody waits for this.
-            counters.expired_dropped += 1;
+            self.services[s].counters.expired_dropped += 1;
         } else {
             return false;
         }
@@ -362,8 +446,8 @@ impl<F: Features> Sim<'_, F> {
                 if u64::from(server.in_service()) > self.sc.limits.max_in_flight {
                     self.server_backlog(now);
                 }
-                self.queue
-                    .schedule(now + service, Event::ServiceDone { slot, token });
+                let done = self.done_event(slot, token, s);
+                self.queue.schedule(now + service, done);
             }
             Admission::Queued => {
                 let held = u64::from(server.queue_len()) + u64::from(server.in_service());
@@ -497,13 +581,14 @@ impl<F: Features> Sim<'_, F> {
         }
     }
 
-    /// A service finishes the service time of attempt `token` of call `slot`: it answers,
-    /// or begins the work of its downstream calls (and counts the attempt served when that
-    /// work is done).
+    /// A service's replica `host` finishes the service time of attempt `token` of call
+    /// `slot`: it answers, or begins the work of its downstream calls (and counts the
+    /// attempt served when that work is done).
     #[inline]
-    pub(super) fn service_done(&mut self, slot: u32, token: u32, now: SimTime) {
-        let s = self.target(slot);
-        let spec = &self.sc.services[s];
+    pub(super) fn service_done(&mut self, slot: u32, token: u32, host: usize, now: SimTime) {
+        let s = host;
+        let service = self.spec(s);
+        let spec = &self.sc.services[service];
         if !(F::GRAPH && self.graph) || spec.calls.is_empty() || self.calls[slot].permanent {
             // A bad request is refused after its service time, before any call.
             self.served(s, now);
@@ -521,7 +606,7 @@ impl<F: Features> Sim<'_, F> {
             } else {
                 SimTime::ZERO
             },
-            route: route_draw(call.route, s as u32),
+            route: route_draw(call.route, service as u32),
             next: 0,
             pending: 0,
             failure: None,
@@ -544,7 +629,7 @@ impl<F: Features> Sim<'_, F> {
             }
             // The guard keeps the work open while calls that end at once report back.
             self.works[w as usize].pending = 1;
-            let first = self.first_edge[s];
+            let first = self.first_edge[service];
             for i in 0..spec.calls.len() as u32 {
                 if self.routed(w, first + i) {
                     self.works[w as usize].pending += 1;
@@ -586,7 +671,7 @@ impl<F: Features> Sim<'_, F> {
     fn drop_expired_work(&mut self, w: u32, now: SimTime) -> bool {
         let work = self.works[w as usize];
         let s = work.service as usize;
-        let drop = match &self.sc.services[s].server.kind {
+        let drop = match &self.sc.services[self.spec(s)].server.kind {
             ServerKind::Queue(q) => q.drop_expired,
             ServerKind::Occ => false,
         };
@@ -605,7 +690,7 @@ impl<F: Features> Sim<'_, F> {
     /// Sequential work `w` makes its next routed call, or finishes when none is left.
     fn next_call(&mut self, w: u32, now: SimTime) {
         let work = self.works[w as usize];
-        let s = work.service as usize;
+        let s = self.spec(work.service as usize);
         let count = self.sc.services[s].calls.len() as u32;
         let first = self.first_edge[s];
         let mut i = work.next;
@@ -629,6 +714,8 @@ impl<F: Features> Sim<'_, F> {
 
     /// A call made by work `w` ended with `outcome`.
     pub(super) fn child_ended(&mut self, w: u32, outcome: Outcome, now: SimTime) {
+        let parallel =
+            self.sc.services[self.spec(self.works[w as usize].service as usize)].parallel;
         let work = &mut self.works[w as usize];
         work.pending -= 1;
         match outcome {
@@ -638,7 +725,6 @@ impl<F: Features> Sim<'_, F> {
                 work.failure.get_or_insert(failed);
             }
         }
-        let parallel = self.sc.services[work.service as usize].parallel;
         if parallel {
             if work.pending == 0 {
                 self.finish_work(w, now);
@@ -682,13 +768,8 @@ impl<F: Features> Sim<'_, F> {
         let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
         let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         if let Some((next, service)) = server.complete(now, &mut self.rng.service, cancelled) {
-            self.queue.schedule(
-                now + service,
-                Event::ServiceDone {
-                    slot: next.slot,
-                    token: next.token,
-                },
-            );
+            let done = self.done_event(next.slot, next.token, s);
+            self.queue.schedule(now + service, done);
         }
         self.account_dropped(s, now);
     }
@@ -744,10 +825,10 @@ impl<F: Features> Sim<'_, F> {
         } else if let Some(failed) = failure {
             failed
         } else {
-            let settings = &self.sc.services[s].server;
+            let settings = &self.sc.services[self.spec(s)].server;
             let error_rate = match &settings.kind {
                 ServerKind::Queue(q) if F::FAULTS => {
-                    settings.faults.error_rate(now).unwrap_or(q.error_rate)
+                    self.hosts[s].faults.error_rate(now).unwrap_or(q.error_rate)
                 }
                 ServerKind::Queue(q) => q.error_rate,
                 ServerKind::Occ => 0.0,
@@ -779,9 +860,10 @@ impl<F: Features> Sim<'_, F> {
         if outcome == Outcome::Success {
             self.services[s].counters.useful += 1;
         }
+        let service = self.spec(s);
         if F::GRAPH
             && matches!(outcome, Outcome::Success | Outcome::Degraded)
-            && let Some(series) = &mut self.services[s].series
+            && let Some(series) = &mut self.services[service].series
         {
             // Only a call graph's services keep series: the caller awaits this attempt, so
             // its arrival is the one kept for the call.
@@ -846,13 +928,8 @@ impl<F: Features> Sim<'_, F> {
         let (cancels, calls) = (F::POLICIES && self.cancels, &self.calls);
         let cancelled = |j: &Job| cancels && calls[j.slot].cancelled == j.token;
         for (job, service) in server.refresh_workers(now, &mut self.rng.service, cancelled) {
-            self.queue.schedule(
-                now + service,
-                Event::ServiceDone {
-                    slot: job.slot,
-                    token: job.token,
-                },
-            );
+            let done = self.done_event(job.slot, job.token, s);
+            self.queue.schedule(now + service, done);
         }
         self.account_dropped(s, now);
     }

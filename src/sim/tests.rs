@@ -359,6 +359,8 @@ mod graph {
                         to: i + 1,
                         fraction: 1.0,
                         policy: below.clone(),
+                        balancer: None,
+                        sticky: None,
                     }];
                 }
                 s
@@ -563,6 +565,8 @@ mod graph {
                             1.0
                         },
                         policy: p,
+                        balancer: None,
+                        sticky: None,
                     });
                 }
                 sc.services[i].calls = calls;

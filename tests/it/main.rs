@@ -24,6 +24,7 @@ mod output;
 mod policies;
 mod recovery;
 mod references;
+mod replicas;
 mod results;
 mod scenario_rules;
 mod schema_agrees;

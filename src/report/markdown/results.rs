@@ -191,6 +191,45 @@ pub(super) fn service_and_call_tables(
     }
 }
 
+/// The "Per replica" tables: one per variant with a service of more than one replica, a row
+/// per replica of each such service, at the point the results are at. Nothing without
+/// replicas.
+pub(crate) fn replica_tables(
+    out: &mut String,
+    ran: &[Variant],
+    variants: &[VariantResult],
+    with_ci: bool,
+) {
+    let pairs: Vec<(&VariantResult, &Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(v, _)| !v.metrics.replicas.is_empty())
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let cols = table::replica_columns(&pairs);
+    let titles: Vec<String> = cols.iter().map(|k| k.title()).collect();
+    let _ = writeln!(
+        out,
+        "
+### Per replica
+"
+    );
+    let _ = writeln!(
+        out,
+        "What reached each replica of a service that runs more than one, numbered from 0: each has its own workers and waiting room, and its callers' balancer spreads their attempts, retries included, over them. A service's row in the other tables adds its replicas up."
+    );
+    for (v, r) in &pairs {
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = table::replica_rows(v, r, &cols, with_ci);
+        let rows = rows
+            .into_iter()
+            .map(|((name, k), cells)| (format!("{} #{k}", escape(name)), cells));
+        markdown_table(out, "replica", &titles, rows);
+    }
+}
+
 /// Theory beside simulation, for the variants a closed form describes exactly.
 pub(super) fn theory_section(
     out: &mut String,

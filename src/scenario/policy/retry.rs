@@ -46,6 +46,20 @@ pub enum RawAttemptOutcome {
     BulkheadFull,
 }
 
+/// `policy.retry.retry_host_predicate[i]`: which replicas a retry avoids, named as Envoy's
+/// retry host predicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawHostPredicate {
+    /// The replicas this call's earlier attempts went to.
+    PreviousHosts,
+}
+
+/// The default `host_selection_retry_max_attempts`, as Envoy's.
+pub const DEFAULT_HOST_SELECTION_RETRIES: u32 = 1;
+/// The largest `host_selection_retry_max_attempts`.
+pub const MAX_HOST_SELECTION_RETRIES: u64 = 1000;
+
 /// `policy.retry.retry_after`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -74,6 +88,15 @@ pub struct RawRetry {
     /// "honor" (default) or "ignore" the server's Retry-After.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<RawRetryAfter>,
+    /// ["previous_hosts"]: a retry avoids the replicas the call already tried (default:
+    /// none, every attempt is balanced alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_host_predicate: Option<Vec<RawHostPredicate>>,
+    /// How many times the balancer picks again while its pick is one the predicate rejects
+    /// (default 1, with `retry_host_predicate` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1000))]
+    pub host_selection_retry_max_attempts: Option<u64>,
 }
 
 /// `policy.retry.backoff`: the string "none" or an exponential schedule.
@@ -173,6 +196,10 @@ pub struct RetryPolicy {
     pub backoff: Backoff,
     /// Whether a server's Retry-After is honoured.
     pub retry_after: RetryAfter,
+    /// With `retry_host_predicate: ["previous_hosts"]`, the balancer's picks again while it
+    /// picks a replica the call already tried (`host_selection_retry_max_attempts`); `None`:
+    /// a retry is balanced as a first attempt is.
+    pub previous_hosts: Option<u32>,
 }
 
 /// `policy.retry.retry_after`.
@@ -199,6 +226,42 @@ pub(in crate::scenario) fn check(
             RawRetryAfter::Ignore => RetryAfter::Ignore,
             RawRetryAfter::Honor => RetryAfter::Honor,
         },
+        previous_hosts: previous_hosts(c, at, retry),
+    }
+}
+
+/// `retry.retry_host_predicate` and `retry.host_selection_retry_max_attempts` of the policy
+/// `at`: the reselections a retry's pick may make, with the predicate.
+fn previous_hosts(c: &mut Checker, at: &str, retry: &mut RawRetry) -> Option<u32> {
+    let avoids = retry
+        .retry_host_predicate
+        .as_ref()
+        .is_some_and(|p| p.contains(&RawHostPredicate::PreviousHosts));
+    let path = format!("{at}.retry.host_selection_retry_max_attempts");
+    match retry.host_selection_retry_max_attempts {
+        Some(n) if !avoids => {
+            c.err(
+                &path,
+                format!(
+                    "applies only with a retry host predicate (got {n} without one): add \"retry_host_predicate\": [\"previous_hosts\"], or remove it"
+                ),
+            );
+            None
+        }
+        None if avoids => {
+            retry.host_selection_retry_max_attempts =
+                Some(u64::from(DEFAULT_HOST_SELECTION_RETRIES));
+            Some(DEFAULT_HOST_SELECTION_RETRIES)
+        }
+        Some(n) if n > MAX_HOST_SELECTION_RETRIES => {
+            c.err(
+                &path,
+                format!("must be at most {MAX_HOST_SELECTION_RETRIES} (got {n})"),
+            );
+            None
+        }
+        Some(n) => Some(c.count_u32(&path, n, 0)),
+        None => None,
     }
 }
 
@@ -342,9 +405,17 @@ pub(in crate::scenario) fn sentences(r: &RetryPolicy) -> (String, Option<String>
         None => "Unlimited attempts per request.".to_string(),
     };
     let backoff = (r.max_attempts != Some(1)).then(|| {
-        backoff_words(&r.backoff).map_or("Retries go out at once (no backoff).".to_string(), |w| {
-            format!("{}.", crate::scenario::phrase::capitalized(&w))
-        })
+        let mut words = backoff_words(&r.backoff)
+            .map_or("Retries go out at once (no backoff).".to_string(), |w| {
+                format!("{}.", crate::scenario::phrase::capitalized(&w))
+            });
+        if let Some(n) = r.previous_hosts {
+            words.push_str(&format!(
+                " A retry avoids the replicas its request already tried (its balancer picks again {}).",
+                times(n)
+            ));
+        }
+        words
     });
     (attempts, backoff)
 }
@@ -359,8 +430,23 @@ pub(in crate::scenario) fn phrases(r: &RetryPolicy) -> Vec<String> {
     }];
     if r.max_attempts != Some(1) {
         parts.push(backoff_words(&r.backoff).unwrap_or_else(|| "retries at once".to_string()));
+        if let Some(n) = r.previous_hosts {
+            parts.push(format!(
+                "a retry avoids the replicas the call tried (picking again {})",
+                times(n)
+            ));
+        }
     }
     parts
+}
+
+/// How many times a balancer may pick again, in words.
+fn times(n: u32) -> String {
+    match n {
+        0 => "never".to_string(),
+        1 => "at most once".to_string(),
+        n => format!("up to {n} times"),
+    }
 }
 
 /// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full

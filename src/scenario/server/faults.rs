@@ -47,15 +47,20 @@ pub struct RawFault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = u32::MAX))]
     pub concurrency: Option<u64>,
+    /// The one replica (0-based) of a replicated service the window strikes (default:
+    /// every replica).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u64>,
 }
 
-/// The fault windows of the server `at`; `duration` is the scenario's, which a window must
-/// start before.
+/// The fault windows of the server `at` with `replicas` replicas; `duration` is the
+/// scenario's, which a window must start before.
 pub(in crate::scenario) fn check(
     c: &mut Checker,
     at: &str,
     raw: &[RawFault],
     duration: Option<SimDuration>,
+    replicas: u32,
 ) -> Faults {
     let mut windows = Vec::new();
     for (i, f) in raw.iter().enumerate() {
@@ -110,11 +115,13 @@ pub(in crate::scenario) fn check(
                 0,
             )));
         }
+        let replica = f.replica.map(|k| replica(c, &p, k, replicas));
         match effects.as_slice() {
             [effect] => windows.push(Fault {
                 from: SimTime::ZERO + from.unwrap_or_default(),
                 to: SimTime::ZERO + to.unwrap_or_default(),
                 effect: *effect,
+                replica,
             }),
             [] => c.err(
                 &p,
@@ -130,6 +137,22 @@ pub(in crate::scenario) fn check(
         }
     }
     Faults::new(windows)
+}
+
+/// `faults[i].replica` at `p`: one of the server's `replicas` replicas, numbered from 0.
+fn replica(c: &mut Checker, p: &str, k: u64, replicas: u32) -> u32 {
+    if k >= u64::from(replicas) {
+        c.err(
+            &format!("{p}.replica"),
+            format!(
+                "must name one of the server's {replicas} replica{} (0 to {}; got {k}): set replicas above {k}, or name an existing one",
+                if replicas == 1 { "" } else { "s" },
+                replicas - 1
+            ),
+        );
+        return 0;
+    }
+    k as u32
 }
 
 /// A fault window in one sentence.
@@ -152,9 +175,14 @@ pub(in crate::scenario) fn sentence(f: &Fault, who: Option<&str>) -> String {
         FaultEffect::Concurrency(c) if who.is_some() => format!("only {c} workers"),
         FaultEffect::Concurrency(c) => format!("the server has only {c} workers"),
     };
+    let at = match (who, f.replica) {
+        (None, None) => String::new(),
+        (None, Some(k)) => format!(" at replica {k}"),
+        (Some(w), None) => format!(" at {w}"),
+        (Some(w), Some(k)) => format!(" at {w}, replica {k},"),
+    };
     format!(
-        "Fault{} from {} to {}: {effect}.",
-        who.map_or(String::new(), |w| format!(" at {w}")),
+        "Fault{at} from {} to {}: {effect}.",
         f.from - SimTime::ZERO,
         f.to - SimTime::ZERO
     )

@@ -5,6 +5,7 @@
 //! the waiting room's `discipline`, the `rate_limit` and the `faults`. The server itself is
 //! `crate::model::server`.
 
+pub mod balancer;
 pub mod discipline;
 pub mod faults;
 pub mod rate_limit;
@@ -45,6 +46,9 @@ pub struct Server {
     pub faults: Faults,
     /// The admission rate limit (queue servers only).
     pub rate_limit: Option<RateLimit>,
+    /// Its replicas and how callers spread attempts over them (one replica for an `occ`
+    /// row).
+    pub pool: balancer::Pool,
 }
 
 /// The server kinds.
@@ -80,6 +84,9 @@ pub(in crate::scenario) fn check(
             ("drop_expired", raw.drop_expired.is_some()),
             ("rate_limit", raw.rate_limit.is_some()),
             ("faults", raw.faults.as_ref().is_some_and(|f| !f.is_empty())),
+            ("replicas", raw.replicas.is_some_and(|n| n != 1)),
+            ("balancer", raw.balancer.is_some()),
+            ("sticky", raw.sticky.is_some()),
         ];
         for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
             c.err(
@@ -92,6 +99,7 @@ pub(in crate::scenario) fn check(
             permanent_error_rate,
             faults: Faults::default(),
             rate_limit: None,
+            pool: balancer::Pool::SINGLE,
         };
     }
     raw.kind = Some(RawServerKind::Queue);
@@ -130,6 +138,14 @@ pub(in crate::scenario) fn check(
             ),
         );
     }
+    let replicas = balancer::replicas(c, at, raw.replicas);
+    let routing = balancer::routing(
+        c,
+        at,
+        (&mut raw.balancer, &mut raw.sticky),
+        replicas,
+        balancer::Pool::SINGLE.routing,
+    );
     Server {
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
@@ -143,8 +159,15 @@ pub(in crate::scenario) fn check(
             drop_expired: *raw.drop_expired.get_or_insert(false),
         }),
         permanent_error_rate,
-        faults: faults::check(c, at, raw.faults.as_deref().unwrap_or_default(), duration),
+        faults: faults::check(
+            c,
+            at,
+            raw.faults.as_deref().unwrap_or_default(),
+            duration,
+            replicas,
+        ),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit::check(c, at, r)),
+        pool: balancer::Pool { replicas, routing },
     }
 }
 
@@ -158,7 +181,7 @@ pub(in crate::scenario) fn lines(
 ) -> Vec<String> {
     let name = who.map_or("Server".to_string(), |w| format!("Service {w}"));
     let mut lines = vec![match &server.kind {
-        ServerKind::Queue(q) => queue_line(q, &name),
+        ServerKind::Queue(q) => queue_line(q, &name, &balancer::phrase(&server.pool)),
         ServerKind::Occ => format!(
             "{name}: one database row written with optimistic concurrency control; a write that finds the row changed since its read conflicts."
         ),
@@ -185,7 +208,7 @@ pub(in crate::scenario) fn lines(
 
 /// A queueing server in one sentence: its workers, waiting room and order, service time and
 /// what can go wrong in service.
-fn queue_line(q: &QueueConfig, name: &str) -> String {
+fn queue_line(q: &QueueConfig, name: &str, pool: &str) -> String {
     let workers = q.concurrency.map_or("unlimited workers".to_string(), |c| {
         format!("{c} worker{}", if c == 1 { "" } else { "s" })
     });
@@ -195,8 +218,13 @@ fn queue_line(q: &QueueConfig, name: &str) -> String {
             format!("{l} waiting places")
         });
     let order = discipline::phrase(&q.discipline);
+    let pool = if pool.is_empty() {
+        String::new()
+    } else {
+        format!("{pool} ")
+    };
     let mut line = format!(
-        "{name}: {workers} with {room}{order}; service takes {}",
+        "{name}: {pool}{workers} with {room}{order}; service takes {}",
         words(&q.service_time)
     );
     if q.slowdown_per_inflight > SimDuration::ZERO {

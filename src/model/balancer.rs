@@ -1,0 +1,196 @@
+//! A caller's load balancer over the replicas of one service: which replica an attempt goes
+//! to. It is not the servers' view: it sees only the attempts its own caller has out to each
+//! replica (sent and not yet over for the caller: answered, timed out or abandoned), as an
+//! Envoy or gRPC client balancer does, never a replica's queue.
+//!
+//! Four kinds, named as Envoy's `lb_policy` and gRPC's balancers name them: `random`,
+//! `round_robin`, `least_request` (power of `choice_count` choices: that many replicas drawn
+//! at random, with replacement, and the one with the fewest outstanding attempts taken, the
+//! first drawn on a tie) and `least_outstanding` (every replica looked at, the fewest
+//! outstanding taken; a tie goes to the first met from a random starting replica).
+//!
+//! A pick may be asked to avoid replicas (a retry's `previous_hosts`): the balancer picks
+//! again, at most `reselections` times, and a pick that still hits one is kept, as Envoy's
+//! `host_selection_retry_max_attempts` does.
+
+use rand::RngExt;
+use rand_pcg::Pcg64;
+
+/// Which replica a balancer takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BalancerKind {
+    /// Uniformly at random.
+    Random,
+    /// Each replica in turn, from replica 0.
+    RoundRobin,
+    /// The fewest outstanding attempts among `choice_count` replicas drawn at random
+    /// (`choice_count` >= 1; 2 is the power of two choices).
+    LeastRequest { choice_count: u32 },
+    /// The fewest outstanding attempts among all replicas.
+    LeastOutstanding,
+}
+
+impl BalancerKind {
+    /// Whether picks read the outstanding attempts (so they must be kept).
+    pub fn counts(&self) -> bool {
+        matches!(
+            self,
+            BalancerKind::LeastRequest { .. } | BalancerKind::LeastOutstanding
+        )
+    }
+}
+
+/// One caller's balancer over `n` replicas.
+#[derive(Debug, Clone)]
+pub struct Balancer {
+    kind: BalancerKind,
+    /// Attempts out to each replica.
+    outstanding: Vec<u32>,
+    /// The next replica of a round robin.
+    next: u32,
+}
+
+impl Balancer {
+    /// A balancer of `kind` over `replicas` (>= 1) replicas with nothing out.
+    pub fn new(kind: BalancerKind, replicas: u32) -> Self {
+        Balancer {
+            kind,
+            outstanding: vec![0; replicas as usize],
+            next: 0,
+        }
+    }
+
+    /// The number of replicas.
+    pub fn replicas(&self) -> u32 {
+        self.outstanding.len() as u32
+    }
+
+    /// Picks a replica for an attempt, picking again up to `reselections` times while the
+    /// pick is one `avoid` rejects (the last pick is kept). The attempt is counted out to it.
+    pub fn pick(&mut self, rng: &mut Pcg64, reselections: u32, avoid: impl Fn(u32) -> bool) -> u32 {
+        let mut k = self.pick_once(rng);
+        for _ in 0..reselections {
+            if !avoid(k) {
+                break;
+            }
+            k = self.pick_once(rng);
+        }
+        self.outstanding[k as usize] += 1;
+        k
+    }
+
+    /// Counts an attempt out to replica `k` without picking: a sticky call's retry goes
+    /// where its first attempt went.
+    pub fn pick_again(&mut self, k: u32) -> u32 {
+        self.outstanding[k as usize] += 1;
+        k
+    }
+
+    /// The caller is no longer waiting for an attempt it sent to replica `k`.
+    pub fn done(&mut self, k: u32) {
+        self.outstanding[k as usize] -= 1;
+    }
+
+    /// One pick by the balancer's rule.
+    fn pick_once(&mut self, rng: &mut Pcg64) -> u32 {
+        let n = self.replicas();
+        match self.kind {
+            BalancerKind::Random => rng.random_range(0..n),
+            BalancerKind::RoundRobin => {
+                let k = self.next;
+                self.next = (k + 1) % n;
+                k
+            }
+            BalancerKind::LeastRequest { choice_count } => {
+                let mut best = rng.random_range(0..n);
+                for _ in 1..choice_count {
+                    let k = rng.random_range(0..n);
+                    if self.outstanding[k as usize] < self.outstanding[best as usize] {
+                        best = k;
+                    }
+                }
+                best
+            }
+            BalancerKind::LeastOutstanding => {
+                let start = rng.random_range(0..n);
+                let mut best = start;
+                for i in 1..n {
+                    let k = (start + i) % n;
+                    if self.outstanding[k as usize] < self.outstanding[best as usize] {
+                        best = k;
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn rng() -> Pcg64 {
+        Pcg64::seed_from_u64(7)
+    }
+
+    #[test]
+    fn round_robin_takes_each_replica_in_turn() {
+        let mut b = Balancer::new(BalancerKind::RoundRobin, 3);
+        let picks: Vec<u32> = (0..7).map(|_| b.pick(&mut rng(), 0, |_| false)).collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn least_outstanding_takes_the_idle_replica() {
+        let mut b = Balancer::new(BalancerKind::LeastOutstanding, 4);
+        let mut r = rng();
+        let first: Vec<u32> = (0..4).map(|_| b.pick(&mut r, 0, |_| false)).collect();
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            [0, 1, 2, 3],
+            "four picks with nothing answered fill every replica"
+        );
+        b.done(2);
+        assert_eq!(b.pick(&mut r, 0, |_| false), 2);
+    }
+
+    #[test]
+    fn least_request_never_takes_the_busier_of_its_choices() {
+        // Two replicas, two choices: the busier is taken only when both draws name it.
+        let mut b = Balancer::new(BalancerKind::LeastRequest { choice_count: 2 }, 2);
+        let mut r = rng();
+        b.pick(&mut r, 0, |_| false);
+        let mut busier = 0;
+        for _ in 0..4000 {
+            let before = b.outstanding.clone();
+            let k = b.pick(&mut r, 0, |_| false);
+            if before[k as usize] > before[1 - k as usize] {
+                busier += 1;
+            }
+            b.done(k);
+        }
+        // One pair of draws in four names the busier replica twice.
+        assert!((800..1200).contains(&busier), "{busier}");
+    }
+
+    #[test]
+    fn reselection_avoids_a_replica_as_often_as_it_may() {
+        let mut r = rng();
+        let mut b = Balancer::new(BalancerKind::Random, 4);
+        let n = 40_000;
+        let hits = (0..n)
+            .filter(|_| {
+                let k = b.pick(&mut r, 1, |k| k == 0);
+                b.done(k);
+                k == 0
+            })
+            .count();
+        // Two draws that both hit replica 0: 1/16.
+        let share = hits as f64 / n as f64;
+        assert!((share - 1.0 / 16.0).abs() < 0.006, "{share}");
+    }
+}
