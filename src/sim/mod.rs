@@ -596,16 +596,20 @@ impl<'a, F: Features> Sim<'a, F> {
                     }
                 }
                 Event::RetryDue { slot } => self.retry_due(slot, now),
-                // One call site each, so that the compiler inlines them as it did before
-                // replicas had events of their own.
-                Event::ServerArrival { .. } | Event::ReplicaArrival { .. } => {
-                    let (slot, token, host) = self.at_host(event);
+                Event::ServerArrival { slot, token } => {
+                    let host = self.target(slot);
                     self.server_arrival(slot, token, host, now);
                     self.arm_timer(slot, token);
                 }
-                Event::ServiceDone { .. } | Event::ReplicaDone { .. } => {
-                    let (slot, token, host) = self.at_host(event);
+                Event::ServiceDone { slot, token } => {
+                    let host = self.target(slot);
                     self.service_done(slot, token, host, now);
+                }
+                Event::ReplicaArrival { slot, token, host } => {
+                    self.replica_arrival(slot, token, host as usize, now);
+                }
+                Event::ReplicaDone { slot, token, host } => {
+                    self.replica_done(slot, token, host as usize, now);
                 }
                 Event::OccWrite { slot, token, read } => self.occ_write(slot, token, read, now),
                 Event::Reply {
@@ -625,16 +629,23 @@ impl<'a, F: Features> Sim<'a, F> {
         }
     }
 
-    /// The attempt (call slot, token) an arrival or a service's end is about, and its host.
-    #[inline(always)]
-    fn at_host(&self, event: Event) -> (u32, u32, usize) {
-        match event {
-            Event::ServerArrival { slot, token } | Event::ServiceDone { slot, token } => {
-                (slot, token, self.target(slot))
-            }
-            Event::ReplicaArrival { slot, token, host }
-            | Event::ReplicaDone { slot, token, host } => (slot, token, host as usize),
-            _ => unreachable!("only arrivals and ends of service are at a host"),
+    /// An attempt reaches replica `host` of a replicated service, not its first: kept out of
+    /// line, so that the loop's one call of `server_arrival` for every other service is
+    /// inlined as it was before replicas (a build without replicas never gets here).
+    #[inline(never)]
+    fn replica_arrival(&mut self, slot: u32, token: u32, host: usize, now: SimTime) {
+        if F::REPLICAS {
+            self.server_arrival(slot, token, host, now);
+            self.arm_timer(slot, token);
+        }
+    }
+
+    /// Replica `host` of a replicated service, not its first, finishes an attempt's service
+    /// time (out of line, as `replica_arrival`).
+    #[inline(never)]
+    fn replica_done(&mut self, slot: u32, token: u32, host: usize, now: SimTime) {
+        if F::REPLICAS {
+            self.service_done(slot, token, host, now);
         }
     }
 
