@@ -414,8 +414,14 @@ fn draw_panel<DB: DrawingBackend>(
 /// A panel's title: the variant's name and its budgets and breakers, and for a variant whose
 /// replications split between recovering and staying collapsed, the same warning as the
 /// load-over-time figure gives (the panel is their mean, which looks like no single run).
+/// Token buckets kept per client say that the line is their mean and the dashed threshold
+/// each one's: budget-dilution's mean of 10,000 buckets crossed half full while the buckets
+/// of clients that had sent nothing yet went on letting retries through.
 fn panel_title(v: &VariantResult, s: &Scenario) -> String {
     let clients = s.clients.count;
+    let mean_of_many = token_bucket(s)
+        && clients > 1
+        && s.policy.budget.as_ref().map(|b| b.scope) == Some(Scope::PerClient);
     let what = |scope: Option<Scope>, one: &str| {
         scope.map(|scope| match scope {
             Scope::Shared => format!("one shared {one}"),
@@ -431,6 +437,9 @@ fn panel_title(v: &VariantResult, s: &Scenario) -> String {
     .flatten()
     .collect();
     let mut title = format!("{}: {}", super::display_name(v), policy.join(", "));
+    if mean_of_many {
+        title.push_str(" (line: their mean; each stops retries below half on its own)");
+    }
     if let Some(note) = triggers::split_note(v) {
         title.push_str(&format!(" ({note})"));
     }
@@ -440,6 +449,43 @@ fn panel_title(v: &VariantResult, s: &Scenario) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::{LoadOptions, load_str};
+
+    /// budget-dilution's panel of 10,000 per-client token buckets drew their mean level
+    /// crossing the dashed threshold while retries went on: the title now says the line is
+    /// a mean and the threshold each bucket's; one shared bucket, or a ratio budget (no
+    /// threshold), keeps its plain title.
+    #[test]
+    fn a_mean_of_per_client_buckets_says_each_stops_on_its_own() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join("budget-dilution.json");
+        let options = LoadOptions {
+            replications: Some(1),
+            sweep: Some(crate::scenario::Sweep::new(
+                "clients.count",
+                vec![20.into()],
+            )),
+            ..LoadOptions::default()
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        let experiment = load_str(&text, "budget-dilution.json", &options).unwrap();
+        let result = crate::runner::run(&experiment, 1, &|| {});
+        let words = "each stops retries below half on its own";
+        let titles: Vec<(String, String)> = experiment.points[0]
+            .variants
+            .iter()
+            .zip(&result.points[0].variants)
+            .map(|(spec, v)| (spec.name.clone(), panel_title(v, &spec.scenario)))
+            .collect();
+        for (name, title) in &titles {
+            assert_eq!(
+                title.contains(words),
+                name == "token bucket per client",
+                "{name}: {title}"
+            );
+        }
+    }
 
     /// Every key ends inside the figure and no two keys of a row touch: the five keys of a
     /// figure with budgets, breakers, retries and triggers need two rows at 1,000 pixels,
