@@ -26,6 +26,7 @@ mod policies;
 mod recovery;
 mod references;
 mod replicas;
+mod retry_throttling;
 mod results;
 mod scenario_rules;
 mod schema_agrees;
