@@ -34,6 +34,8 @@ pub fn timeseries_csv(
     header.extend(Column::ALL.iter().map(|c| c.name()));
     header.extend(LATENCY_COLUMNS);
     w.write_record(&header)?;
+    // One reused cell rather than a string a cell: the file has tens of thousands of rows.
+    let mut cell = String::new();
     for (point, at) in result.points.iter().zip(&experiment.points) {
         let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
         let mut values = vec![text(point.value.as_ref())];
@@ -41,20 +43,25 @@ pub fn timeseries_csv(
             values.push(text(at.second_value.as_ref()));
         }
         for v in &point.variants {
+            let name = csv_text(&v.name);
             let width = v.bucket.as_nanos();
             for (i, row) in v.series.iter().enumerate() {
+                for value in &values {
+                    w.write_field(value)?;
+                }
+                w.write_field(name.as_ref())?;
                 // From integer nanoseconds, so bucket starts print exactly (10.7, not
                 // 10.700000000000001).
                 let start = crate::engine::SimTime(i as u64 * width);
-                let mut record = values.clone();
-                record.extend([
-                    csv_text(&v.name).into_owned(),
-                    format_number(start.as_nanos() as f64 / 1e9),
-                    format_number(width as f64 / 1e9),
-                ]);
-                record.extend(row.iter().map(|x| format_number(*x)));
-                record.extend(latency_cells(v.latency.get(i)));
-                w.write_record(&record)?;
+                write_number(&mut w, &mut cell, start.as_nanos() as f64 / 1e9)?;
+                write_number(&mut w, &mut cell, width as f64 / 1e9)?;
+                for x in row {
+                    write_number(&mut w, &mut cell, *x)?;
+                }
+                for x in latency_cells(v.latency.get(i)) {
+                    w.write_field(x)?;
+                }
+                w.write_record(None::<&[u8]>)?;
             }
         }
     }
@@ -183,11 +190,31 @@ pub fn example_runs_csv(
 
 /// Shortest exact representation; integers without a fraction.
 pub(crate) fn format_number(x: f64) -> String {
-    if x == x.trunc() && x.abs() < 1e15 {
-        format!("{}", x as i64)
+    let mut cell = String::new();
+    push_number(&mut cell, x);
+    cell
+}
+
+/// [`format_number`] written at the end of `cell`.
+fn push_number(cell: &mut String, x: f64) {
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = if x == x.trunc() && x.abs() < 1e15 {
+        write!(cell, "{}", x as i64)
     } else {
-        format!("{x}")
-    }
+        write!(cell, "{x}")
+    };
+}
+
+/// Writes `x` as [`format_number`] does, as the next field of `w`, through `cell`.
+fn write_number<W: std::io::Write>(
+    w: &mut csv::Writer<W>,
+    cell: &mut String,
+    x: f64,
+) -> csv::Result<()> {
+    cell.clear();
+    push_number(cell, x);
+    w.write_field(cell.as_bytes())
 }
 
 /// The header of example-runs.csv, which the writer above and `report DIR`'s reader share.
