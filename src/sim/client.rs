@@ -516,6 +516,8 @@ impl<F: Features> Sim<'_, F> {
             None => pool.balancer.pick(&mut self.rng.balancer, 0, |_| false),
         };
         self.picked[s] = k;
+        let at = self.replica_series_at[to] + k;
+        self.replica_series[at as usize].add(Column::Attempts);
         self.host(to, k) as u32
     }
 
