@@ -196,6 +196,9 @@ struct EdgePool {
     sticky: bool,
     /// `retry_host_predicate: ["previous_hosts"]`: the reselections a retry's pick may make.
     previous_hosts: Option<u32>,
+    /// `balancer_sees: "queue"`: the balancer compares what each replica holds rather than
+    /// what its caller has out there.
+    sees_queue: bool,
 }
 
 impl Edge<'_> {
@@ -257,6 +260,7 @@ fn edge_pool(
         ),
         sticky: sticky.unwrap_or(pool.routing.sticky),
         previous_hosts: policy.retry.previous_hosts,
+        sees_queue: pool.sees == crate::model::Sees::Queue,
     })
 }
 

@@ -311,6 +311,71 @@ fn bundled_balancers_near_saturation_part_as_queueing_theory_says() {
     assert!(ratios.windows(2).all(|w| w[0] < w[1]), "{ratios:?}");
 }
 
+/// A pool of 8 single-worker replicas, 10 ms exponential service, offered 720 requests/s
+/// (0.9 of capacity) with no network delay, behind least_outstanding balancers, reached by
+/// `callers` proxies (services of no service time that each take an equal, exclusive share
+/// of the requests and call the pool), or by the entry itself with `callers` = 0.
+fn callers_text(callers: usize, sees: &str) -> String {
+    let front_calls = if callers == 0 {
+        r#"[{"to": "backend"}]"#.to_string()
+    } else {
+        let share = 1.0 / callers as f64;
+        let calls: Vec<String> = (0..callers)
+            .map(|i| format!(r#"{{"to": "p{i}", "fraction": {share}}}"#))
+            .collect();
+        format!("[{}]", calls.join(", "))
+    };
+    let proxies: String = (0..callers)
+        .map(|i| {
+            format!(
+                r#""p{i}": {{"concurrency": "unlimited", "service_time": {{"constant": "0ms"}},
+                           "calls": [{{"to": "backend"}}]}},"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"name": "callers", "seed": 9, "replications": 6, "duration": "60s",
+          "clients": {{"count": 1, "workload": {{"open": {{"rate_per_s": 720}}}}, "entry": "front"}},
+          "services": {{
+            "front": {{"concurrency": "unlimited", "service_time": {{"constant": "0ms"}},
+                       "calls": {front_calls}}},
+            {proxies}
+            "backend": {{"concurrency": 1, "service_time": {{"exponential": {{"mean": "10ms"}}}},
+                         "replicas": 8, "balancer": "least_outstanding",
+                         "balancer_sees": "{sees}"}}}},
+          "policy": {{"retry": {{"max_attempts": 1}}}}}}"#
+    )
+}
+
+#[test]
+fn a_balancer_that_sees_the_queue_balances_many_callers_as_one() {
+    let run = |callers: usize, sees: &str| {
+        let (_, result) = run_text(&callers_text(callers, sees));
+        metric(&result.points[0].variants[0], "latency_ms.mean")
+    };
+    // One caller and no network delay: what the balancer has out to a replica is exactly
+    // what the replica holds, so both views pick the same replicas and give the same run.
+    let one = run(0, "outstanding");
+    assert_eq!(one, run(0, "queue"), "one caller sees the queue either way");
+    // Four callers: each balancer has out only its quarter of the pool's attempts. Seeing
+    // the queue, each picks as one balancer of every attempt would, and the requests meet a
+    // pool joined at the shortest queue as the single caller's are: the means agree within
+    // three standard errors (a 95 % half-width of 6 replications is 2.57 of them).
+    let (queue, queue_half) = run(4, "queue");
+    let se = |half: f64| half / 2.571;
+    let spread = 3.0 * (se(one.1).powi(2) + se(queue_half).powi(2)).sqrt();
+    assert_close("four callers seeing the queue", queue, one.0, spread);
+    // Seeing only what it has out, each balancer takes replicas the others have filled:
+    // the mean is longer, by more than the spread.
+    let (outstanding, outstanding_half) = run(4, "outstanding");
+    let apart = 3.0 * (se(one.1).powi(2) + se(outstanding_half).powi(2)).sqrt();
+    assert!(
+        outstanding > one.0 + apart,
+        "four callers seeing what they have out: {outstanding} ms against {} ms",
+        one.0
+    );
+}
+
 /// The problems `load_str` finds in a one-server file with `server` and `policy`, as `check`
 /// prints them.
 fn problems(server: &str, policy: &str) -> String {
@@ -367,6 +432,16 @@ fn replica_settings_are_refused_with_their_path_rule_value_and_fix() {
             r#"{"kind": "occ", "replicas": 2}"#.to_string(),
             "{}",
             ["server.replicas", "applies to a queue server only"],
+        ),
+        (
+            r#"{"kind": "occ", "balancer_sees": "queue"}"#.to_string(),
+            "{}",
+            ["server.balancer_sees", "applies to a queue server only"],
+        ),
+        (
+            queue(r#", "balancer_sees": "queues""#),
+            "{}",
+            ["server.balancer_sees", "queues"],
         ),
     ];
     for (server, policy, needles) in cases {
