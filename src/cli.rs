@@ -53,7 +53,8 @@ pub enum Command {
     ///
     /// A run's folder holds report.md and its figures (PNG or SVG, each with the CSV it plots),
     /// summary.json, timeseries.csv, latency.csv, scenario.resolved.json and manifest.json, and
-    /// where they apply sweep.csv, example-runs.csv and service-timeseries.csv.
+    /// where they apply sweep.csv, example-runs.csv, service-timeseries.csv and
+    /// replica-timeseries.csv.
     Run(RunArgs),
     /// Validate scenario files and list every problem, without running them.
     Check {

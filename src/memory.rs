@@ -4,8 +4,9 @@
 //!
 //! What grows with the file rather than with what is in flight is counted here: the results a
 //! run keeps to its end (each variant at each sweep point with its mean time series, one per
-//! service of a call graph, and the text of the files they become), and what one replication
-//! holds that does not follow its requests in flight (its time series, one per service, and a
+//! service of a call graph and one per replica of a pool, and the text of the files they
+//! become), and what one replication holds that does not follow its requests in flight (its
+//! time series, one per service and per replica, and a
 //! retry budget, breaker or adaptive throttle for every distinct client it reaches). What
 //! follows requests in flight (calls, attempts, queues, remembered idempotency keys) is bounded
 //! by `limits.max_in_flight` instead and is not part of the estimate. The sizes are measured
@@ -96,14 +97,22 @@ pub fn estimate(experiment: &Experiment, threads: usize) -> Estimate {
     e
 }
 
-/// The time series a replication of `sc` keeps: the run's, and one per service of a call
-/// graph.
+/// The time series a replication of `sc` keeps: the run's, one per service of a call
+/// graph, and one per replica of each service with more than one.
 fn series(sc: &Scenario) -> u64 {
-    1 + if sc.is_graph() {
-        sc.services.len() as u64
-    } else {
-        0
-    }
+    let replicas: u64 = sc
+        .services
+        .iter()
+        .map(|s| s.server.pool.replicas)
+        .filter(|&n| n > 1)
+        .map(u64::from)
+        .sum();
+    1 + replicas
+        + if sc.is_graph() {
+            sc.services.len() as u64
+        } else {
+            0
+        }
 }
 
 /// The rows of one time series: a bucket each over `max_time` (or `duration` and a quarter

@@ -264,6 +264,7 @@ impl<'a> Folder<'a> {
             truncations,
             examples: Vec::new(),
             service_series: folded.service_series,
+            replica_series: folded.replica_series,
         };
         let picks = examples(&outlines);
         if picks.is_empty() {

@@ -347,6 +347,9 @@ struct RawReplication {
     /// The buckets with answers and their latency bins ([`TimeSeries::latency`]).
     latency: Vec<(usize, LatencyBins)>,
     services: Vec<RawSeries>,
+    /// Each replica's series ([`Digest::replica_series`]); left out without replicas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    replicas: Vec<RawSeries>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -355,6 +358,16 @@ struct RawSeries {
     bucket_ns: SimDuration,
     rows: Vec<Row>,
     latency: Vec<(usize, LatencyBins)>,
+}
+
+impl RawSeries {
+    fn of(s: &TimeSeries) -> Self {
+        RawSeries {
+            bucket_ns: s.bucket(),
+            rows: s.rows().to_vec(),
+            latency: s.latency(),
+        }
+    }
 }
 
 impl RawReplication {
@@ -370,15 +383,8 @@ impl RawReplication {
             bucket_ns: d.series.bucket(),
             series: d.series.rows().to_vec(),
             latency: d.series.latency(),
-            services: d
-                .service_series
-                .iter()
-                .map(|s| RawSeries {
-                    bucket_ns: s.bucket(),
-                    rows: s.rows().to_vec(),
-                    latency: s.latency(),
-                })
-                .collect(),
+            services: d.service_series.iter().map(RawSeries::of).collect(),
+            replicas: d.replica_series.iter().map(RawSeries::of).collect(),
         }
     }
 
@@ -410,6 +416,11 @@ impl RawReplication {
             series: series(self.bucket_ns, self.series, self.latency)?,
             service_series: self
                 .services
+                .into_iter()
+                .map(|s| series(s.bucket_ns, s.rows, s.latency))
+                .collect::<anyhow::Result<_>>()?,
+            replica_series: self
+                .replicas
                 .into_iter()
                 .map(|s| series(s.bucket_ns, s.rows, s.latency))
                 .collect::<anyhow::Result<_>>()?,

@@ -137,6 +137,9 @@ pub struct Folded {
     /// ([`aggregate_series`]), and its answers' latency per bucket, pooled. Empty for a run
     /// of one service, whose load is the main series' (see `RunResult::service_series`).
     pub service_series: Vec<ServiceSeries>,
+    /// Per replica of a service with more than one, in the order of `Metrics::replicas`: its
+    /// mean load over time (see `RunResult::replica_series`). Empty without replicas.
+    pub replica_series: Vec<ServiceSeries>,
 }
 
 /// A variant's replications folded one at a time, in replication order: per-metric running
@@ -182,6 +185,8 @@ struct PartsFold {
     /// Per call, the route success rate over the replications in which it has one.
     route_success: Vec<Moments>,
     series: Vec<SeriesMean>,
+    /// Each replica's load over time, in the order of `replicas`.
+    replica_series: Vec<SeriesMean>,
 }
 
 impl PartsFold {
@@ -193,6 +198,7 @@ impl PartsFold {
             calls: vec![Default::default(); run.metrics.calls.len()],
             route_success: vec![Moments::default(); run.metrics.calls.len()],
             series: vec![SeriesMean::new(n); run.service_series.len()],
+            replica_series: vec![SeriesMean::new(n); run.replica_series.len()],
         }
     }
 
@@ -211,6 +217,7 @@ impl PartsFold {
             "one set of calls per variant"
         );
         debug_assert_eq!(self.series.len(), run.service_series.len());
+        debug_assert_eq!(self.replica_series.len(), run.replica_series.len());
         debug_assert_eq!(self.replicas.len(), m.replicas.len());
         for (moments, s) in self
             .services
@@ -232,14 +239,23 @@ impl PartsFold {
                 moments.push(rate);
             }
         }
-        for (mean, s) in self.series.iter_mut().zip(&run.service_series) {
+        for (mean, s) in self
+            .series
+            .iter_mut()
+            .zip(&run.service_series)
+            .chain(self.replica_series.iter_mut().zip(&run.replica_series))
+        {
             mean.add(s);
         }
     }
 
     /// Writes the means and half-widths into the variant's documents; returns the services'
-    /// mean series.
-    fn finish(self, metrics: &mut Metrics, ci95: &mut Metrics) -> Vec<ServiceSeries> {
+    /// and the replicas' mean series.
+    fn finish(
+        self,
+        metrics: &mut Metrics,
+        ci95: &mut Metrics,
+    ) -> (Vec<ServiceSeries>, Vec<ServiceSeries>) {
         (metrics.services, ci95.services) = self
             .services
             .iter()
@@ -267,18 +283,21 @@ impl PartsFold {
                 half.route_success_rate = Some(finite(e.half_width));
             }
         }
-        self.series
-            .into_iter()
-            .map(|mean| {
-                let latency = mean.latency();
-                let (bucket, rows) = mean.finish();
-                ServiceSeries {
-                    bucket,
-                    rows,
-                    latency,
-                }
-            })
-            .collect()
+        let means = |series: Vec<SeriesMean>| -> Vec<ServiceSeries> {
+            series
+                .into_iter()
+                .map(|mean| {
+                    let latency = mean.latency();
+                    let (bucket, rows) = mean.finish();
+                    ServiceSeries {
+                        bucket,
+                        rows,
+                        latency,
+                    }
+                })
+                .collect()
+        };
+        (means(self.series), means(self.replica_series))
     }
 }
 
@@ -355,9 +374,9 @@ impl Replications {
         let mut ci95 = Metrics::default();
         // The parts first: the entry's metrics (`server.*`) are set in `services[0]`, which
         // the same samples in the same order give the same numbers.
-        let service_series = match self.parts {
+        let (service_series, replica_series) = match self.parts {
             Some(parts) => parts.finish(&mut metrics, &mut ci95),
-            None => Vec::new(),
+            None => (Vec::new(), Vec::new()),
         };
         for (k, m) in Metric::PER_REPLICATION
             .iter()
@@ -411,6 +430,7 @@ impl Replications {
             latency,
             success_latency_bins,
             service_series,
+            replica_series,
         }
     }
 }

@@ -657,6 +657,7 @@ impl Recorder {
             calls,
             replicas: Vec::new(),
             service_series,
+            replica_series: Vec::new(),
         }
     }
 }
@@ -677,6 +678,8 @@ pub struct Digest {
     pub truncated: Option<Truncation>,
     /// Per-service load over time (see [`RunResult::service_series`]).
     pub service_series: Vec<TimeSeries>,
+    /// Per-replica load over time (see [`RunResult::replica_series`]).
+    pub replica_series: Vec<TimeSeries>,
 }
 
 /// The latency histograms of a variant's replications merged. The counts are integers, so
@@ -730,6 +733,10 @@ pub struct RunResult {
     /// columns of the same names, bucket for bucket: keeping a copy would cost every event of
     /// the commonest runs a second count for nothing.
     pub service_series: Vec<TimeSeries>,
+    /// Per replica, in the order of [`RunResult::replicas`], its load over time:
+    /// `Attempts` (the attempts its callers' balancers sent it, counted when sent), and
+    /// `QueueLen` and `InService` at each bucket's end. Empty when no service has replicas.
+    pub replica_series: Vec<TimeSeries>,
 }
 
 impl RunResult {
@@ -769,6 +776,7 @@ impl RunResult {
             series: self.series,
             truncated: self.truncated,
             service_series: self.service_series,
+            replica_series: self.replica_series,
         }
     }
 

@@ -57,6 +57,10 @@ pub struct VariantResult {
     /// Each service's mean load over time, in the order of the scenario's services (the
     /// entry first); empty for a run of one service, whose load is the main series'.
     pub service_series: Vec<ServiceSeries>,
+    /// Each replica's mean load over time, in the order of `metrics.replicas` (service by
+    /// service, replica by replica): the attempts sent to it per bucket, and its queue and
+    /// attempts in service at each bucket's end. Empty without replicas.
+    pub replica_series: Vec<ServiceSeries>,
 }
 
 /// One service's mean load over time: the columns of [`VariantResult::series`], of which

@@ -1,7 +1,9 @@
 //! A caller's load balancer over the replicas of one service: which replica an attempt goes
-//! to. It is not the servers' view: it sees only the attempts its own caller has out to each
-//! replica (sent and not yet over for the caller: answered, timed out or abandoned), as an
-//! Envoy or gRPC client balancer does, never a replica's queue.
+//! to. By default it is not the servers' view: it sees only the attempts its own caller has
+//! out to each replica (sent and not yet over for the caller: answered, timed out or
+//! abandoned), as an Envoy or gRPC client balancer does. A pick may instead be given each
+//! replica's real load (what it holds, waiting or in service), [`Sees::Queue`], as a
+//! balancer told by the servers would see it.
 //!
 //! Four kinds, named as Envoy's `lb_policy` and gRPC's balancers name them: `random`,
 //! `round_robin`, `least_request` (power of `choice_count` choices: that many replicas drawn
@@ -40,6 +42,17 @@ impl BalancerKind {
     }
 }
 
+/// What a balancer that compares replicas (`least_request`, `least_outstanding`) reads of
+/// each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sees {
+    /// The attempts its own caller has out to the replica (the default, as Envoy and gRPC).
+    #[default]
+    Outstanding,
+    /// What the replica holds, waiting or in service, whoever sent it.
+    Queue,
+}
+
 /// One caller's balancer over `n` replicas.
 #[derive(Debug, Clone)]
 pub struct Balancer {
@@ -67,13 +80,26 @@ impl Balancer {
 
     /// Picks a replica for an attempt, picking again up to `reselections` times while the
     /// pick is one `avoid` rejects (the last pick is kept). The attempt is counted out to it.
+    /// A balancer that compares replicas reads what its caller has out to each.
     pub fn pick(&mut self, rng: &mut Pcg64, reselections: u32, avoid: impl Fn(u32) -> bool) -> u32 {
-        let mut k = self.pick_once(rng);
+        self.pick_seeing(rng, reselections, avoid, None)
+    }
+
+    /// As [`Balancer::pick`], but a balancer that compares replicas reads `queue(k)` of
+    /// replica `k` where `queue` is given ([`Sees::Queue`]), else what its caller has out.
+    pub fn pick_seeing(
+        &mut self,
+        rng: &mut Pcg64,
+        reselections: u32,
+        avoid: impl Fn(u32) -> bool,
+        queue: Option<&dyn Fn(u32) -> u32>,
+    ) -> u32 {
+        let mut k = self.pick_once(rng, queue);
         for _ in 0..reselections {
             if !avoid(k) {
                 break;
             }
-            k = self.pick_once(rng);
+            k = self.pick_once(rng, queue);
         }
         self.outstanding[k as usize] += 1;
         k
@@ -91,9 +117,14 @@ impl Balancer {
         self.outstanding[k as usize] -= 1;
     }
 
-    /// One pick by the balancer's rule.
-    fn pick_once(&mut self, rng: &mut Pcg64) -> u32 {
+    /// One pick by the balancer's rule, reading `queue` of each replica where given.
+    fn pick_once(&mut self, rng: &mut Pcg64, queue: Option<&dyn Fn(u32) -> u32>) -> u32 {
         let n = self.replicas();
+        let outstanding = &self.outstanding;
+        let load = |k: u32| match queue {
+            Some(q) => q(k),
+            None => outstanding[k as usize],
+        };
         match self.kind {
             BalancerKind::Random => rng.random_range(0..n),
             BalancerKind::RoundRobin => {
@@ -105,7 +136,7 @@ impl Balancer {
                 let mut best = rng.random_range(0..n);
                 for _ in 1..choice_count {
                     let k = rng.random_range(0..n);
-                    if self.outstanding[k as usize] < self.outstanding[best as usize] {
+                    if load(k) < load(best) {
                         best = k;
                     }
                 }
@@ -116,7 +147,7 @@ impl Balancer {
                 let mut best = start;
                 for i in 1..n {
                     let k = (start + i) % n;
-                    if self.outstanding[k as usize] < self.outstanding[best as usize] {
+                    if load(k) < load(best) {
                         best = k;
                     }
                 }
@@ -156,6 +187,24 @@ mod tests {
         );
         b.done(2);
         assert_eq!(b.pick(&mut r, 0, |_| false), 2);
+    }
+
+    #[test]
+    fn a_balancer_that_sees_the_queue_reads_it_and_not_what_it_has_out() {
+        // The caller has 3 out to replica 1 and nothing elsewhere, but replica 1 is the one
+        // whose queue is empty: others' attempts fill replicas 0, 2 and 3.
+        let mut b = Balancer::new(BalancerKind::LeastOutstanding, 4);
+        for _ in 0..3 {
+            b.pick_again(1);
+        }
+        let queue = |k: u32| if k == 1 { 0 } else { 5 };
+        let mut r = rng();
+        for _ in 0..20 {
+            assert_eq!(b.pick_seeing(&mut r, 0, |_| false, Some(&queue)), 1);
+            b.done(1);
+        }
+        // Without the queue it reads what it has out and avoids replica 1.
+        assert_ne!(b.pick(&mut r, 0, |_| false), 1);
     }
 
     #[test]

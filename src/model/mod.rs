@@ -28,7 +28,7 @@ pub mod workload;
 pub mod ziggurat;
 
 pub use backoff::{Backoff, Jitter};
-pub use balancer::{Balancer, BalancerKind};
+pub use balancer::{Balancer, BalancerKind, Sees};
 pub use breaker::{Breaker, BreakerConfig, BreakerMode, BreakerState, BreakerWindow};
 pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
 pub use bulkhead::Bulkhead;

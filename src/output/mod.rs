@@ -18,14 +18,17 @@ pub use summary::{
     VariantSummary,
 };
 pub use sweep::sweep_csv;
-pub use timeseries::{example_runs_csv, service_timeseries_csv, timeseries_csv};
+pub use timeseries::{
+    example_runs_csv, replica_timeseries_csv, service_timeseries_csv, timeseries_csv,
+};
 
 use crate::metrics::ExperimentResult;
 use crate::report::{ImageFormat, OutputFile, render_report};
 use crate::scenario::{Experiment, resolved_json};
 
 /// The data files of a finished run: summary.json, timeseries.csv, scenario.resolved.json
-/// and, where the run has them, example-runs.csv, service-timeseries.csv and sweep.csv.
+/// and, where the run has them, example-runs.csv, service-timeseries.csv,
+/// replica-timeseries.csv and sweep.csv.
 pub fn data_files(
     experiment: &Experiment,
     result: &ExperimentResult,
@@ -42,6 +45,9 @@ pub fn data_files(
     }
     if let Some(bytes) = service_timeseries_csv(experiment, result)? {
         files.push(OutputFile::new("service-timeseries.csv", bytes));
+    }
+    if let Some(bytes) = replica_timeseries_csv(experiment, result)? {
+        files.push(OutputFile::new("replica-timeseries.csv", bytes));
     }
     if experiment.sweep.is_some() {
         files.push(OutputFile::new("sweep.csv", sweep_csv(experiment, result)?));

@@ -48,10 +48,11 @@ const TMP_TAG: &str = ".retrystorm-tmp-";
 const OLD_TAG: &str = ".retrystorm-old-";
 
 /// Files retrystorm writes besides the figures.
-const FILE_NAMES: [&str; 9] = [
+const FILE_NAMES: [&str; 10] = [
     "summary.json",
     "timeseries.csv",
     "service-timeseries.csv",
+    "replica-timeseries.csv",
     "scenario.resolved.json",
     "example-runs.csv",
     "sweep.csv",

@@ -3,8 +3,9 @@
 //!
 //! The scenario comes from scenario.resolved.json (validated again, so the report describes
 //! what ran), the numbers from summary.json, the time series from timeseries.csv, the latency
-//! distribution from latency.csv, the typical runs from example-runs.csv and, for a call
-//! graph, each service's load over time from service-timeseries.csv.
+//! distribution from latency.csv, the typical runs from example-runs.csv, for a call
+//! graph each service's load over time from service-timeseries.csv, and for a service of
+//! more than one replica each replica's from replica-timeseries.csv.
 //!
 //! Everything is checked before anything renders: the files are of one run (with a
 //! manifest.json, each file's SHA-256 and the run id; without one, as written by versions
@@ -23,7 +24,10 @@ use serde_json::{Value, json};
 
 use super::publish::{self, MANIFEST, Manifest};
 use super::summary::{GraphNames, Summary, VariantSummary};
-use super::timeseries::{LATENCY_COLUMNS, SERVICE_COLUMNS, service_timeseries_header};
+use super::timeseries::{
+    LATENCY_COLUMNS, REPLICA_COLUMNS, SERVICE_COLUMNS, replica_timeseries_header,
+    service_timeseries_header,
+};
 use crate::engine::SimDuration;
 use crate::metrics::{
     BucketLatency, Column, LATENCY_BINS, Metric, Metrics, ServiceMetric, Unit,
@@ -40,15 +44,17 @@ const LATENCY: &str = "latency.csv";
 const EXAMPLES: &str = "example-runs.csv";
 const SWEEP: &str = "sweep.csv";
 const SERVICE_SERIES: &str = "service-timeseries.csv";
+const REPLICA_SERIES: &str = "replica-timeseries.csv";
 
 /// The files that hold a run's data: checked against the manifest, read back (all but
 /// sweep.csv) and, but for latency.csv (which the latency figure writes again), kept as they
 /// are when `report DIR` re-renders.
-const DATA: [&str; 7] = [
+const DATA: [&str; 8] = [
     SUMMARY,
     RESOLVED,
     TIMESERIES,
     SERVICE_SERIES,
+    REPLICA_SERIES,
     LATENCY,
     EXAMPLES,
     SWEEP,
@@ -237,6 +243,19 @@ fn read_results(
         ),
         (None, false) => {}
     }
+    // Written for the variants with replicas, as `timeseries` writes it.
+    let any_replicas = crate::report::shape::any_has_replicas(experiment.scenarios());
+    match (folder.get(REPLICA_SERIES), any_replicas) {
+        (Some(bytes), true) => read_replica_series(bytes, experiment, &mut result)
+            .map_err(|e| anyhow!("{REPLICA_SERIES}: {e:#}"))?,
+        (None, true) => bail!(
+            "{REPLICA_SERIES} is missing; a run of a service with replicas writes it (is this a retrystorm output folder?)"
+        ),
+        (Some(_), false) => bail!(
+            "{REPLICA_SERIES}: this run has no service with replicas; the file is left from another run (remove it)"
+        ),
+        (None, false) => {}
+    }
     let focus = experiment.sweep.as_ref().map_or(0, |s| s.focus());
     read_latency(folder.require(LATENCY)?, &mut result.points[focus])
         .map_err(|e| anyhow!("{LATENCY}: {e:#}"))?;
@@ -303,6 +322,7 @@ fn read_points(summary: Summary, experiment: &Experiment) -> anyhow::Result<Vec<
                 truncations: v.truncated_replications.into_owned(),
                 examples: Vec::new(),
                 service_series: Vec::new(),
+                replica_series: Vec::new(),
             });
         }
         out.push(PointResult {
@@ -561,6 +581,74 @@ fn read_service_series(
                     bucket: SimDuration::from_secs_f64(rows.width),
                     rows: rows.rows,
                     latency: rows.latency,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills every variant's per-replica series from replica-timeseries.csv: a row's sweep
+/// values, variant, service and replica must be a point, variant and replica of the run, and
+/// every replica of every variant with replicas at every point has its series.
+fn read_replica_series(
+    bytes: &[u8],
+    experiment: &Experiment,
+    result: &mut ExperimentResult,
+) -> anyhow::Result<()> {
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
+    let header = replica_timeseries_header(two_axes);
+    let keys = header.len() - REPLICA_COLUMNS.len() - 2;
+    let mut reader = csv_reader(bytes, &header)?;
+    let points = PointsByValue::new(experiment, two_axes);
+    let mut series: BTreeMap<(usize, usize, usize), SeriesReader> = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| anyhow!("{e}"))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let p = points.of(&record, line)?;
+        let name = cell_text(&record, keys - 3);
+        let Some(v) = experiment.points[p]
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+        else {
+            bail!("line {line}: {name:?} is not a variant of this run");
+        };
+        let scenario = &experiment.points[p].variants[v].scenario;
+        let service = cell_text(&record, keys - 2);
+        let replica = cell_text(&record, keys - 1);
+        let found = scenario
+            .replicas()
+            .position(|(s, k)| scenario.services[s].name == service && k.to_string() == replica);
+        let Some(r) = found else {
+            bail!("line {line}: {service:?} #{replica:?} is not a replica of variant {name:?}");
+        };
+        series.entry((p, v, r)).or_default().push_columns(
+            &record,
+            keys,
+            keys + 2,
+            &REPLICA_COLUMNS,
+        )?;
+    }
+    for (p, (point, at)) in result.points.iter_mut().zip(&experiment.points).enumerate() {
+        for (v, (variant, ran)) in point.variants.iter_mut().zip(&at.variants).enumerate() {
+            for (r, (s, k)) in ran.scenario.replicas().enumerate() {
+                let Some(rows) = series.remove(&(p, v, r)) else {
+                    bail!(
+                        "no rows for replica {k} of service {:?} of variant {:?}{}",
+                        ran.scenario.services[s].name,
+                        variant.name,
+                        point_words(point.value.as_ref(), at.second_value.as_ref())
+                    );
+                };
+                let latency = vec![None; rows.rows.len()];
+                variant.replica_series.push(ServiceSeries {
+                    bucket: SimDuration::from_secs_f64(rows.width),
+                    rows: rows.rows,
+                    latency,
                 });
             }
         }

@@ -5,7 +5,9 @@
 //! spreadsheet formula.
 //!
 //! A run with calls below the entry adds `service-timeseries.csv`: the same rows per service,
-//! with the columns a service has ([`SERVICE_COLUMNS`]).
+//! with the columns a service has ([`SERVICE_COLUMNS`]). A run with a service of more than
+//! one replica adds `replica-timeseries.csv`: the rows per replica, with the columns a
+//! replica's series has ([`REPLICA_COLUMNS`]) and no latency.
 //!
 //! Both end with [`LATENCY_COLUMNS`]: the p50 and p99 of the answers that ended in the bucket,
 //! pooled over replications (answered requests in timeseries.csv, the attempts a service
@@ -145,6 +147,80 @@ pub fn service_timeseries_csv(
                             .map(|c| format_number(row[*c as usize])),
                     );
                     record.extend(latency_cells(series.latency.get(i)));
+                    w.write_record(&record)?;
+                }
+            }
+        }
+    }
+    Ok(Some(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?))
+}
+
+/// The columns a replica's load over time fills: the attempts its callers' balancers sent
+/// it per bucket, and its queue and attempts in service at the bucket's end.
+pub(crate) const REPLICA_COLUMNS: [Column; 3] =
+    [Column::Attempts, Column::QueueLen, Column::InService];
+
+/// The header of replica-timeseries.csv, which the writer and `report DIR`'s reader share.
+pub(super) fn replica_timeseries_header(two_axes: bool) -> Vec<&'static str> {
+    let mut header = vec!["sweep_value"];
+    if two_axes {
+        header.push("second_value");
+    }
+    header.extend([
+        "variant",
+        "service",
+        "replica",
+        "bucket_start_s",
+        "bucket_s",
+    ]);
+    header.extend(REPLICA_COLUMNS.iter().map(|c| c.name()));
+    header
+}
+
+/// `replica-timeseries.csv`: for the variants with a service of more than one replica, one
+/// row per time bucket per replica per variant (and sweep value), means over replications,
+/// service by service and replica by replica (numbered from 0): the attempts sent to the
+/// replica per bucket, and its queue and attempts in service at the bucket's end. `None`
+/// when no variant has replicas.
+pub fn replica_timeseries_csv(
+    experiment: &Experiment,
+    result: &ExperimentResult,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    if !crate::report::shape::any_has_replicas(experiment.scenarios()) {
+        return Ok(None);
+    }
+    let two_axes = experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.second.is_some());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(replica_timeseries_header(two_axes))?;
+    for (point, at) in result.points.iter().zip(&experiment.points) {
+        let text = |v: Option<&serde_json::Value>| csv_text(&value_text(v)).into_owned();
+        let mut values = vec![text(point.value.as_ref())];
+        if two_axes {
+            values.push(text(at.second_value.as_ref()));
+        }
+        for (v, ran) in point.variants.iter().zip(&at.variants) {
+            let services = &ran.scenario.services;
+            for (series, (s, k)) in v.replica_series.iter().zip(ran.scenario.replicas()) {
+                let service = &services[s].name;
+                let width = series.bucket.as_nanos();
+                for (i, row) in series.rows.iter().enumerate() {
+                    let start = crate::engine::SimTime(i as u64 * width);
+                    let mut record = values.clone();
+                    record.extend([
+                        csv_text(&v.name).into_owned(),
+                        csv_text(service).into_owned(),
+                        k.to_string(),
+                        format_number(start.as_nanos() as f64 / 1e9),
+                        format_number(width as f64 / 1e9),
+                    ]);
+                    record.extend(
+                        REPLICA_COLUMNS
+                            .iter()
+                            .map(|c| format_number(row[*c as usize])),
+                    );
                     w.write_record(&record)?;
                 }
             }

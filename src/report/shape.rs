@@ -26,6 +26,19 @@ pub(crate) fn has_calls(scenario: &Scenario) -> bool {
     scenario.has_calls()
 }
 
+/// Whether some service of `scenario` runs as a pool of more than one replica: then its
+/// per-replica numbers and load over time are shown, the mean latency stands beside the
+/// percentiles (the balancers' closed forms are means), and no closed form of one queue
+/// applies.
+pub(crate) fn has_replicas(scenario: &Scenario) -> bool {
+    scenario.services.iter().any(|s| s.server.pool.replicas > 1)
+}
+
+/// Whether some of `scenarios` has replicas ([`has_replicas`]).
+pub(crate) fn any_has_replicas<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
+    scenarios.into_iter().any(has_replicas)
+}
+
 /// Whether a request can end degraded in some of `scenarios` ([`can_degrade`]): for the
 /// words and columns that a whole table or figure shares.
 pub(crate) fn any_can_degrade<'a>(scenarios: impl IntoIterator<Item = &'a Scenario>) -> bool {
@@ -108,5 +121,25 @@ mod tests {
         );
         assert!(!has_calls(&one) && !can_degrade(&one));
         assert!(!any_has_calls([&s, &one]) && !any_can_degrade([&s, &one]));
+        assert!(!any_has_replicas([&s, &one]));
+    }
+
+    #[test]
+    fn a_pool_of_replicas_behind_the_entry_or_a_call_has_replicas() {
+        let pool = scenario(
+            r#"{"name": "s", "duration": "1s",
+              "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}},
+              "server": {"service_time": {"constant": "1ms"}, "replicas": 2}}"#,
+        );
+        assert!(has_replicas(&pool) && !has_calls(&pool));
+        let below = scenario(
+            r#"{"name": "g", "duration": "1s",
+              "clients": {"count": 1, "workload": {"open": {"rate_per_s": 10}}, "entry": "a"},
+              "services": {
+                "a": {"service_time": {"constant": "1ms"}, "calls": [{"to": "b"}]},
+                "b": {"service_time": {"constant": "1ms"}, "replicas": 3}}}"#,
+        );
+        assert!(has_replicas(&below));
+        assert!(!has_replicas(&two_tiers(r#""timeout": "10ms""#)));
     }
 }

@@ -298,13 +298,8 @@ pub(super) fn replica_rows<'a>(
     cols: &[ServiceMetric],
     with_ci: bool,
 ) -> Vec<((&'a str, u32), Vec<String>)> {
-    let owners = ran
-        .scenario
-        .services
-        .iter()
-        .enumerate()
-        .flat_map(|(i, s)| (0..s.server.pool.replicas).map(move |k| (i, s, k)))
-        .filter(|(_, s, _)| s.server.pool.replicas > 1);
+    let services = &ran.scenario.services;
+    let owners = ran.scenario.replicas().map(|(i, k)| (i, &services[i], k));
     v.metrics
         .replicas
         .iter()

@@ -317,6 +317,17 @@ impl Scenario {
         self.services.len() > 1
     }
 
+    /// Every replica of each service with more than one, as (service index, replica number
+    /// from 0), service by service, replica by replica: the order of a run's per-replica
+    /// counts and series. Empty without replicas.
+    pub fn replicas(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        self.services
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.server.pool.replicas > 1)
+            .flat_map(|(i, s)| (0..s.server.pool.replicas).map(move |k| (i, k)))
+    }
+
     /// Whether some service makes calls: there are services below the entry, and with
     /// them per-service and per-call results. A single server, or a file's `services` with
     /// one service, makes none.

@@ -28,7 +28,7 @@ pub use super::policy::retry::{
 pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
 pub use super::server::RawServerKind;
 pub use super::server::balancer::{
-    RawBalancer, RawBalancerSettings, RawBalancerWord, RawLeastRequest,
+    RawBalancer, RawBalancerSettings, RawBalancerWord, RawLeastRequest, RawSees,
 };
 pub use super::server::discipline::{
     RawAdaptiveLifo, RawCodel, RawDiscipline, RawDisciplineSettings, RawDisciplineWord,
@@ -211,6 +211,11 @@ macro_rules! with_server_keys {
             /// (default false: each attempt is balanced anew).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub sticky: Option<bool>,
+            /// What a least_request or least_outstanding balancer compares: "outstanding"
+            /// (default: the attempts its caller has out to each replica) or "queue" (what
+            /// each replica holds, waiting or in service, whoever sent it).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub balancer_sees: Option<RawSees>,
             $($extra)*
         }
     };
@@ -254,6 +259,7 @@ impl RawService {
             replicas: self.replicas,
             balancer: self.balancer.clone(),
             sticky: self.sticky,
+            balancer_sees: self.balancer_sees,
         }
     }
 
@@ -273,6 +279,7 @@ impl RawService {
         self.replicas = server.replicas;
         self.balancer = server.balancer;
         self.sticky = server.sticky;
+        self.balancer_sees = server.balancer_sees;
     }
 }
 

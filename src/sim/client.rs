@@ -493,6 +493,14 @@ impl<F: Features> Sim<'_, F> {
         }
         let first = self.calls[slot].attempts == 1;
         let last = self.picked[s];
+        // What each replica holds, for a balancer that sees the queues.
+        let (services, base) = (&self.services, self.replica_base[to]);
+        let held = |k: u32| {
+            let h = if k == 0 { to } else { (base + k - 1) as usize };
+            let (waiting, in_service) = services[h].load();
+            waiting + in_service
+        };
+        let queue: Option<&dyn Fn(u32) -> u32> = if pool.sees_queue { Some(&held) } else { None };
         let k = match pool.previous_hosts {
             Some(reselections) => {
                 if self.tried.len() <= s {
@@ -506,16 +514,24 @@ impl<F: Features> Sim<'_, F> {
                     pool.balancer.pick_again(last)
                 } else {
                     let t = &*tried;
-                    pool.balancer
-                        .pick(&mut self.rng.balancer, reselections, |k| t.contains(&k))
+                    pool.balancer.pick_seeing(
+                        &mut self.rng.balancer,
+                        reselections,
+                        |k| t.contains(&k),
+                        queue,
+                    )
                 };
                 tried.push(k);
                 k
             }
             None if pool.sticky && !first => pool.balancer.pick_again(last),
-            None => pool.balancer.pick(&mut self.rng.balancer, 0, |_| false),
+            None => pool
+                .balancer
+                .pick_seeing(&mut self.rng.balancer, 0, |_| false, queue),
         };
         self.picked[s] = k;
+        let at = self.replica_series_at[to] + k;
+        self.replica_series[at as usize].add(Column::Attempts);
         self.host(to, k) as u32
     }
 

@@ -196,6 +196,9 @@ struct EdgePool {
     sticky: bool,
     /// `retry_host_predicate: ["previous_hosts"]`: the reselections a retry's pick may make.
     previous_hosts: Option<u32>,
+    /// `balancer_sees: "queue"`: the balancer compares what each replica holds rather than
+    /// what its caller has out there.
+    sees_queue: bool,
 }
 
 impl Edge<'_> {
@@ -257,6 +260,7 @@ fn edge_pool(
         ),
         sticky: sticky.unwrap_or(pool.routing.sticky),
         previous_hosts: policy.retry.previous_hosts,
+        sees_queue: pool.sees == crate::model::Sees::Queue,
     })
 }
 
@@ -309,6 +313,13 @@ struct Sim<'a, F: Features> {
     picked: Vec<u32>,
     /// By call slot, on edges with `previous_hosts`: the replicas the call has tried.
     tried: Vec<Vec<u32>>,
+    /// Each replica's load over time, service by service, replica by replica (the order
+    /// of `RunResult::replicas`): the attempts balancers send it, counted where they pick
+    /// it (`Sim::pick_host`), and its queue and attempts in service at each bucket's end.
+    /// Empty without replicas, so a run without them does no work for it.
+    replica_series: Vec<TimeSeries>,
+    /// Per service, where its replicas' series start in `replica_series`.
+    replica_series_at: Vec<u32>,
     /// Edge 0: clients -> entry; then each service's calls in order.
     edges: Vec<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
@@ -376,6 +387,7 @@ impl<'a, F: Features> Sim<'a, F> {
     fn new(sc: &'a Scenario, seed: u64, replication: u64, tuning: Tuning) -> Self {
         let graph = sc.is_graph();
         let (hosts, replica_base) = Self::build_hosts(sc);
+        let (replica_series, replica_series_at) = build_replica_series(sc);
         let services = Self::build_services(sc, &hosts, graph);
         let (edges, first_edge) = Self::build_edges(sc, tuning.dense_max);
         let cancels = edges.iter().any(|e| e.policies.cancels());
@@ -418,6 +430,8 @@ impl<'a, F: Features> Sim<'a, F> {
             pools: edge_pools(sc),
             picked: Vec::new(),
             tried: Vec::new(),
+            replica_series,
+            replica_series_at,
             edges,
             first_edge,
             graph,
@@ -730,6 +744,32 @@ impl<'a, F: Features> Sim<'a, F> {
                 });
             }
         }
+        if F::REPLICAS && !self.replica_series.is_empty() {
+            self.tick_replicas(|series, load| {
+                series.tick(now, || Gauges {
+                    queue_len: load.0,
+                    in_service: load.1,
+                    ..Gauges::default()
+                });
+            });
+        }
+    }
+
+    /// Calls `f` with each replica's series and its load (waiting, holding a worker), in
+    /// the order of `Sim::replica_series`.
+    #[cold]
+    fn tick_replicas(&mut self, mut f: impl FnMut(&mut TimeSeries, (u32, u32))) {
+        for (s, spec) in self.sc.services.iter().enumerate() {
+            let n = spec.server.pool.replicas;
+            if n < 2 {
+                continue;
+            }
+            let at = self.replica_series_at[s] as usize;
+            for k in 0..n {
+                let load = self.services[self.host(s, k)].load();
+                f(&mut self.replica_series[at + k as usize], load);
+            }
+        }
     }
 
     /// Counts the successes settled ahead (`Sim::succeed_at_once`) whose answers' events
@@ -894,6 +934,13 @@ impl<'a, F: Features> Sim<'a, F> {
         for (s, load) in self.services.iter_mut().zip(loads) {
             s.close(end_time, truncated.is_some(), load);
         }
+        self.tick_replicas(|series, (queue_len, in_service)| {
+            series.close(Gauges {
+                queue_len,
+                in_service,
+                ..Gauges::default()
+            });
+        });
         let c = &mut self.rec.counters;
         let policies = &self.edges[0].policies;
         // A fresh breaker never refused, changed state or opened.
@@ -931,8 +978,24 @@ impl<'a, F: Features> Sim<'a, F> {
         let (services, replicas) = by_service(self.sc, &self.replica_base, hosts, count);
         let mut result = self.rec.finish(truncated, services, calls, service_series);
         result.replicas = replicas;
+        result.replica_series = self.replica_series;
         result
     }
+}
+
+/// An empty load series for each replica of every service with more than one (service by
+/// service, replica by replica), and per service where its replicas' start among them.
+fn build_replica_series(sc: &Scenario) -> (Vec<TimeSeries>, Vec<u32>) {
+    let mut at = Vec::with_capacity(sc.services.len());
+    let mut n = 0;
+    for s in &sc.services {
+        at.push(n);
+        if s.server.pool.replicas > 1 {
+            n += s.server.pool.replicas;
+        }
+    }
+    let series = (0..n).map(|_| TimeSeries::new(sc.bucket)).collect();
+    (series, at)
 }
 
 /// The counts of each service (every replica's added up) and of each replica of a

@@ -437,12 +437,13 @@ fn every_bundled_scenario_gets_a_report_whose_figures_decode_and_agree_with_the_
 }
 
 /// Copies only what a run's data is (summary.json, scenario.resolved.json, timeseries.csv,
-/// latency.csv, and example-runs.csv and sweep.csv where the run has them) from the run in
+/// latency.csv, and example-runs.csv, sweep.csv, service-timeseries.csv and
+/// replica-timeseries.csv where the run has them) from the run in
 /// `first` to `dir/again`, a folder as retrystorm wrote them before manifests, runs
 /// `retrystorm report` there, and asserts that report.md, every figure and figure CSV and the
 /// manifest come back byte for byte. Returns how many files were compared.
 pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
-    const DATA: [&str; 7] = [
+    const DATA: [&str; 8] = [
         "summary.json",
         "scenario.resolved.json",
         "timeseries.csv",
@@ -450,8 +451,14 @@ pub fn assert_report_re_renders(dir: &Path, first: &Path) -> usize {
         "example-runs.csv",
         "sweep.csv",
         "service-timeseries.csv",
+        "replica-timeseries.csv",
     ];
-    const OPTIONAL: [&str; 3] = ["example-runs.csv", "sweep.csv", "service-timeseries.csv"];
+    const OPTIONAL: [&str; 4] = [
+        "example-runs.csv",
+        "sweep.csv",
+        "service-timeseries.csv",
+        "replica-timeseries.csv",
+    ];
     let again = dir.join("again");
     std::fs::create_dir(&again).unwrap();
     for name in DATA {

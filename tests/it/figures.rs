@@ -336,7 +336,13 @@ fn bundled_captions_say_only_what_the_figures_of_the_run_show() {
         );
         // Without a variant that can retry or hedge, the attempts are the requests.
         let attempts = caption("attempts-over-time").is_some();
-        assert_eq!(attempts, name != "queueing-theory", "{name}");
+        let once = ["queueing-theory", "balancers-near-saturation"];
+        assert_eq!(attempts, !once.contains(&name.as_str()), "{name}");
+        // Load per replica is drawn exactly where a service has replicas.
+        let replicas = experiment
+            .scenarios()
+            .any(|s| s.services.iter().any(|x| x.server.pool.replicas > 1));
+        assert_eq!(caption("replica-load").is_some(), replicas, "{name}");
     }
     // Only the runs whose variants back off both with jitter and without.
     assert_eq!(

@@ -4,7 +4,10 @@
 //! drawn per attempt and retries that avoid the replicas already tried (Envoy's
 //! `previous_hosts`). Every expected value is derived here from the model, never from a run.
 
-use crate::{assert_close, metric, run_text, variant};
+use retrystorm::metrics::ExperimentResult;
+use retrystorm::scenario::LoadOptions;
+
+use crate::{assert_close, metric, run_bundled, run_text, variant};
 
 /// The mean time in system, in service times, of the supermarket model with two choices as
 /// the number of queues grows (Mitzenmacher, "The Power of Two Choices in Randomized Load
@@ -175,6 +178,204 @@ fn a_crashed_replica_fails_requests_by_how_retries_are_routed() {
     }
 }
 
+#[test]
+fn bundled_crashed_replica_fails_a_quarter_a_sixteenth_and_a_sixty_fourth_during_the_crash() {
+    // crashed-replica.json: 400 requests/s for 40 s to 4 replicas behind a random balancer,
+    // replica 0 answering `error` at once from 10 s to 30 s, 2 attempts. Half the requests
+    // start in the crash; the others meet four healthy replicas and never fail.
+    let (experiment, result) = run_bundled("crashed-replica", &LoadOptions::default());
+    assert_eq!(experiment.replications, 10);
+    let requests = |name: &str| metric(variant(&result, name), "requests").0;
+    let n = requests("sticky") * 10.0;
+    // Requests are independent: a share of n of them has a binomial spread. A request that
+    // starts within a backoff (at most 100 ms) of the crash's edges may meet it with one
+    // attempt only, a share of 0.2 s / 40 s of the requests at most, which moves no share
+    // below by more than half a percent of itself.
+    let within = |p: f64| 3.0 * (p * (1.0 - p) / n).sqrt() + 0.005 * p;
+    // The failure shares of the docs (section 6): sticky 1/4, balanced anew 1/16, and
+    // previous_hosts with one reselection 1/64, over the half of the run under the crash.
+    for (name, p) in [
+        ("sticky", 0.25),
+        ("per attempt", 1.0 / 16.0),
+        ("previous hosts", 1.0 / 64.0),
+    ] {
+        let (share, _) = metric(variant(&result, name), "failure_rate");
+        assert_close(name, share, p / 2.0, within(p / 2.0));
+    }
+    // Where the retries went, per request: every replica gets a quarter of the first
+    // attempts; a quarter of the requests in the crash (an eighth of all) retry.
+    // Sticky: every retry goes back to replica 0, 1/4 + 1/8 = 3/8, the others 1/4.
+    // Per attempt: a retry lands anywhere, 1/4 + 1/32 = 9/32 each, replica 0 included.
+    // previous_hosts: it lands on replica 0 only if the pick and the reselection both do,
+    // 1/16: replica 0 gets 1/4 + 1/128, each other 1/4 + (1/8)(15/16)/3 = 1/4 + 5/128.
+    let shares: [(&str, [f64; 2]); 3] = [
+        ("sticky", [3.0 / 8.0, 1.0 / 4.0]),
+        ("per attempt", [9.0 / 32.0, 9.0 / 32.0]),
+        ("previous hosts", [33.0 / 128.0, 37.0 / 128.0]),
+    ];
+    for (name, [first, other]) in shares {
+        let v = variant(&result, name);
+        for k in 0..4 {
+            let (attempts, _) = metric(v, &format!("replicas.{k}.attempts"));
+            let p = if k == 0 { first } else { other };
+            assert_close(
+                &format!("{name}: replica {k}'s attempts per request"),
+                attempts / requests(name),
+                p,
+                within(p),
+            );
+        }
+    }
+    // The figure of load per replica is drawn, and its series add up to the table's counts.
+    let v = variant(&result, "sticky");
+    assert_eq!(v.replica_series.len(), 4);
+    for (k, series) in v.replica_series.iter().enumerate() {
+        let sent: f64 = series
+            .rows
+            .iter()
+            .map(|r| r[retrystorm::metrics::Column::Attempts as usize])
+            .sum();
+        let (received, _) = metric(v, &format!("replicas.{k}.attempts"));
+        assert_close("sent and received", sent, received, 1e-9 * received);
+    }
+}
+
+/// The mean latency of `name` at sweep point `p` of `result`, in service times (10 ms), with
+/// its 95 % half-width.
+fn service_times(result: &ExperimentResult, p: usize, name: &str) -> (f64, f64) {
+    let v = result.points[p]
+        .variants
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no variant {name:?}"));
+    let (mean, half) = metric(v, "latency_ms.mean");
+    (mean / 10.0, half / 10.0)
+}
+
+#[test]
+fn bundled_balancers_near_saturation_part_as_queueing_theory_says() {
+    // balancers-near-saturation.json: 16 replicas of one worker, 10 ms exponential service
+    // (mu = 100/s each), no network delay, one balancer, offered 50 % to 95 % of capacity;
+    // the focus point, 1440/s, is lambda = 0.9 per replica. 3 replications of 60 s.
+    let (experiment, result) = run_bundled("balancers-near-saturation", &LoadOptions::default());
+    let focus = experiment.sweep.as_ref().unwrap().focus();
+    let rate = |p: usize| result.points[p].value.as_ref().unwrap().as_f64().unwrap();
+    assert_eq!(rate(focus), 1440.0);
+    // Each run starts empty and an M/M/1 queue at 0.9 relaxes in about
+    // 1 / (mu (1 - sqrt(rho))^2) = 3.8 s, so the mean over 60 s lies below the steady state by
+    // at most 3.8 / 60, 6.4 %. Three standard errors are 3 / 4.30 of a 95 % half-width of 3
+    // replications (Student's t with 2 degrees of freedom).
+    let bias = 3.8 / 60.0;
+    let band = |what: &str, (mean, half): (f64, f64), expected: f64| {
+        let se3 = 3.0 * half / 4.303;
+        assert!(
+            mean >= expected * (1.0 - bias) - se3 && mean <= expected + se3,
+            "{what}: {mean} ± {half} service times, theory {expected}"
+        );
+    };
+    // Random routing: 16 independent M/M/1 queues, 1 / (1 - rho) = 10 service times.
+    let random = service_times(&result, focus, "random");
+    band("random at 0.9", random, 10.0);
+    // Round robin: Erlang-16 gaps at each replica, an E_16/M/1 queue: W = sigma / (mu (1 -
+    // sigma)) + 1 / mu, sigma the root of sigma = (lambda / (lambda + mu (1 - sigma)))^16 with
+    // the whole stream's rate as the phase rate; relaxes faster than M/M/1.
+    let sigma = erlang_sigma(16, 1440.0, 100.0);
+    let round_robin = 100.0 * (sigma / (100.0 * (1.0 - sigma)) + 0.01);
+    assert!((5.4..5.6).contains(&round_robin), "{round_robin}");
+    band(
+        "round robin at 0.9",
+        service_times(&result, focus, "round robin"),
+        round_robin,
+    );
+    // Two choices: Mitzenmacher's limit, approached from above; a pool of 16 draws two busy
+    // replicas more often than the limit's independent queues. The excess is about 2 % at
+    // 100 replicas and shrinks as 1/n, so at 16 it stays under 6 x 2 %, 12 %.
+    let limit = two_choices_limit(0.9);
+    let (two, half) = service_times(&result, focus, "least request (2 choices)");
+    assert!(
+        two > limit * (1.0 - bias) && two < limit * 1.12 + 3.0 * half / 4.303,
+        "two choices: {two} ± {half} service times, limit {limit}"
+    );
+    // Joining the shortest of all 16 queues waits less still, and random waits over three
+    // times as long as two choices.
+    let (shortest, _) = service_times(&result, focus, "least outstanding");
+    assert!(shortest < two && 1.0 < shortest, "{shortest}");
+    assert!(random.0 > 3.0 * two, "{random:?} {two}");
+    // Along the sweep, the ratio of random's latency to two choices' grows with the load.
+    let ratios: Vec<f64> = (0..result.points.len())
+        .map(|p| {
+            service_times(&result, p, "random").0
+                / service_times(&result, p, "least request (2 choices)").0
+        })
+        .collect();
+    assert!(ratios.windows(2).all(|w| w[0] < w[1]), "{ratios:?}");
+}
+
+/// A pool of 8 single-worker replicas, 10 ms exponential service, offered 720 requests/s
+/// (0.9 of capacity) with no network delay, behind least_outstanding balancers, reached by
+/// `callers` proxies (services of no service time that each take an equal, exclusive share
+/// of the requests and call the pool), or by the entry itself with `callers` = 0.
+fn callers_text(callers: usize, sees: &str) -> String {
+    let front_calls = if callers == 0 {
+        r#"[{"to": "backend"}]"#.to_string()
+    } else {
+        let share = 1.0 / callers as f64;
+        let calls: Vec<String> = (0..callers)
+            .map(|i| format!(r#"{{"to": "p{i}", "fraction": {share}}}"#))
+            .collect();
+        format!("[{}]", calls.join(", "))
+    };
+    let proxies: String = (0..callers)
+        .map(|i| {
+            format!(
+                r#""p{i}": {{"concurrency": "unlimited", "service_time": {{"constant": "0ms"}},
+                           "calls": [{{"to": "backend"}}]}},"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"name": "callers", "seed": 9, "replications": 6, "duration": "60s",
+          "clients": {{"count": 1, "workload": {{"open": {{"rate_per_s": 720}}}}, "entry": "front"}},
+          "services": {{
+            "front": {{"concurrency": "unlimited", "service_time": {{"constant": "0ms"}},
+                       "calls": {front_calls}}},
+            {proxies}
+            "backend": {{"concurrency": 1, "service_time": {{"exponential": {{"mean": "10ms"}}}},
+                         "replicas": 8, "balancer": "least_outstanding",
+                         "balancer_sees": "{sees}"}}}},
+          "policy": {{"retry": {{"max_attempts": 1}}}}}}"#
+    )
+}
+
+#[test]
+fn a_balancer_that_sees_the_queue_balances_many_callers_as_one() {
+    let run = |callers: usize, sees: &str| {
+        let (_, result) = run_text(&callers_text(callers, sees));
+        metric(&result.points[0].variants[0], "latency_ms.mean")
+    };
+    // One caller and no network delay: what the balancer has out to a replica is exactly
+    // what the replica holds, so both views pick the same replicas and give the same run.
+    let one = run(0, "outstanding");
+    assert_eq!(one, run(0, "queue"), "one caller sees the queue either way");
+    // Four callers: each balancer has out only its quarter of the pool's attempts. Seeing
+    // the queue, each picks as one balancer of every attempt would, and the requests meet a
+    // pool joined at the shortest queue as the single caller's are: the means agree within
+    // three standard errors (a 95 % half-width of 6 replications is 2.57 of them).
+    let (queue, queue_half) = run(4, "queue");
+    let se = |half: f64| half / 2.571;
+    let spread = 3.0 * (se(one.1).powi(2) + se(queue_half).powi(2)).sqrt();
+    assert_close("four callers seeing the queue", queue, one.0, spread);
+    // Seeing only what it has out, each balancer takes replicas the others have filled:
+    // the mean is longer, by more than the spread.
+    let (outstanding, outstanding_half) = run(4, "outstanding");
+    let apart = 3.0 * (se(one.1).powi(2) + se(outstanding_half).powi(2)).sqrt();
+    assert!(
+        outstanding > one.0 + apart,
+        "four callers seeing what they have out: {outstanding} ms against {} ms",
+        one.0
+    );
+}
+
 /// The problems `load_str` finds in a one-server file with `server` and `policy`, as `check`
 /// prints them.
 fn problems(server: &str, policy: &str) -> String {
@@ -231,6 +432,16 @@ fn replica_settings_are_refused_with_their_path_rule_value_and_fix() {
             r#"{"kind": "occ", "replicas": 2}"#.to_string(),
             "{}",
             ["server.replicas", "applies to a queue server only"],
+        ),
+        (
+            r#"{"kind": "occ", "balancer_sees": "queue"}"#.to_string(),
+            "{}",
+            ["server.balancer_sees", "applies to a queue server only"],
+        ),
+        (
+            queue(r#", "balancer_sees": "queues""#),
+            "{}",
+            ["server.balancer_sees", "queues"],
         ),
     ];
     for (server, policy, needles) in cases {

@@ -231,6 +231,7 @@ fn run_help_names_what_a_run_writes() {
         "manifest.json",
         "sweep.csv",
         "service-timeseries.csv",
+        "replica-timeseries.csv",
     ] {
         assert!(help.contains(file), "run --help lacks {file:?}: {help}");
     }

@@ -21,6 +21,7 @@ mod load_over_time;
 mod over_time;
 mod phase_diagram;
 mod policy_over_time;
+mod replica_load;
 mod replications;
 mod server_over_time;
 mod service_load;
@@ -63,6 +64,7 @@ pub const FIGURES: &[&dyn Figure] = &[
     &replications::Replications,
     &call_graph::CallGraph,
     &service_load::ServiceLoad,
+    &replica_load::ReplicaLoad,
     &server_over_time::ServerOverTime,
     &time_histogram::RETRIES,
     &time_histogram::ATTEMPTS,

@@ -416,6 +416,7 @@ mod testing {
             truncations: Vec::new(),
             examples: Vec::new(),
             service_series: Vec::new(),
+            replica_series: Vec::new(),
         }
     }
 }

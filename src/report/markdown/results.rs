@@ -59,11 +59,17 @@ pub(super) fn results_table(
     let hedged = scenarios
         .iter()
         .any(|s| crate::report::produces(&Metric::HEDGES, s));
+    // A pool of replicas: the balancers' closed forms (M/M/1 per replica for random routing,
+    // Mitzenmacher's limit for two choices) are means, so the mean stands before p50.
+    let pooled = shape::any_has_replicas(scenarios.iter().copied());
     let cols: Vec<Metric> = RESULT_COLUMNS
         .into_iter()
         .flat_map(|k| {
             let tail = hedged && k == Metric::SUCCESS_P99;
-            std::iter::once(k).chain(tail.then_some(Metric::SUCCESS_P999))
+            let mean = pooled && k == Metric::SUCCESS_P50;
+            (mean.then_some(Metric::SUCCESS_MEAN).into_iter())
+                .chain(std::iter::once(k))
+                .chain(tail.then_some(Metric::SUCCESS_P999))
         })
         .chain(drains.then_some(Metric::BUSY_UNTIL))
         .chain(

@@ -1,4 +1,5 @@
-//! `replicas`, `balancer` and `sticky` of a server (or a call): a service run as a pool of
+//! `replicas`, `balancer`, `sticky` and `balancer_sees` of a server (or a call's `balancer`
+//! and `sticky`): a service run as a pool of
 //! replicas and the way its callers spread attempts over them, in one place: the raw
 //! settings, the rules and defaults that give the checked [`Pool`], and their words in
 //! report.md. The balancer itself is `crate::model::balancer`.
@@ -6,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::BalancerKind;
+use crate::model::{BalancerKind, Sees};
 use crate::scenario::check::Checker;
 
 /// The most replicas a service may have.
@@ -60,6 +61,16 @@ pub struct RawLeastRequest {
     pub choice_count: Option<u64>,
 }
 
+/// `balancer_sees`: what a balancer that compares replicas reads of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawSees {
+    /// The attempts the caller has out to each replica (Envoy's and gRPC's view).
+    Outstanding,
+    /// What each replica holds, waiting or in service, whoever sent it.
+    Queue,
+}
+
 /// How callers spread a service's attempts over its replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Routing {
@@ -76,6 +87,8 @@ pub struct Pool {
     pub replicas: u32,
     /// The callers' routing, unless a call says otherwise.
     pub routing: Routing,
+    /// What every caller's balancer compares, if it compares replicas.
+    pub sees: Sees,
 }
 
 impl Pool {
@@ -86,7 +99,24 @@ impl Pool {
             balancer: DEFAULT_BALANCER,
             sticky: false,
         },
+        sees: Sees::Outstanding,
     };
+}
+
+/// `balancer_sees` at `at` (a server's path), over `replicas` replicas: "outstanding" by
+/// default, written back only where there is a pool, as `balancer` is.
+pub(in crate::scenario) fn sees(raw: &mut Option<RawSees>, replicas: u32) -> Sees {
+    let sees = match raw {
+        Some(RawSees::Queue) => Sees::Queue,
+        Some(RawSees::Outstanding) | None => Sees::Outstanding,
+    };
+    if replicas > 1 {
+        *raw = Some(match sees {
+            Sees::Queue => RawSees::Queue,
+            Sees::Outstanding => RawSees::Outstanding,
+        });
+    }
+    sees
 }
 
 /// `replicas` at `at` (the server's path): 1 to [`MAX_REPLICAS`], default 1.
@@ -190,10 +220,16 @@ pub(in crate::scenario) fn phrase(pool: &Pool) -> String {
     if pool.replicas == 1 {
         return String::new();
     }
+    let compares = pool.routing.balancer.counts();
     format!(
-        "{} replicas behind {}{}, each",
+        "{} replicas behind {}{}{}, each",
         pool.replicas,
         balancer_words(pool.routing.balancer),
+        if compares && pool.sees == Sees::Queue {
+            " that sees each replica's queue"
+        } else {
+            ""
+        },
         if pool.routing.sticky {
             " (a request's retries stay on its first replica)"
         } else {

@@ -87,6 +87,7 @@ pub(in crate::scenario) fn check(
             ("replicas", raw.replicas.is_some_and(|n| n != 1)),
             ("balancer", raw.balancer.is_some()),
             ("sticky", raw.sticky.is_some()),
+            ("balancer_sees", raw.balancer_sees.is_some()),
         ];
         for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
             c.err(
@@ -167,7 +168,11 @@ pub(in crate::scenario) fn check(
             replicas,
         ),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit::check(c, at, r)),
-        pool: balancer::Pool { replicas, routing },
+        pool: balancer::Pool {
+            replicas,
+            routing,
+            sees: balancer::sees(&mut raw.balancer_sees, replicas),
+        },
     }
 }
 
