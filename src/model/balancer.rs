@@ -12,6 +12,12 @@
 //! A pick may be asked to avoid replicas (a retry's `previous_hosts`): the balancer picks
 //! again, at most `reselections` times, and a pick that still hits one is kept, as Envoy's
 //! `host_selection_retry_max_attempts` does.
+//!
+//! Where its caller's outlier detector has ejected replicas (`crate::model::outlier`), the
+//! balancer picks among the others only ([`Balancer::set_eligible`]), by the same rule: a
+//! random pick or a least-request draw is uniform over them, a round robin takes the next of
+//! them in turn, least outstanding looks at them alone; with every replica eligible, it draws
+//! exactly as it would without a detector.
 
 use rand::RngExt;
 use rand_pcg::Pcg64;
@@ -48,6 +54,8 @@ pub struct Balancer {
     outstanding: Vec<u32>,
     /// The next replica of a round robin.
     next: u32,
+    /// The replicas it may pick, in order, where some are ejected; `None`: all of them.
+    eligible: Option<Vec<u32>>,
 }
 
 impl Balancer {
@@ -57,6 +65,7 @@ impl Balancer {
             kind,
             outstanding: vec![0; replicas as usize],
             next: 0,
+            eligible: None,
         }
     }
 
@@ -91,8 +100,24 @@ impl Balancer {
         self.outstanding[k as usize] -= 1;
     }
 
+    /// Picks only among `eligible` (in increasing order, not empty) from now on, or among all
+    /// replicas with `None`.
+    pub fn set_eligible(&mut self, eligible: Option<Vec<u32>>) {
+        self.eligible = eligible;
+    }
+
+    /// Whether replica `k` may be picked.
+    pub fn is_eligible(&self, k: u32) -> bool {
+        self.eligible
+            .as_ref()
+            .is_none_or(|e| e.binary_search(&k).is_ok())
+    }
+
     /// One pick by the balancer's rule.
     fn pick_once(&mut self, rng: &mut Pcg64) -> u32 {
+        if self.eligible.is_some() {
+            return self.pick_eligible(rng);
+        }
         let n = self.replicas();
         match self.kind {
             BalancerKind::Random => rng.random_range(0..n),
@@ -117,6 +142,47 @@ impl Balancer {
                 for i in 1..n {
                     let k = (start + i) % n;
                     if self.outstanding[k as usize] < self.outstanding[best as usize] {
+                        best = k;
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+impl Balancer {
+    /// One pick by the balancer's rule among the eligible replicas only.
+    #[cold]
+    fn pick_eligible(&mut self, rng: &mut Pcg64) -> u32 {
+        let e = self.eligible.as_deref().expect("some replicas are ejected");
+        let m = e.len() as u32;
+        let fewest = |a: u32, b: u32| self.outstanding[b as usize] < self.outstanding[a as usize];
+        match self.kind {
+            BalancerKind::Random => e[rng.random_range(0..m) as usize],
+            BalancerKind::RoundRobin => {
+                // The first eligible replica at or after the one whose turn it is.
+                let i = e.partition_point(|&k| k < self.next);
+                let k = e.get(i).copied().unwrap_or(e[0]);
+                self.next = (k + 1) % self.replicas();
+                k
+            }
+            BalancerKind::LeastRequest { choice_count } => {
+                let mut best = e[rng.random_range(0..m) as usize];
+                for _ in 1..choice_count {
+                    let k = e[rng.random_range(0..m) as usize];
+                    if fewest(best, k) {
+                        best = k;
+                    }
+                }
+                best
+            }
+            BalancerKind::LeastOutstanding => {
+                let start = rng.random_range(0..m);
+                let mut best = e[start as usize];
+                for i in 1..m {
+                    let k = e[((start + i) % m) as usize];
+                    if fewest(best, k) {
                         best = k;
                     }
                 }
@@ -175,6 +241,37 @@ mod tests {
         }
         // One pair of draws in four names the busier replica twice.
         assert!((800..1200).contains(&busier), "{busier}");
+    }
+
+    #[test]
+    fn every_kind_skips_the_replicas_it_may_not_pick() {
+        let kinds = [
+            BalancerKind::Random,
+            BalancerKind::RoundRobin,
+            BalancerKind::LeastRequest { choice_count: 2 },
+            BalancerKind::LeastOutstanding,
+        ];
+        for kind in kinds {
+            let mut b = Balancer::new(kind, 5);
+            b.set_eligible(Some(vec![1, 3, 4]));
+            let mut r = rng();
+            let mut seen = [0u32; 5];
+            for _ in 0..3000 {
+                let k = b.pick(&mut r, 0, |_| false);
+                seen[k as usize] += 1;
+                b.done(k);
+            }
+            assert_eq!((seen[0], seen[2]), (0, 0), "{kind:?}: {seen:?}");
+            // Each eligible replica gets about a third: binomial(3000, 1/3) has a standard
+            // deviation of 26, so 5 of them is 130.
+            for k in [1, 3, 4] {
+                assert!((870..=1130).contains(&seen[k]), "{kind:?}: {seen:?}");
+            }
+        }
+        let mut b = Balancer::new(BalancerKind::RoundRobin, 5);
+        b.set_eligible(Some(vec![1, 3, 4]));
+        let picks: Vec<u32> = (0..5).map(|_| b.pick(&mut rng(), 0, |_| false)).collect();
+        assert_eq!(picks, [1, 3, 4, 1, 3]);
     }
 
     #[test]
