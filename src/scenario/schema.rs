@@ -34,6 +34,7 @@ pub use super::server::discipline::{
     RawAdaptiveLifo, RawCodel, RawDiscipline, RawDisciplineSettings, RawDisciplineWord,
 };
 pub use super::server::faults::{RawFault, RawOutage};
+pub use super::server::outlier::RawOutlierDetection;
 pub use super::server::rate_limit::RawRateLimit;
 
 /// A whole scenario file.
@@ -211,6 +212,10 @@ macro_rules! with_server_keys {
             /// (default false: each attempt is balanced anew).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub sticky: Option<bool>,
+            /// Each caller's outlier detection over the replicas, as Envoy's: consecutive
+            /// failures eject a replica from the caller's balancer for a while.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub outlier_detection: Option<RawOutlierDetection>,
             $($extra)*
         }
     };
@@ -254,6 +259,7 @@ impl RawService {
             replicas: self.replicas,
             balancer: self.balancer.clone(),
             sticky: self.sticky,
+            outlier_detection: self.outlier_detection.clone(),
         }
     }
 
@@ -273,6 +279,7 @@ impl RawService {
         self.replicas = server.replicas;
         self.balancer = server.balancer;
         self.sticky = server.sticky;
+        self.outlier_detection = server.outlier_detection;
     }
 }
 

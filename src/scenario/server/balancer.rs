@@ -76,6 +76,8 @@ pub struct Pool {
     pub replicas: u32,
     /// The callers' routing, unless a call says otherwise.
     pub routing: Routing,
+    /// Each caller's outlier detection over the replicas, if any.
+    pub outlier: Option<crate::model::OutlierConfig>,
 }
 
 impl Pool {
@@ -86,6 +88,7 @@ impl Pool {
             balancer: DEFAULT_BALANCER,
             sticky: false,
         },
+        outlier: None,
     };
 }
 
