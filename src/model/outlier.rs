@@ -479,7 +479,7 @@ mod tests {
             let mut d = Detector::new(c, replicas);
             let mut now = SimTime::ZERO;
             for (k, kind, dt) in steps {
-                now = now + SimDuration::from_millis(dt);
+                now += SimDuration::from_millis(dt);
                 d.advance(now);
                 let report = [Report::Fine, Report::ServerError, Report::GatewayFailure];
                 d.report(k % replicas, report[kind as usize], now);
