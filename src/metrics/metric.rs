@@ -391,6 +391,8 @@ pub enum Needs {
     /// A fallback on any call of the run: a call that fails for good is answered by it, and
     /// the request ends degraded.
     Fallback,
+    /// Outlier detection over the service's replicas.
+    OutlierDetection,
 }
 
 /// One metric: where it lives in [`Metrics`], what it is called and how it is printed.
@@ -1029,10 +1031,14 @@ impl PartMetric<super::ServiceMetrics> {
     pub const DUPLICATE_CALLS: ServiceMetric = part_metric!(needs NonIdempotent; "duplicate_calls", "calls executed twice or more", Count, 1.0, 0, Lower, duplicate_calls);
     /// Repeats answered from the idempotency key memory.
     pub const REPLAYED: ServiceMetric = part_metric!(needs IdempotencyKey; "replayed", "answered from key memory", Count, 1.0, 0, Neither, replayed);
+    /// Times callers' outlier detectors ejected it.
+    pub const EJECTIONS: ServiceMetric = part_metric!(needs OutlierDetection; "ejections", "ejections", Count, 1.0, 1, Neither, ejections);
+    /// Time spent ejected from callers' balancers.
+    pub const EJECTED: ServiceMetric = part_metric!(needs OutlierDetection; "ejected_s", "time ejected", Seconds, 1.0, 1, Neither, ejected_s);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [ServiceMetric; 18] = [
+    pub const ALL: [ServiceMetric; 20] = [
         Self::ATTEMPTS,
         Self::AMPLIFICATION,
         Self::SERVED,
@@ -1051,6 +1057,8 @@ impl PartMetric<super::ServiceMetrics> {
         Self::DUPLICATES,
         Self::DUPLICATE_CALLS,
         Self::REPLAYED,
+        Self::EJECTIONS,
+        Self::EJECTED,
     ];
 }
 
@@ -1314,7 +1322,7 @@ mod tests {
             assert_eq!(read, Some(x), "{key}");
         }
         for (fields, n) in [
-            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 18),
+            (ServiceMetric::ALL.map(|k| k.key).to_vec(), 20),
             (CallMetric::ALL.map(|k| k.key).to_vec(), 15),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();

@@ -64,6 +64,11 @@ pub struct ServiceCounters {
     pub max_queue: u64,
     /// Most attempts holding a worker at once.
     pub max_in_service: u64,
+    /// Times a caller's outlier detector ejected it (a replica of a pool), every caller's
+    /// added up.
+    pub ejections: u64,
+    /// Nanoseconds it spent ejected from a caller's balancer, every caller's added up.
+    pub ejected_nanos: u64,
 }
 
 impl ServiceCounters {
@@ -90,6 +95,8 @@ impl ServiceCounters {
         self.last_service_end = self.last_service_end.max(other.last_service_end);
         self.max_queue = self.max_queue.max(other.max_queue);
         self.max_in_service += other.max_in_service;
+        self.ejections += other.ejections;
+        self.ejected_nanos += other.ejected_nanos;
     }
 }
 
@@ -183,6 +190,14 @@ pub struct ServiceMetrics {
     /// Repeats answered from the idempotency key memory (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub replayed: f64,
+    /// Times a caller's outlier detector ejected it, every caller's added up (absent when
+    /// none did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ejections: f64,
+    /// Seconds it spent ejected from a caller's balancer, every caller's added up (absent
+    /// when none ejected it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ejected_s: f64,
 }
 
 /// Whether a count is zero, for counts left out of summary.json when they are.
@@ -280,6 +295,8 @@ impl ServiceCounters {
             duplicates: self.duplicates as f64,
             duplicate_calls: self.duplicate_calls as f64,
             replayed: self.replayed as f64,
+            ejections: self.ejections as f64,
+            ejected_s: self.ejected_nanos as f64 / 1e9,
         }
     }
 }

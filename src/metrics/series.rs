@@ -67,10 +67,14 @@ pub enum Column {
     /// Mean fill level of the retry budgets at the end of the bucket, in [0, 1] (0 without a
     /// budget). Kept in millionths inside a row; see [`Column::scale`].
     BudgetLevel,
+    /// Replicas ejected by their callers' outlier detectors at the end of the bucket, every
+    /// caller's added up. Last, and written to a CSV only by a run with outlier detection
+    /// ([`Column::written`]).
+    Ejected,
 }
 
 /// Number of columns.
-pub const COLUMNS: usize = 22;
+pub const COLUMNS: usize = 23;
 
 /// Most buckets one series keeps; past this the buckets merge pairwise and double in width.
 pub const MAX_ROWS: usize = 1 << 16;
@@ -100,7 +104,18 @@ impl Column {
         Column::InFlight,
         Column::BreakersOpen,
         Column::BudgetLevel,
+        Column::Ejected,
     ];
+
+    /// The columns a CSV of series writes: every one for a run with outlier detection
+    /// (`ejected`), the others (which every run wrote before there was any) otherwise.
+    pub fn written(ejects: bool) -> &'static [Column] {
+        if ejects {
+            &Column::ALL
+        } else {
+            &Column::ALL[..COLUMNS - 1]
+        }
+    }
 
     /// The CSV header name.
     pub fn name(self) -> &'static str {
@@ -127,6 +142,7 @@ impl Column {
             Column::InFlight => "in_flight",
             Column::BreakersOpen => "breakers_open",
             Column::BudgetLevel => "budget_level",
+            Column::Ejected => "ejected",
         }
     }
 
@@ -147,6 +163,7 @@ impl Column {
                 | Column::InFlight
                 | Column::BreakersOpen
                 | Column::BudgetLevel
+                | Column::Ejected
         )
     }
 
@@ -186,6 +203,8 @@ pub struct Gauges {
     pub breakers_open: u32,
     /// Mean budget level in millionths.
     pub budget_level_ppm: u32,
+    /// Replicas ejected by callers' outlier detectors, every caller's added up.
+    pub ejected: u32,
 }
 
 /// How many answers a [`LatencyBins`] counts per bin: `u32` in a replication (saturating),
@@ -660,6 +679,7 @@ fn set_state(row: &mut Row, g: Gauges) {
     row[Column::InFlight as usize] = g.in_flight;
     row[Column::BreakersOpen as usize] = g.breakers_open;
     row[Column::BudgetLevel as usize] = g.budget_level_ppm;
+    row[Column::Ejected as usize] = g.ejected;
 }
 
 #[cfg(test)]

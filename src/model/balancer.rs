@@ -14,6 +14,12 @@
 //! A pick may be asked to avoid replicas (a retry's `previous_hosts`): the balancer picks
 //! again, at most `reselections` times, and a pick that still hits one is kept, as Envoy's
 //! `host_selection_retry_max_attempts` does.
+//!
+//! Where its caller's outlier detector has ejected replicas (`crate::model::outlier`), the
+//! balancer picks among the others only ([`Balancer::set_eligible`]), by the same rule: a
+//! random pick or a least-request draw is uniform over them, a round robin takes the next of
+//! them in turn, least outstanding looks at them alone; with every replica eligible, it draws
+//! exactly as it would without a detector.
 
 use rand::RngExt;
 use rand_pcg::Pcg64;
@@ -61,6 +67,8 @@ pub struct Balancer {
     outstanding: Vec<u32>,
     /// The next replica of a round robin.
     next: u32,
+    /// The replicas it may pick, in order, where some are ejected; `None`: all of them.
+    eligible: Option<Vec<u32>>,
 }
 
 impl Balancer {
@@ -70,6 +78,7 @@ impl Balancer {
             kind,
             outstanding: vec![0; replicas as usize],
             next: 0,
+            eligible: None,
         }
     }
 
@@ -117,8 +126,24 @@ impl Balancer {
         self.outstanding[k as usize] -= 1;
     }
 
+    /// Picks only among `eligible` (in increasing order, not empty) from now on, or among all
+    /// replicas with `None`.
+    pub fn set_eligible(&mut self, eligible: Option<Vec<u32>>) {
+        self.eligible = eligible;
+    }
+
+    /// Whether replica `k` may be picked.
+    pub fn is_eligible(&self, k: u32) -> bool {
+        self.eligible
+            .as_ref()
+            .is_none_or(|e| e.binary_search(&k).is_ok())
+    }
+
     /// One pick by the balancer's rule, reading `queue` of each replica where given.
     fn pick_once(&mut self, rng: &mut Pcg64, queue: Option<&dyn Fn(u32) -> u32>) -> u32 {
+        if self.eligible.is_some() {
+            return self.pick_eligible(rng, queue);
+        }
         let n = self.replicas();
         let outstanding = &self.outstanding;
         let load = |k: u32| match queue {
@@ -148,6 +173,53 @@ impl Balancer {
                 for i in 1..n {
                     let k = (start + i) % n;
                     if load(k) < load(best) {
+                        best = k;
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+impl Balancer {
+    /// One pick by the balancer's rule among the eligible replicas only, reading `queue` of
+    /// each replica where given.
+    #[cold]
+    fn pick_eligible(&mut self, rng: &mut Pcg64, queue: Option<&dyn Fn(u32) -> u32>) -> u32 {
+        let e = self.eligible.as_deref().expect("some replicas are ejected");
+        let m = e.len() as u32;
+        let outstanding = &self.outstanding;
+        let load = |k: u32| match queue {
+            Some(q) => q(k),
+            None => outstanding[k as usize],
+        };
+        let fewest = |a: u32, b: u32| load(b) < load(a);
+        match self.kind {
+            BalancerKind::Random => e[rng.random_range(0..m) as usize],
+            BalancerKind::RoundRobin => {
+                // The first eligible replica at or after the one whose turn it is.
+                let i = e.partition_point(|&k| k < self.next);
+                let k = e.get(i).copied().unwrap_or(e[0]);
+                self.next = (k + 1) % self.replicas();
+                k
+            }
+            BalancerKind::LeastRequest { choice_count } => {
+                let mut best = e[rng.random_range(0..m) as usize];
+                for _ in 1..choice_count {
+                    let k = e[rng.random_range(0..m) as usize];
+                    if fewest(best, k) {
+                        best = k;
+                    }
+                }
+                best
+            }
+            BalancerKind::LeastOutstanding => {
+                let start = rng.random_range(0..m);
+                let mut best = e[start as usize];
+                for i in 1..m {
+                    let k = e[((start + i) % m) as usize];
+                    if fewest(best, k) {
                         best = k;
                     }
                 }
@@ -224,6 +296,37 @@ mod tests {
         }
         // One pair of draws in four names the busier replica twice.
         assert!((800..1200).contains(&busier), "{busier}");
+    }
+
+    #[test]
+    fn every_kind_skips_the_replicas_it_may_not_pick() {
+        let kinds = [
+            BalancerKind::Random,
+            BalancerKind::RoundRobin,
+            BalancerKind::LeastRequest { choice_count: 2 },
+            BalancerKind::LeastOutstanding,
+        ];
+        for kind in kinds {
+            let mut b = Balancer::new(kind, 5);
+            b.set_eligible(Some(vec![1, 3, 4]));
+            let mut r = rng();
+            let mut seen = [0u32; 5];
+            for _ in 0..3000 {
+                let k = b.pick(&mut r, 0, |_| false);
+                seen[k as usize] += 1;
+                b.done(k);
+            }
+            assert_eq!((seen[0], seen[2]), (0, 0), "{kind:?}: {seen:?}");
+            // Each eligible replica gets about a third: binomial(3000, 1/3) has a standard
+            // deviation of 26, so 5 of them is 130.
+            for k in [1, 3, 4] {
+                assert!((870..=1130).contains(&seen[k]), "{kind:?}: {seen:?}");
+            }
+        }
+        let mut b = Balancer::new(BalancerKind::RoundRobin, 5);
+        b.set_eligible(Some(vec![1, 3, 4]));
+        let picks: Vec<u32> = (0..5).map(|_| b.pick(&mut rng(), 0, |_| false)).collect();
+        assert_eq!(picks, [1, 3, 4, 1, 3]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The simulated system's parts as plain state machines: distributions, arrival processes,
 //! backoff schedules, retry budgets, circuit breakers, bulkheads, hedging's timers and budget,
-//! client-side adaptive throttles, load balancers over a service's replicas,
+//! client-side adaptive throttles, load balancers over a service's replicas and their
+//! outlier detectors,
 //! idempotency key stores, fault windows, a server's
 //! admission rate limit and the servers (the `queue` server and the `occ` row), and the random
 //! streams each purpose draws from.
@@ -20,6 +21,7 @@ pub mod hedge;
 pub mod idempotency;
 pub mod occ;
 pub mod outcome;
+pub mod outlier;
 pub mod rate_limit;
 pub mod server;
 pub mod streams;
@@ -40,6 +42,7 @@ pub use hedge::{
 pub use idempotency::{KeyStore, Lookup};
 pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};
+pub use outlier::{Detector, Ejections, OutlierConfig, Report};
 pub use rate_limit::{RateLimit, RateLimiter};
 pub use server::{Admission, Discipline, Job, QueueConfig, QueueServer};
 pub use throttle::Throttle;

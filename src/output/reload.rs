@@ -260,7 +260,7 @@ fn read_results(
     read_latency(folder.require(LATENCY)?, &mut result.points[focus])
         .map_err(|e| anyhow!("{LATENCY}: {e:#}"))?;
     if let Some(bytes) = folder.get(EXAMPLES) {
-        read_examples(bytes, experiment.replications, &mut result.points[focus])
+        read_examples(bytes, experiment, &mut result.points[focus])
             .map_err(|e| anyhow!("{EXAMPLES}: {e:#}"))?;
     }
     match (folder.get(SWEEP), &experiment.sweep) {
@@ -831,11 +831,14 @@ fn check_bucket(line: u64, bucket_s: f64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A series' rows: the columns of [`Column::ALL`] from `first` on, counts not negative and the
+/// A series' rows: the columns a CSV writes ([`Column::written`]) from `first` on, counts not
+/// negative and the
 /// budget level a share. `bucket_start_s` must be the row's index times the width, so rows
 /// are whole and in order. The time series (not the typical runs) add each bucket's latency.
 #[derive(Default)]
 struct SeriesReader {
+    /// Whether the rows have the `ejected` column.
+    ejects: bool,
     width: f64,
     rows: Vec<[f64; COLUMNS]>,
     latency: Vec<Option<BucketLatency>>,
@@ -848,7 +851,7 @@ impl SeriesReader {
         start_at: usize,
         first: usize,
     ) -> anyhow::Result<()> {
-        self.push_columns(record, start_at, first, &Column::ALL)
+        self.push_columns(record, start_at, first, Column::written(self.ejects))
     }
 
     /// A row whose cells from `first` on are `columns` (the others are 0).
@@ -926,7 +929,9 @@ fn read_series(
     }
     header.extend(["variant", "bucket_start_s", "bucket_s"]);
     let keys = header.len() - 2;
-    header.extend(Column::ALL.iter().map(|c| c.name()));
+    let ejects = experiment.any_detects_outliers();
+    let columns = Column::written(ejects);
+    header.extend(columns.iter().map(|c| c.name()));
     header.extend(LATENCY_COLUMNS);
     let mut reader = csv_reader(bytes, &header)?;
     let points = PointsByValue::new(experiment, two_axes);
@@ -943,9 +948,12 @@ fn read_series(
         else {
             bail!("line {line}: {name:?} is not a variant of this run");
         };
-        let reader = series.entry((p, v)).or_default();
+        let reader = series.entry((p, v)).or_insert_with(|| SeriesReader {
+            ejects,
+            ..SeriesReader::default()
+        });
         reader.push(&record, keys, keys + 2)?;
-        reader.push_latency(&record, keys + 2 + COLUMNS)?;
+        reader.push_latency(&record, keys + 2 + columns.len())?;
     }
     for (p, point) in result.points.iter_mut().enumerate() {
         for (v, variant) in point.variants.iter_mut().enumerate() {
@@ -1007,8 +1015,14 @@ fn read_latency(bytes: &[u8], point: &mut PointResult) -> anyhow::Result<()> {
 
 /// The typical runs of split variants at the focus point, from example-runs.csv: at most two
 /// per variant, each a whole series of a replication that exists.
-fn read_examples(bytes: &[u8], replications: u32, point: &mut PointResult) -> anyhow::Result<()> {
-    let header = super::timeseries::example_runs_header();
+fn read_examples(
+    bytes: &[u8],
+    experiment: &Experiment,
+    point: &mut PointResult,
+) -> anyhow::Result<()> {
+    let replications = experiment.replications;
+    let ejects = experiment.any_detects_outliers();
+    let header = super::timeseries::example_runs_header(ejects);
     let mut reader = csv_reader(bytes, &header)?;
     let mut runs: Vec<(usize, ExampleRun, SeriesReader)> = Vec::new();
     for record in reader.records() {
@@ -1051,7 +1065,10 @@ fn read_examples(bytes: &[u8], replications: u32, point: &mut PointResult) -> an
                     bucket: SimDuration::from_nanos(1),
                     series: Vec::new(),
                 },
-                SeriesReader::default(),
+                SeriesReader {
+                    ejects,
+                    ..SeriesReader::default()
+                },
             ));
         }
         let (_, _, reader) = runs.last_mut().expect("pushed above");

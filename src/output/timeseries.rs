@@ -1,6 +1,7 @@
 //! `timeseries.csv`: one row per time bucket per variant (and sweep value), means over
 //! replications. Count columns are per bucket; `queue_len`, `in_service` and `in_flight` are
-//! the state at the end of the bucket. A two-axis sweep adds a `second_value` column after
+//! the state at the end of the bucket, and so is `ejected`, written only by a run with
+//! outlier detection. A two-axis sweep adds a `second_value` column after
 //! `sweep_value`. Names and sweep values go through [`csv_text`], so that no cell reads as a
 //! spreadsheet formula.
 //!
@@ -33,7 +34,8 @@ pub fn timeseries_csv(
         header.push("second_value");
     }
     header.extend(["variant", "bucket_start_s", "bucket_s"]);
-    header.extend(Column::ALL.iter().map(|c| c.name()));
+    let columns = Column::written(experiment.any_detects_outliers()).len();
+    header.extend(Column::ALL[..columns].iter().map(|c| c.name()));
     header.extend(LATENCY_COLUMNS);
     w.write_record(&header)?;
     // One reused cell rather than a string a cell: the file has tens of thousands of rows.
@@ -57,7 +59,7 @@ pub fn timeseries_csv(
                 let start = crate::engine::SimTime(i as u64 * width);
                 write_number(&mut w, &mut cell, start.as_nanos() as f64 / 1e9)?;
                 write_number(&mut w, &mut cell, width as f64 / 1e9)?;
-                for x in row {
+                for x in &row[..columns] {
                     write_number(&mut w, &mut cell, *x)?;
                 }
                 for x in latency_cells(v.latency.get(i)) {
@@ -242,8 +244,10 @@ pub fn example_runs_csv(
     if variants.iter().all(|v| v.examples.is_empty()) {
         return Ok(None);
     }
+    let ejects = experiment.any_detects_outliers();
+    let columns = Column::written(ejects).len();
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(example_runs_header())?;
+    w.write_record(example_runs_header(ejects))?;
     for v in variants {
         for e in &v.examples {
             let width = e.bucket.as_nanos();
@@ -256,7 +260,7 @@ pub fn example_runs_csv(
                     format_number(start.as_nanos() as f64 / 1e9),
                     format_number(width as f64 / 1e9),
                 ];
-                record.extend(row.iter().map(|x| format_number(*x)));
+                record.extend(row[..columns].iter().map(|x| format_number(*x)));
                 w.write_record(&record)?;
             }
         }
@@ -293,8 +297,9 @@ fn write_number<W: std::io::Write>(
     w.write_field(cell.as_bytes())
 }
 
-/// The header of example-runs.csv, which the writer above and `report DIR`'s reader share.
-pub(super) fn example_runs_header() -> Vec<&'static str> {
+/// The header of example-runs.csv, which the writer above and `report DIR`'s reader share;
+/// `ejects`: a run with outlier detection ([`Column::written`]).
+pub(super) fn example_runs_header(ejects: bool) -> Vec<&'static str> {
     let mut header = vec![
         "variant",
         "replication",
@@ -302,6 +307,6 @@ pub(super) fn example_runs_header() -> Vec<&'static str> {
         "bucket_start_s",
         "bucket_s",
     ];
-    header.extend(Column::ALL.iter().map(|c| c.name()));
+    header.extend(Column::written(ejects).iter().map(|c| c.name()));
     header
 }

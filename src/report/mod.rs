@@ -53,6 +53,7 @@ fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
             ServerKind::Queue(q) if matches!(q.discipline, Discipline::Codel { .. })
         ),
         Needs::RateLimit => scenario.services[s].server.rate_limit.is_some(),
+        Needs::OutlierDetection => scenario.services[s].server.pool.outlier.is_some(),
         Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => {
             std::iter::once(&scenario.policy)
                 .chain(calls().map(|c| &c.policy))
@@ -78,7 +79,7 @@ fn policy_meets(needs: Needs, p: &Policy) -> bool {
         Needs::IdempotencyKey => p.idempotency_key.is_some(),
         Needs::Fallback => p.fallback.is_some(),
         Needs::Bulkhead | Needs::BulkheadAnywhere => p.bulkhead.is_some(),
-        Needs::Codel | Needs::RateLimit => false,
+        Needs::Codel | Needs::RateLimit | Needs::OutlierDetection => false,
     }
 }
 

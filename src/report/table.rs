@@ -274,12 +274,14 @@ pub(super) fn replica_columns(variants: &[(&VariantResult, &Variant)]) -> Vec<Se
         ServiceMetric::MAX_QUEUE,
         ServiceMetric::GOODPUT,
     ];
-    const SOMETIMES: [ServiceMetric; 5] = [
+    const SOMETIMES: [ServiceMetric; 7] = [
         ServiceMetric::OUTAGE_REJECTED,
         ServiceMetric::OUTAGE_DROPPED,
         ServiceMetric::THROTTLED,
         ServiceMetric::EXPIRED_DROPPED,
         ServiceMetric::SHED,
+        ServiceMetric::EJECTIONS,
+        ServiceMetric::EJECTED,
     ];
     let mut cols = ALWAYS.to_vec();
     cols.extend(SOMETIMES.into_iter().filter(|k| {

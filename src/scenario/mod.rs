@@ -76,6 +76,12 @@ impl Experiment {
     pub fn any_has_calls(&self) -> bool {
         self.scenarios().any(Scenario::has_calls)
     }
+
+    /// Whether some variant at some point detects outliers: its CSVs of series then have an
+    /// `ejected` column (`Column::written`).
+    pub fn any_detects_outliers(&self) -> bool {
+        self.scenarios().any(Scenario::detects_outliers)
+    }
 }
 
 /// A sweep: one swept setting (the first axis), or two whose values are crossed. The
@@ -333,6 +339,14 @@ impl Scenario {
     /// one service, makes none.
     pub fn has_calls(&self) -> bool {
         self.services.iter().any(|s| !s.calls.is_empty())
+    }
+
+    /// Whether some service's callers detect outliers among its replicas
+    /// (`outlier_detection`): then its series counts the replicas ejected.
+    pub fn detects_outliers(&self) -> bool {
+        self.services
+            .iter()
+            .any(|s| s.server.pool.outlier.is_some())
     }
 
     /// The triggers of this scenario, sorted by start: every fault window of every service,

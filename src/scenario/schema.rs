@@ -34,6 +34,7 @@ pub use super::server::discipline::{
     RawAdaptiveLifo, RawCodel, RawDiscipline, RawDisciplineSettings, RawDisciplineWord,
 };
 pub use super::server::faults::{RawFault, RawOutage};
+pub use super::server::outlier::RawOutlierDetection;
 pub use super::server::rate_limit::RawRateLimit;
 
 /// A whole scenario file.
@@ -216,6 +217,10 @@ macro_rules! with_server_keys {
             /// each replica holds, waiting or in service, whoever sent it).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub balancer_sees: Option<RawSees>,
+            /// Each caller's outlier detection over the replicas, as Envoy's: consecutive
+            /// failures eject a replica from the caller's balancer for a while.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub outlier_detection: Option<RawOutlierDetection>,
             $($extra)*
         }
     };
@@ -260,6 +265,7 @@ impl RawService {
             balancer: self.balancer.clone(),
             sticky: self.sticky,
             balancer_sees: self.balancer_sees,
+            outlier_detection: self.outlier_detection.clone(),
         }
     }
 
@@ -280,6 +286,7 @@ impl RawService {
         self.balancer = server.balancer;
         self.sticky = server.sticky;
         self.balancer_sees = server.balancer_sees;
+        self.outlier_detection = server.outlier_detection;
     }
 }
 

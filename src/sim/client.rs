@@ -436,7 +436,7 @@ impl<F: Features> Sim<'_, F> {
             self.occ_send(slot, token, now);
         } else {
             let arrival = if F::REPLICAS {
-                self.pick_arrival(slot, token, edge)
+                self.pick_arrival(slot, token, edge, now)
             } else {
                 Event::ServerArrival { slot, token }
             };
@@ -470,23 +470,30 @@ impl<F: Features> Sim<'_, F> {
     /// The arrival event of attempt `token` of call `slot`, sent on `edge` now, at the host
     /// `Sim::pick_host` picks.
     #[inline(never)]
-    fn pick_arrival(&mut self, slot: u32, token: u32, edge: usize) -> Event {
-        let host = self.pick_host(slot, edge);
+    fn pick_arrival(&mut self, slot: u32, token: u32, edge: usize, now: SimTime) -> Event {
+        let host = self.pick_host(slot, edge, now);
         self.arrival_event(slot, token, host as usize)
     }
 
     /// The host the attempt of call `slot` on `edge` now being sent goes to: the service
     /// called, or, where it has replicas, the one the edge's balancer picks (the first
     /// attempt's for a sticky call; with `previous_hosts`, a retry's balancer picks again
-    /// while it picks one the call tried). The balancer counts the attempt out there until
+    /// while it picks one the call tried; a replica the edge's outlier detector has ejected
+    /// by `now` is never picked, unless the pool is in panic, and a sticky call whose replica
+    /// is ejected is balanced anew). The balancer counts the attempt out there until
     /// the caller stops waiting for it (`Sim::attempt_over`). Kept out of line: the hot
     /// path of a run without replicas never calls it, and stays as it was.
     #[inline(always)]
-    fn pick_host(&mut self, slot: u32, edge: usize) -> u32 {
+    fn pick_host(&mut self, slot: u32, edge: usize, now: SimTime) -> u32 {
         let to = self.edges[edge].to as usize;
         let Some(pool) = &mut self.pools[edge] else {
             return to as u32;
         };
+        if let Some(d) = &mut pool.detector
+            && d.advance(now)
+        {
+            pool.balancer.set_eligible(d.eligible());
+        }
         let s = slot as usize;
         if self.picked.len() <= s {
             self.picked.resize(s + 1, NONE);
@@ -501,6 +508,8 @@ impl<F: Features> Sim<'_, F> {
             waiting + in_service
         };
         let queue: Option<&dyn Fn(u32) -> u32> = if pool.sees_queue { Some(&held) } else { None };
+        // A sticky call goes back to its replica unless that one is ejected.
+        let stays = pool.sticky && !first && pool.balancer.is_eligible(last);
         let k = match pool.previous_hosts {
             Some(reselections) => {
                 if self.tried.len() <= s {
@@ -510,7 +519,7 @@ impl<F: Features> Sim<'_, F> {
                 if first {
                     tried.clear();
                 }
-                let k = if pool.sticky && !first && !tried.contains(&last) {
+                let k = if stays && !tried.contains(&last) {
                     pool.balancer.pick_again(last)
                 } else {
                     let t = &*tried;
@@ -524,7 +533,7 @@ impl<F: Features> Sim<'_, F> {
                 tried.push(k);
                 k
             }
-            None if pool.sticky && !first => pool.balancer.pick_again(last),
+            None if stays => pool.balancer.pick_again(last),
             None => pool
                 .balancer
                 .pick_seeing(&mut self.rng.balancer, 0, |_| false, queue),
@@ -714,7 +723,7 @@ impl<F: Features> Sim<'_, F> {
                     if cancel {
                         call.cancelled = token;
                     }
-                    self.attempt_over(s, now);
+                    self.attempt_over(s, None, now);
                 }
             }
             if s != slot {
@@ -723,12 +732,13 @@ impl<F: Features> Sim<'_, F> {
         }
     }
 
-    /// The caller stops waiting for the awaited attempt of call `slot`: its bulkhead permit
+    /// The caller stops waiting for the awaited attempt of call `slot`, answered with
+    /// `outcome` (`None`: abandoned, when its call's round was decided): its bulkhead permit
     /// comes back and may go to a waiter, which is sent at once.
     #[inline(always)]
-    fn attempt_over(&mut self, slot: u32, now: SimTime) {
+    fn attempt_over(&mut self, slot: u32, outcome: Option<Outcome>, now: SimTime) {
         if F::REPLICAS {
-            self.balanced_over(slot);
+            self.balanced_over(slot, outcome, now);
         }
         let call = &mut self.calls[slot];
         call.live_token = NO_TOKEN;
@@ -747,14 +757,24 @@ impl<F: Features> Sim<'_, F> {
         }
     }
 
-    /// The awaited attempt of call `slot` is over for its caller: the edge's balancer, if
-    /// any, counts it out of the replica it went to. The replica is remembered for a sticky
-    /// call's next attempt. Out of line, as `Sim::pick_host`.
+    /// The awaited attempt of call `slot` is over for its caller at `now`, with `outcome`
+    /// (`None`: abandoned): the edge's balancer, if any, counts it out of the replica it went
+    /// to, and the edge's outlier detector, if any, learns the outcome (an abandoned attempt
+    /// tells it nothing). The replica is remembered for a sticky call's next attempt. Out of
+    /// line, as `Sim::pick_host`.
     #[inline(never)]
-    fn balanced_over(&mut self, slot: u32) {
+    fn balanced_over(&mut self, slot: u32, outcome: Option<Outcome>, now: SimTime) {
         let edge = self.calls[slot].edge as usize;
         if let Some(pool) = &mut self.pools[edge] {
-            pool.balancer.done(self.picked[slot as usize]);
+            let k = self.picked[slot as usize];
+            pool.balancer.done(k);
+            if let (Some(d), Some(outcome)) = (&mut pool.detector, outcome) {
+                let back = d.advance(now);
+                let out = d.report(k, crate::model::Report::of(outcome), now);
+                if back || out {
+                    pool.balancer.set_eligible(d.eligible());
+                }
+            }
         }
     }
 
@@ -905,7 +925,7 @@ impl<F: Features> Sim<'_, F> {
     pub(super) fn reply_arrived(&mut self, slot: u32, token: u32, outcome: Outcome, now: SimTime) {
         let call = &self.calls[slot];
         if call.awaits(token) {
-            self.attempt_over(slot, now);
+            self.attempt_over(slot, Some(outcome), now);
             self.attempt_failed_or_succeeded(slot, outcome, now);
         } else {
             if call.edge == 0 {
@@ -930,7 +950,7 @@ impl<F: Features> Sim<'_, F> {
             return;
         }
         let deadline = call.deadline;
-        self.attempt_over(slot, now);
+        self.attempt_over(slot, Some(Outcome::Timeout), now);
         if now >= deadline {
             if self.calls[slot].edge == 0 {
                 self.rec.attempt_ended(Outcome::Timeout);

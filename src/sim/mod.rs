@@ -199,6 +199,11 @@ struct EdgePool {
     /// `balancer_sees: "queue"`: the balancer compares what each replica holds rather than
     /// what its caller has out there.
     sees_queue: bool,
+    /// The caller's outlier detector over the replicas, where the service has one: each
+    /// caller (the clients together, as behind one front proxy; each call edge, as a
+    /// sidecar) keeps its own, as each Envoy keeps one per cluster, and its balancer skips
+    /// the replicas it ejected.
+    detector: Option<crate::model::Detector>,
 }
 
 impl Edge<'_> {
@@ -216,8 +221,16 @@ fn folds_reads(server: &crate::scenario::Server, policy: &crate::scenario::Polic
     matches!(server.kind, crate::scenario::ServerKind::Occ) && policy.hedge.is_none()
 }
 
-/// `Sim::gauges_settle` for the clients' `policy`.
-fn gauges_settle(policy: &crate::scenario::Policy) -> crate::engine::SimDuration {
+/// `Sim::gauges_settle` for `sc`: its clients' policy's, and, where a caller detects
+/// outliers, the longest a replica stays ejected after the answer that ejected it (its
+/// longest ejection time, to the next tick).
+fn gauges_settle(sc: &Scenario) -> crate::engine::SimDuration {
+    let policy = &sc.policy;
+    let outliers = sc
+        .services
+        .iter()
+        .filter_map(|s| s.server.pool.outlier)
+        .map(|o| o.max_ejection_time + o.interval);
     let breaker = policy.breaker.as_ref().map(|b| b.open_duration);
     let budget = match policy.budget.as_ref().map(|b| b.kind) {
         Some(crate::model::BudgetKind::Ratio { window, .. }) => Some(window),
@@ -226,6 +239,7 @@ fn gauges_settle(policy: &crate::scenario::Policy) -> crate::engine::SimDuration
     breaker
         .into_iter()
         .chain(budget)
+        .chain(outliers)
         .max()
         .unwrap_or(crate::engine::SimDuration::ZERO)
 }
@@ -261,6 +275,9 @@ fn edge_pool(
         sticky: sticky.unwrap_or(pool.routing.sticky),
         previous_hosts: policy.retry.previous_hosts,
         sees_queue: pool.sees == crate::model::Sees::Queue,
+        detector: pool
+            .outlier
+            .map(|o| crate::model::Detector::new(o, pool.replicas)),
     })
 }
 
@@ -358,13 +375,16 @@ struct Sim<'a, F: Features> {
     /// needs no event. Its end is counted when the run reaches the instant
     /// (`Sim::reach`): until then the request is in flight.
     successes_at_once: bool,
+    /// Some caller keeps an outlier detector (`EdgePool::detector`).
+    detects: bool,
     /// The successful ends settled ahead that the run has not reached, earliest first.
     settled_ends: BinaryHeap<Reverse<SettledEnd>>,
     /// The last settled end the run has reached: with no event after it, the run's end.
     reached: SimTime,
     /// How long after an event the states of the main series can still change without
-    /// another: a breaker opened by then closes `open_duration` later, and a ratio budget's
-    /// window empties `window` later; other budgets' levels do not move with time.
+    /// another: a breaker opened by then closes `open_duration` later, a ratio budget's
+    /// window empties `window` later, and a replica ejected then is let back within its
+    /// longest ejection time and an interval; other budgets' levels do not move with time.
     gauges_settle: crate::engine::SimDuration,
 }
 
@@ -397,6 +417,8 @@ impl<'a, F: Features> Sim<'a, F> {
             && edges[0].policies.passive()
             && edges[0].keys.is_none()
             && sc.services[0].server.pool.replicas == 1;
+        let pools = edge_pools(sc);
+        let detects = pools.iter().flatten().any(|p| p.detector.is_some());
         let entry_routes = (0..sc.services[0].calls.len() as u32)
             .map(|i| first_edge[0] + i)
             .filter(|&e| edges[e as usize].route.is_some())
@@ -427,7 +449,8 @@ impl<'a, F: Features> Sim<'a, F> {
             services,
             hosts,
             replica_base,
-            pools: edge_pools(sc),
+            pools,
+            detects,
             picked: Vec::new(),
             tried: Vec::new(),
             replica_series,
@@ -447,7 +470,7 @@ impl<'a, F: Features> Sim<'a, F> {
                 && !sc.network.latency.has_atom(),
             settled_ends: BinaryHeap::new(),
             reached: SimTime::ZERO,
-            gauges_settle: gauges_settle(&sc.policy),
+            gauges_settle: gauges_settle(sc),
         };
         sim.schedule_first_events();
         sim
@@ -725,6 +748,9 @@ impl<'a, F: Features> Sim<'a, F> {
             let end = self.rec.series.next_boundary();
             // Successes settled for instants before the boundary have happened.
             self.reach((end, Ticket::FIRST));
+            if F::REPLICAS && self.detects {
+                self.detectors_reach(end);
+            }
             let gauges = self.gauges(end);
             if end >= settled && self.settled_ends.peek().is_none_or(|e| e.0.answered >= now) {
                 self.rec.series.tick(now, || gauges);
@@ -843,6 +869,7 @@ impl<'a, F: Features> Sim<'a, F> {
             in_flight: self.in_flight.min(u64::from(u32::MAX)) as u32,
             breakers_open: breakers_open.min(u32::MAX as usize) as u32,
             budget_level_ppm,
+            ejected: if F::REPLICAS { self.ejected_now() } else { 0 },
         }
     }
 
@@ -925,6 +952,9 @@ impl<'a, F: Features> Sim<'a, F> {
             Some(Truncation::MaxTime { in_flight: 0, .. }) => None,
             t => t,
         };
+        if F::REPLICAS {
+            self.count_ejections(end_time);
+        }
         let loads: Vec<(u32, u32)> = (0..self.services.len())
             .map(|h| {
                 let s = self.spec(h);
@@ -996,6 +1026,49 @@ fn build_replica_series(sc: &Scenario) -> (Vec<TimeSeries>, Vec<u32>) {
     }
     let series = (0..n).map(|_| TimeSeries::new(sc.bucket)).collect();
     (series, at)
+}
+
+impl<F: Features> Sim<'_, F> {
+    /// Brings every caller's outlier detector up to `now` (`model::outlier`: its ticks are
+    /// not events), and its balancer's eligible replicas with it.
+    fn detectors_reach(&mut self, now: SimTime) {
+        for pool in self.pools.iter_mut().flatten() {
+            if let Some(d) = &mut pool.detector
+                && d.advance(now)
+            {
+                pool.balancer.set_eligible(d.eligible());
+            }
+        }
+    }
+
+    /// Replicas ejected now, every caller's detector's added up.
+    fn ejected_now(&self) -> u32 {
+        self.pools
+            .iter()
+            .flatten()
+            .filter_map(|p| p.detector.as_ref())
+            .map(|d| d.ejected())
+            .sum()
+    }
+
+    /// Adds each caller's ejections of each replica, up to `end`, to the replica's counts.
+    #[cold]
+    fn count_ejections(&mut self, end: SimTime) {
+        self.detectors_reach(end);
+        for edge in 0..self.pools.len() {
+            let Some(d) = self.pools[edge].as_ref().and_then(|p| p.detector.as_ref()) else {
+                continue;
+            };
+            let to = self.edges[edge].to as usize;
+            let ejections: Vec<_> = d.ejections(end).collect();
+            for (k, e) in ejections.into_iter().enumerate() {
+                let h = self.host(to, k as u32);
+                let c = &mut self.services[h].counters;
+                c.ejections += e.count;
+                c.ejected_nanos += e.nanos;
+            }
+        }
+    }
 }
 
 /// The counts of each service (every replica's added up) and of each replica of a

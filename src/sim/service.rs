@@ -38,7 +38,7 @@ pub(super) struct ServiceState {
     /// The admission rate limit.
     limiter: Option<RateLimiter>,
     /// What it did.
-    counters: ServiceCounters,
+    pub(super) counters: ServiceCounters,
     /// Worker time held while waiting on downstream calls, in nanoseconds.
     held_nanos: u128,
 

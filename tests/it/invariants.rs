@@ -1,6 +1,8 @@
 //! Property tests over random small scenarios: every logical request ends exactly once, the
 //! server never holds more than concurrency + queue_limit attempts, every attempt that
-//! reached the server is accounted for, and a budget never blocks a first attempt.
+//! reached the server is accounted for, and a budget never blocks a first attempt; over a
+//! pool of replicas whose callers detect outliers, never more replicas are ejected than
+//! `max_ejection_percent` allows.
 
 use proptest::prelude::*;
 use retrystorm::model::Outcome;
@@ -331,5 +333,120 @@ fn time_that_would_pass_its_end_truncates_the_run() {
                 .to_string()
                 .contains("end of simulated time")
         );
+    }
+}
+
+/// A pool behind a balancer whose callers detect outliers, with one replica crashed, another
+/// failing at random and the clients' policy of the scenarios above.
+#[derive(Debug, Clone)]
+struct Pool {
+    replicas: u32,
+    balancer: &'static str,
+    sticky: bool,
+    previous_hosts: bool,
+    consecutive_5xx: u32,
+    gateway: Option<u32>,
+    interval_ms: u32,
+    base_ms: u32,
+    percent: u32,
+    one: bool,
+}
+
+fn pools() -> impl Strategy<Value = Pool> {
+    (
+        (
+            2u32..7,
+            prop::sample::select(vec![
+                "random",
+                "round_robin",
+                "least_request",
+                "least_outstanding",
+            ]),
+            any::<bool>(),
+            any::<bool>(),
+        ),
+        (1u32..6, prop::option::of(1u32..4), 20u32..300, 10u32..400),
+        (0u32..=100, any::<bool>()),
+    )
+        .prop_map(|(a, b, c)| Pool {
+            replicas: a.0,
+            balancer: a.1,
+            sticky: a.2,
+            previous_hosts: a.3,
+            consecutive_5xx: b.0,
+            gateway: b.1,
+            interval_ms: b.2,
+            base_ms: b.3,
+            percent: c.0,
+            one: c.1,
+        })
+}
+
+/// The scenario of `p` (a timeout always set, so dropped attempts are heard of) run as the
+/// pool `pool`.
+fn pooled(p: &Params, pool: &Pool) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(&scenario(&Params {
+        timeout_ms: Some(p.timeout_ms.unwrap_or(50)),
+        fault: 0,
+        ..p.clone()
+    }))
+    .unwrap();
+    let server = &mut doc["server"];
+    server["replicas"] = pool.replicas.into();
+    server["balancer"] = pool.balancer.into();
+    server["sticky"] = pool.sticky.into();
+    server["faults"] = serde_json::json!([
+        {"from": "0s", "to": "3s", "outage": "reject", "replica": 0},
+        {"from": "300ms", "to": "1200ms", "outage": "drop", "replica": 1}
+    ]);
+    let mut o = serde_json::json!({
+        "consecutive_5xx": pool.consecutive_5xx,
+        "interval": format!("{}ms", pool.interval_ms),
+        "base_ejection_time": format!("{}ms", pool.base_ms),
+        "max_ejection_percent": pool.percent,
+        "always_eject_one_host": pool.one,
+    });
+    if let Some(g) = pool.gateway {
+        o["consecutive_gateway_failure"] = g.into();
+    }
+    server["outlier_detection"] = o;
+    if pool.previous_hosts {
+        doc["policy"]["retry"]["retry_host_predicate"] = serde_json::json!(["previous_hosts"]);
+    }
+    doc.to_string()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// With outlier detection, whatever the balancer and the detector's settings: every
+    /// request ends once, every attempt reaches a replica, and at the end of every bucket no
+    /// more replicas are out than `max_ejection_percent` allows (Envoy's rule: out x 100 <=
+    /// percent x replicas, or one with `always_eject_one_host`); no replica is out longer
+    /// than the run.
+    #[test]
+    fn never_more_than_the_allowed_share_of_replicas_is_ejected(p in params(), pool in pools()) {
+        let text = pooled(&p, &pool);
+        let experiment = load_str(&text, "prop", &LoadOptions::default())
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let sc = &experiment.points[0].variants[0].scenario;
+        let r = retrystorm::sim::run(sc, 1, 0);
+        let c = &r.counters;
+        prop_assert!(r.truncated.is_none(), "{:?}", r.truncated);
+        prop_assert_eq!(r.ended(), c.requests);
+        let attempts: u64 = r.replicas.iter().map(|s| s.attempts).sum();
+        prop_assert_eq!(attempts, c.first_attempts + c.retries);
+        let allowed = pool.percent * pool.replicas / 100;
+        let allowed = if pool.one { allowed.max(1) } else { allowed };
+        for row in r.series.rows() {
+            let out = row[retrystorm::metrics::Column::Ejected as usize];
+            prop_assert!(out <= allowed, "{} out of {}: {:?}", out, pool.replicas, pool);
+        }
+        for s in &r.replicas {
+            prop_assert!(s.ejected_nanos <= c.end_time.as_nanos());
+            if s.ejections == 0 {
+                prop_assert_eq!(s.ejected_nanos, 0);
+            }
+        }
     }
 }

@@ -21,6 +21,7 @@ mod invariants;
 mod memory;
 mod memory_budget;
 mod metastable;
+mod outlier;
 mod output;
 mod policies;
 mod recovery;

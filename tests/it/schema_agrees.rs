@@ -41,6 +41,12 @@ fn server() -> Value {
     })
 }
 
+/// The server of [`server`] run as two replicas whose callers detect outliers.
+fn pool() -> Value {
+    let doc = with(server(), "/server/replicas", json!(2));
+    with(doc, "/server/outlier_detection", json!({}))
+}
+
 /// A call graph: `a` calls `b`.
 fn graph() -> Value {
     json!({
@@ -290,6 +296,48 @@ fn the_schema_accepts_what_check_accepts_on_either_side_of_every_rule_it_can_say
             json!([{"policy": {"timeout": "1s"}}]),
             false,
         ),
+        (
+            pool,
+            "/server/outlier_detection/consecutive_5xx",
+            json!(0),
+            false,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/consecutive_5xx",
+            json!(1),
+            true,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/consecutive_gateway_failure",
+            json!(0),
+            false,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/max_ejection_percent",
+            json!(100),
+            true,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/max_ejection_percent",
+            json!(101),
+            false,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/always_eject_one_host",
+            json!(true),
+            true,
+        ),
+        (
+            pool,
+            "/server/outlier_detection/interval",
+            json!("1s"),
+            true,
+        ),
     ];
     let mut wrong = Vec::new();
     for (base, at, value, ok) in &cases {
@@ -318,6 +366,8 @@ fn the_rules_only_check_says_are_the_known_ones() {
         // One setting against another.
         ("/max_time", json!("0.5s")),
         ("/server/faults/0/to", json!("0.1s")),
+        // Outlier detection needs a pool to eject from.
+        ("/server/outlier_detection", json!({})),
     ];
     for (at, value) in cases {
         let doc = with(server(), at, value.clone());

@@ -12,6 +12,7 @@
 mod call_graph;
 mod canvas;
 mod comparison_bars;
+mod ejections;
 mod hidpi;
 mod latency;
 mod latency_cdf;
@@ -61,6 +62,7 @@ pub const FIGURES: &[&dyn Figure] = &[
     &load_over_time::LoadOverTime,
     &latency_over_time::LatencyOverTime,
     &policy_over_time::PolicyOverTime,
+    &ejections::Ejections,
     &replications::Replications,
     &call_graph::CallGraph,
     &service_load::ServiceLoad,

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::compare::RELATIVE;
 use super::escape;
-use crate::metrics::Metric;
 use crate::metrics::VariantResult;
+use crate::metrics::{Metric, ServiceMetric};
 use crate::report::{shape, table};
 use crate::scenario::{Scenario, Variant};
 
@@ -226,6 +226,12 @@ pub(crate) fn replica_tables(
         out,
         "What reached each replica of a service that runs more than one, numbered from 0: each has its own workers and waiting room, and its callers' balancer spreads their attempts, retries included, over them. A service's row in the other tables adds its replicas up."
     );
+    if cols.iter().any(|k| k.key == ServiceMetric::EJECTIONS.key) {
+        let _ = writeln!(
+            out,
+            "\n*ejections* counts the times a caller's outlier detector took the replica out of its balancer, *time ejected* the seconds it stayed out, every caller's added up (the clients are one caller)."
+        );
+    }
     for (v, r) in &pairs {
         let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
         let rows = table::replica_rows(v, r, &cols, with_ci);

@@ -89,6 +89,8 @@ pub struct Pool {
     pub routing: Routing,
     /// What every caller's balancer compares, if it compares replicas.
     pub sees: Sees,
+    /// Each caller's outlier detection over the replicas, if any.
+    pub outlier: Option<crate::model::OutlierConfig>,
 }
 
 impl Pool {
@@ -100,6 +102,7 @@ impl Pool {
             sticky: false,
         },
         sees: Sees::Outstanding,
+        outlier: None,
     };
 }
 

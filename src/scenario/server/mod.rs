@@ -2,12 +2,14 @@
 //! settings a scenario file writes, the checked [`Server`] the simulation takes, the rules and
 //! defaults between them (validation writes the defaults back into the raw settings) and the
 //! words report.md says of a server. Each setting with rules of its own has its file here:
-//! the waiting room's `discipline`, the `rate_limit` and the `faults`. The server itself is
+//! the waiting room's `discipline`, the `rate_limit`, the `faults`, the pool's `balancer` and
+//! its `outlier_detection`. The server itself is
 //! `crate::model::server`.
 
 pub mod balancer;
 pub mod discipline;
 pub mod faults;
+pub mod outlier;
 pub mod rate_limit;
 
 use std::fmt::Write as _;
@@ -88,6 +90,7 @@ pub(in crate::scenario) fn check(
             ("balancer", raw.balancer.is_some()),
             ("sticky", raw.sticky.is_some()),
             ("balancer_sees", raw.balancer_sees.is_some()),
+            ("outlier_detection", raw.outlier_detection.is_some()),
         ];
         for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
             c.err(
@@ -139,14 +142,7 @@ pub(in crate::scenario) fn check(
             ),
         );
     }
-    let replicas = balancer::replicas(c, at, raw.replicas);
-    let routing = balancer::routing(
-        c,
-        at,
-        (&mut raw.balancer, &mut raw.sticky),
-        replicas,
-        balancer::Pool::SINGLE.routing,
-    );
+    let pool = pool(c, at, raw);
     Server {
         kind: ServerKind::Queue(QueueConfig {
             concurrency,
@@ -165,14 +161,29 @@ pub(in crate::scenario) fn check(
             at,
             raw.faults.as_deref().unwrap_or_default(),
             duration,
-            replicas,
+            pool.replicas,
         ),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit::check(c, at, r)),
-        pool: balancer::Pool {
-            replicas,
-            routing,
-            sees: balancer::sees(&mut raw.balancer_sees, replicas),
-        },
+        pool,
+    }
+}
+
+/// The pool of the queue server at `at`: its `replicas`, their `balancer` and `sticky`, and
+/// its callers' `outlier_detection`.
+fn pool(c: &mut Checker, at: &str, raw: &mut RawServer) -> balancer::Pool {
+    let replicas = balancer::replicas(c, at, raw.replicas);
+    let routing = balancer::routing(
+        c,
+        at,
+        (&mut raw.balancer, &mut raw.sticky),
+        replicas,
+        balancer::Pool::SINGLE.routing,
+    );
+    balancer::Pool {
+        replicas,
+        routing,
+        sees: balancer::sees(&mut raw.balancer_sees, replicas),
+        outlier: outlier::check(c, at, raw.outlier_detection.as_mut(), replicas),
     }
 }
 
@@ -200,6 +211,9 @@ pub(in crate::scenario) fn lines(
     }
     if let Some(r) = &server.rate_limit {
         lines.push(rate_limit::sentence(r, retry_after, who));
+    }
+    if let Some(o) = &server.pool.outlier {
+        lines.push(outlier::sentence(o, who));
     }
     lines.extend(
         server
