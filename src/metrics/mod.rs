@@ -15,10 +15,13 @@ pub use aggregate::{
     Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
 };
 pub use metric::{
-    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
+    Better, BreakerMetrics, CallMetric, Failed, GroupMetric, Latency, Metric, Metrics, Needs,
+    PartMetric,
     RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
 };
-pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
+pub use parts::{
+    CallCounters, CallMetrics, GroupCounters, GroupMetrics, ServiceCounters, ServiceMetrics,
+};
 pub use results::{
     BucketLatency, ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult,
 };
@@ -549,6 +552,8 @@ pub struct Recorder {
     failure_latency: LatencyHistogram,
     /// Per-bucket counts and states.
     pub series: TimeSeries,
+    /// Per group of clients, where there are several (empty for one group).
+    groups: Vec<GroupCounters>,
 }
 
 impl Recorder {
@@ -559,7 +564,31 @@ impl Recorder {
             success_latency: LatencyHistogram::default(),
             failure_latency: LatencyHistogram::default(),
             series: TimeSeries::new(bucket),
+            groups: Vec::new(),
         }
+    }
+
+    /// A recorder that also keeps the counts of each of `groups` groups of clients (none
+    /// are kept for a single group: its counts are the totals).
+    pub fn with_groups(mut self, groups: usize) -> Self {
+        if groups > 1 {
+            self.groups = vec![GroupCounters::default(); groups];
+        }
+        self
+    }
+
+    /// Records the end of a logical request of group `group` (as well as
+    /// [`Recorder::request_ended`], which counts it in the totals), which made `attempts`
+    /// attempts. Called only where there are several groups.
+    #[inline(never)]
+    pub fn group_ended(
+        &mut self,
+        group: usize,
+        outcome: Outcome,
+        latency: SimDuration,
+        attempts: u32,
+    ) {
+        self.groups[group].ended(outcome, latency, attempts);
     }
 
     /// Records an attempt outcome as its client saw it at `at`, an instant the driver
@@ -657,6 +686,7 @@ impl Recorder {
             calls,
             replicas: Vec::new(),
             service_series,
+            groups: self.groups,
         }
     }
 }
@@ -730,6 +760,8 @@ pub struct RunResult {
     /// columns of the same names, bucket for bucket: keeping a copy would cost every event of
     /// the commonest runs a second count for nothing.
     pub service_series: Vec<TimeSeries>,
+    /// Per group of clients, in the scenario's order; empty when there is one group.
+    pub groups: Vec<GroupCounters>,
 }
 
 impl RunResult {
@@ -855,6 +887,7 @@ impl RunResult {
                 .iter()
                 .map(|r| r.metrics(c.requests, c.end_time))
                 .collect(),
+            groups: self.groups.iter().map(GroupCounters::metrics).collect(),
         }
     }
 }

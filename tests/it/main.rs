@@ -23,6 +23,7 @@ mod memory_budget;
 mod metastable;
 mod output;
 mod policies;
+mod populations;
 mod recovery;
 mod references;
 mod replicas;

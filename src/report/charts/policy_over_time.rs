@@ -140,17 +140,13 @@ fn key<DB: DrawingBackend>(
 
 /// How many retry budgets and circuit breakers a variant has (0 for none).
 fn instances(s: &Scenario) -> (usize, usize) {
-    let clients = s.clients.count;
-    (
-        s.policy
-            .budget
-            .as_ref()
-            .map_or(0, |b| b.scope.instances(clients)),
-        s.policy
-            .breaker
-            .as_ref()
-            .map_or(0, |b| b.scope.instances(clients)),
-    )
+    s.clients.iter().fold((0, 0), |(budgets, breakers), g| {
+        let p = &g.policy;
+        (
+            budgets + p.budget.as_ref().map_or(0, |b| b.scope.instances(g.count)),
+            breakers + p.breaker.as_ref().map_or(0, |b| b.scope.instances(g.count)),
+        )
+    })
 }
 
 /// Whether a variant's budget is a token bucket, which allows retries only above half full.
@@ -418,7 +414,15 @@ fn draw_panel<DB: DrawingBackend>(
 /// each one's: budget-dilution's mean of 10,000 buckets crossed half full while the buckets
 /// of clients that had sent nothing yet went on letting retries through.
 fn panel_title(v: &VariantResult, s: &Scenario) -> String {
-    let clients = s.clients.count;
+    if s.has_groups() {
+        let (budgets, breakers) = instances(s);
+        return format!(
+            "{}: {budgets} budgets and {breakers} breakers over {} groups of clients (mean level)",
+            super::display_name(v),
+            s.clients.len()
+        );
+    }
+    let clients = s.clients[0].count;
     let mean_of_many = token_bucket(s)
         && clients > 1
         && s.policy.budget.as_ref().map(|b| b.scope) == Some(Scope::PerClient);
