@@ -120,9 +120,9 @@ fn rows(sc: &Scenario) -> u64 {
 /// budget, breaker or adaptive throttle for every distinct client that starts a request, in
 /// every group.
 fn clients(sc: &Scenario) -> u64 {
-    sc.clients.iter().fold(0u64, |sum, g| {
-        sum.saturating_add(group_bytes(sc, g))
-    })
+    sc.clients
+        .iter()
+        .fold(0u64, |sum, g| sum.saturating_add(group_bytes(sc, g)))
 }
 
 /// [`clients`] for one group.

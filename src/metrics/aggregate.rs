@@ -14,9 +14,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Column, LatencyBins, TimeSeries, merge_pairs};
 use super::{
-    BucketLatency, CallMetric, Digest, GroupMetric, LATENCY_BINS, Latency, LatencyPool,
-    Metric, Metrics,
-    PartMetric, ServiceMetric, ServiceSeries,
+    BucketLatency, CallMetric, Digest, GroupMetric, LATENCY_BINS, Latency, LatencyPool, Metric,
+    Metrics, PartMetric, ServiceMetric, ServiceSeries,
 };
 use crate::engine::SimDuration;
 
@@ -247,7 +246,11 @@ impl PartsFold {
 
     /// Folds the next replication's groups of clients.
     fn add_groups(&mut self, groups: &[super::GroupMetrics]) {
-        debug_assert_eq!(self.groups.len(), groups.len(), "one set of groups per variant");
+        debug_assert_eq!(
+            self.groups.len(),
+            groups.len(),
+            "one set of groups per variant"
+        );
         for ((moments, latency), g) in self
             .groups
             .iter_mut()
@@ -258,7 +261,10 @@ impl PartsFold {
                 mo.push(k.value(g));
             }
             if let Some(l) = g.latency_ms {
-                for (mo, x) in latency.iter_mut().zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max]) {
+                for (mo, x) in latency
+                    .iter_mut()
+                    .zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max])
+                {
                     mo.push(x);
                 }
             }

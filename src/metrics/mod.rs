@@ -16,8 +16,7 @@ pub use aggregate::{
 };
 pub use metric::{
     Better, BreakerMetrics, CallMetric, Failed, GroupMetric, Latency, Metric, Metrics, Needs,
-    PartMetric,
-    RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
+    PartMetric, RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
 };
 pub use parts::{
     CallCounters, CallMetrics, GroupCounters, GroupMetrics, ServiceCounters, ServiceMetrics,

@@ -53,11 +53,10 @@ fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
             ServerKind::Queue(q) if matches!(q.discipline, Discipline::Codel { .. })
         ),
         Needs::RateLimit => scenario.services[s].server.rate_limit.is_some(),
-        Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => {
-            (scenario.client_policies())
-                .chain(calls().map(|c| &c.policy))
-                .any(|p| policy_meets(needs, p))
-        }
+        Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => (scenario
+            .client_policies())
+        .chain(calls().map(|c| &c.policy))
+        .any(|p| policy_meets(needs, p)),
         _ => clients
             .chain(calls().filter(|c| c.to == s).map(|c| &c.policy))
             .any(|p| policy_meets(needs, p)),

@@ -16,7 +16,6 @@ use crate::scenario::phrase::words;
 use crate::scenario::schema::{DurationText, RawDist};
 use crate::scenario::{Limits, Policy, Scenario};
 
-
 /// Most clients of a closed workload: each has its first request scheduled from the start, so
 /// memory grows with the count whatever `limits.max_in_flight` says (about 1.2 GB a replication
 /// in progress at the bound).
@@ -74,7 +73,8 @@ impl<'de> Deserialize<'de> for RawClients {
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawClients, A::Error> {
-                let group = RawClientGroup::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let group =
+                    RawClientGroup::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 Ok(RawClients {
                     listed: false,
                     groups: vec![group],

@@ -260,9 +260,14 @@ impl<F: Features> Sim<'_, F> {
         }
         // Drawn for every request, even at rate 0, so that changing the rate changes nothing
         // else about the traffic (common random numbers).
-        let permanent = self.arrivals(group).random::<f64>() < self.sc.server().permanent_error_rate;
+        let permanent =
+            self.arrivals(group).random::<f64>() < self.sc.server().permanent_error_rate;
         let edge = &self.edges[group as usize];
-        let deadline = edge.policies.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
+        let deadline = edge
+            .policies
+            .policy
+            .deadline
+            .map_or(SimTime::NEVER, |d| now + d);
         let route = if F::GRAPH && self.graph {
             self.rng.routes.random::<u64>()
         } else {
@@ -279,7 +284,9 @@ impl<F: Features> Sim<'_, F> {
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
         if F::POLICIES {
-            self.edges[group as usize].policies.call_started(client, now);
+            self.edges[group as usize]
+                .policies
+                .call_started(client, now);
         }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);

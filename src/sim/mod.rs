@@ -522,7 +522,7 @@ impl<'a, F: Features> Sim<'a, F> {
                 folds_reads: folds_reads(&sc.services[0].server, p),
                 tracks_executions: tracks(p),
                 keys: key_store(p),
-                policies: CallPolicies::new(p, true, g.count, dense_max).from_client(base),
+                policies: CallPolicies::new(p, true, g.count, dense_max).with_first_client(base),
                 counters: CallCounters::default(),
             });
             base = base.saturating_add(g.count);

@@ -172,7 +172,7 @@ impl<'a> CallPolicies<'a> {
     }
 
     /// The policies of a group of clients whose first client has id `base`.
-    pub fn from_client(mut self, base: u32) -> Self {
+    pub fn with_first_client(mut self, base: u32) -> Self {
         self.base = base;
         self
     }

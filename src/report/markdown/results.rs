@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::compare::RELATIVE;
 use super::escape;
-use crate::metrics::{GroupMetric, Latency, Metric, Unit};
 use crate::metrics::VariantResult;
+use crate::metrics::{GroupMetric, Latency, Metric, Unit};
 use crate::report::{shape, table};
 use crate::scenario::{Scenario, Variant};
 
