@@ -127,7 +127,7 @@ fn clients(sc: &Scenario) -> u64 {
 
 /// [`clients`] for one group.
 fn group_bytes(sc: &Scenario, g: &ClientGroup) -> u64 {
-    let p = &g.policy;
+    let p = sc.group_policy(g);
     let per_client = |scope: Scope| scope == Scope::PerClient;
     let mut bytes = 0u64;
     if p.budget.is_some_and(|b| per_client(b.scope)) {

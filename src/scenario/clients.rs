@@ -176,10 +176,10 @@ pub struct ClientGroup {
     pub count: u32,
     /// How they issue requests.
     pub workload: Workload,
-    /// Their policy towards the entry service: the group's own, or the top-level one.
-    pub policy: Policy,
-    /// Whether `policy` is the group's own (else the top-level one).
-    pub own_policy: bool,
+    /// The group's own policy towards the entry service, where it has one and is not the
+    /// only group (a single group's policy is `Scenario::policy`); otherwise it calls with
+    /// the top-level one. `Scenario::group_policy` is the one it calls with.
+    pub policy: Option<Policy>,
 }
 
 /// `clients.workload`.
@@ -235,15 +235,20 @@ pub(in crate::scenario) fn closed_within_limits(
 }
 
 /// Under a breaker in mode "all", an endless closed workload without think time would start
-/// requests at one instant without end. `at` is the group's path.
-pub(in crate::scenario) fn closed_against_breaker(c: &mut Checker, at: &str, group: &ClientGroup) {
+/// requests at one instant without end. `at` is the group's path, `policy` the one it calls
+/// with.
+pub(in crate::scenario) fn closed_against_breaker(
+    c: &mut Checker,
+    at: &str,
+    group: &ClientGroup,
+    policy: &Policy,
+) {
     let path = format!("{at}.workload.closed.think_time");
     if let Workload::Closed(closed) = &group.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
         && !c.failed(&path)
-        && group
-            .policy
+        && policy
             .breaker
             .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
     {
@@ -324,7 +329,7 @@ pub(in crate::scenario) fn sentences(s: &Scenario) -> Vec<String> {
     s.clients
         .iter()
         .map(|g| {
-            let own = if g.own_policy && s.has_groups() {
+            let own = if g.policy.is_some() {
                 " (a policy of its own, below)"
             } else {
                 ""

@@ -322,7 +322,12 @@ impl Scenario {
 
     /// The policy each group of clients calls the entry with, group by group.
     pub fn client_policies(&self) -> impl Iterator<Item = &Policy> {
-        self.clients.iter().map(|g| &g.policy)
+        self.clients.iter().map(|g| self.group_policy(g))
+    }
+
+    /// The policy group `g` calls the entry with: its own, or the top-level one.
+    pub fn group_policy<'a>(&'a self, g: &'a ClientGroup) -> &'a Policy {
+        g.policy.as_ref().unwrap_or(&self.policy)
     }
 
     /// Whether the clients form more than one group.

@@ -114,18 +114,19 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
     if let Some(to) = &occ_entry {
         no_hedge_at_occ(&mut c, "policy", raw_policy, to);
     }
-    let clients = group_policies(&mut c, raw, groups, (&policy, occ_entry.as_deref()));
+    let mut clients = group_policies(&mut c, raw, groups, occ_entry.as_deref());
     // A single group's policy is the clients' policy, whether the file writes it at the top
     // level or in the group.
-    let policy = match &clients[..] {
-        [only] => only.policy.clone(),
+    let policy = match &mut clients[..] {
+        [only] => only.policy.take().unwrap_or(policy),
         _ => policy,
     };
     let limits = limits(&mut c, &mut raw.limits);
     for (i, group) in clients.iter().enumerate() {
         let at = group_path(&raw.clients, i);
         clients::closed_within_limits(&mut c, &at, group, &limits);
-        clients::closed_against_breaker(&mut c, &at, group);
+        let own = group.policy.as_ref();
+        clients::closed_against_breaker(&mut c, &at, group, own.unwrap_or(&policy));
     }
     drop_outages(&mut c, raw);
     if c.problems.is_empty() {
@@ -247,13 +248,13 @@ fn groups(c: &mut Checker, raw: &mut RawClients) -> Vec<(String, u32, Workload)>
     out
 }
 
-/// The groups with the policy each calls the entry with: its own (checked here, its defaults
-/// written back), or the top-level `policy`, which a group's own replaces as a whole.
+/// The groups, each with its own policy where it has one (checked here, its defaults written
+/// back), which replaces the top-level `policy` as a whole for the group.
 fn group_policies(
     c: &mut Checker,
     raw: &mut RawScenario,
     groups: Vec<(String, u32, Workload)>,
-    (top, occ_entry): (&Policy, Option<&str>),
+    occ_entry: Option<&str>,
 ) -> Vec<ClientGroup> {
     let listed = raw.clients.listed;
     groups
@@ -261,23 +262,22 @@ fn group_policies(
         .zip(raw.clients.groups.iter_mut())
         .enumerate()
         .map(|(i, ((name, count, workload), g))| {
-            let (policy, own_policy) = match g.policy.as_mut() {
+            let policy = match g.policy.as_mut() {
                 Some(own) if listed => {
                     let at = format!("clients[{i}].policy");
                     let p = policy(c, &at, own, Caller::Clients);
                     if let Some(to) = occ_entry {
                         no_hedge_at_occ(c, &at, own, to);
                     }
-                    (p, true)
+                    Some(p)
                 }
-                _ => (top.clone(), false),
+                _ => None,
             };
             ClientGroup {
                 name,
                 count,
                 workload,
                 policy,
-                own_policy,
             }
         })
         .collect()

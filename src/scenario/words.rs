@@ -46,9 +46,13 @@ pub fn describe(s: &Scenario) -> Vec<String> {
     }
     lines.extend(policy);
     // A group with a policy of its own calls with it instead, as a whole.
-    for group in s.clients.iter().filter(|g| g.own_policy && s.has_groups()) {
+    for (group, own) in s
+        .clients
+        .iter()
+        .filter_map(|g| Some((g, g.policy.as_ref()?)))
+    {
         let who = format!("**{}**", escape(&group.name));
-        lines.extend(policy_lines(&group.policy).into_iter().map(|line| {
+        lines.extend(policy_lines(own).into_iter().map(|line| {
             let mut chars = line.chars();
             let first = chars.next().map(|c| c.to_lowercase().to_string());
             format!(

@@ -52,7 +52,7 @@ impl Lean {
         let server = &sc.services[0].server;
         !sc.is_graph()
             && sc.clients.len() == 1
-            && passive(&sc.clients[0].policy)
+            && passive(&sc.policy)
             && server.faults.is_empty()
             && server.rate_limit.is_none()
             && server.pool.replicas == 1

@@ -513,7 +513,7 @@ impl<'a, F: Features> Sim<'a, F> {
         let mut edges = Vec::with_capacity(sc.clients.len());
         let mut base = 0u32;
         for g in &sc.clients {
-            let p = &g.policy;
+            let p = sc.group_policy(g);
             edges.push(Edge {
                 to: 0,
                 route: None,

@@ -200,8 +200,8 @@ fn patches_reach_groups_by_name_and_sweeps_by_index() {
                     (
                         g.name.clone(),
                         g.count,
-                        g.policy.retry.max_attempts,
-                        g.own_policy,
+                        v.scenario.group_policy(g).retry.max_attempts,
+                        g.policy.is_some(),
                     )
                 })
                 .collect::<Vec<_>>()
@@ -412,4 +412,30 @@ fn mixed_clients_the_unbudgeted_tenth_keeps_the_storm_going() {
     );
     assert_eq!(recovered(budgeted), 1.0, "all budgeted recovers");
     assert!(metric(budgeted, "groups.0.success_rate").0 > 0.8);
+}
+
+/// A shared budget is shared within a group: two groups that both call with the top-level
+/// policy have a bucket each. Against an outage that fails every attempt at once, a gRPC
+/// token bucket of 10 tokens (a failure takes one, retries only while more than 5 are left)
+/// lets exactly 4 retries through (at 9, 8, 7 and 6 tokens) and nothing refills it: 4 per
+/// bucket, so 4 for one group and 8 for two, in every replication.
+#[test]
+fn a_shared_budget_is_shared_within_its_group() {
+    let text = |clients: &str| {
+        format!(
+            r#"{{ "name": "shared", "replications": 3, "duration": "2s",
+  "clients": {clients},
+  "server": {{ "service_time": {{ "constant": "1ms" }},
+              "faults": [ {{ "from": "0s", "to": "2s", "outage": "reject" }} ] }},
+  "policy": {{ "retry": {{ "max_attempts": 3, "backoff": "none" }},
+              "budget": {{ "scope": "shared", "token_bucket": {{ "max_tokens": 10, "token_ratio": 0.1 }} }} }} }}"#
+        )
+    };
+    let open = r#""workload": { "open": { "rate_per_s": 100 } }"#;
+    let (_, one) = run_text(&text(&format!(r#"{{ "count": 10, {open} }}"#)));
+    let (_, two) = run_text(&text(&format!(
+        r#"[ {{ "name": "a", "count": 5, {open} }}, {{ "name": "b", "count": 5, {open} }} ]"#
+    )));
+    assert_eq!(metric(&one.points[0].variants[0], "retries"), (4.0, 0.0));
+    assert_eq!(metric(&two.points[0].variants[0], "retries"), (8.0, 0.0));
 }

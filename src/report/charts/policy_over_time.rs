@@ -141,7 +141,7 @@ fn key<DB: DrawingBackend>(
 /// How many retry budgets and circuit breakers a variant has (0 for none).
 fn instances(s: &Scenario) -> (usize, usize) {
     s.clients.iter().fold((0, 0), |(budgets, breakers), g| {
-        let p = &g.policy;
+        let p = s.group_policy(g);
         (
             budgets + p.budget.as_ref().map_or(0, |b| b.scope.instances(g.count)),
             breakers + p.breaker.as_ref().map_or(0, |b| b.scope.instances(g.count)),
@@ -465,7 +465,13 @@ fn groups_title(v: &VariantResult, s: &Scenario) -> String {
     let groups: Vec<String> = s
         .clients
         .iter()
-        .map(|g| format!("{} has {}", g.name, instances_words(&g.policy, g.count)))
+        .map(|g| {
+            format!(
+                "{} has {}",
+                g.name,
+                instances_words(s.group_policy(g), g.count)
+            )
+        })
         .collect();
     let mut title = format!("{}: {}", super::display_name(v), groups.join("; "));
     if instances(s).0 > 1 {
