@@ -1,9 +1,10 @@
 //! `clients`: how many clients there are and how they issue logical requests (an open
 //! workload's rate profile, or a closed workload's requests, think time and start), as one
 //! group (an object) or a list of named groups, each with its own workload and, optionally,
-//! its own policy, in one place: the raw settings a scenario file writes, the checked [`ClientGroup`]s the simulation
-//! takes, the rules and defaults between them (validation writes the defaults back into the
-//! raw settings), and the sentence report.md says of them. The sources themselves are
+//! its own policy, in one place: the raw settings a scenario file writes, the checked
+//! [`ClientGroup`]s the simulation takes, the rules and defaults between them (validation
+//! writes the defaults back into the raw settings, and the rules between groups are in
+//! `validate.rs`), and the sentences report.md says of them. The sources themselves are
 //! `crate::model::workload`.
 
 use schemars::JsonSchema;

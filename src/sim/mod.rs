@@ -9,7 +9,8 @@
 //!
 //! The parts:
 //! - `client` is the calling side of every edge: logical calls (a client's request is the
-//!   root call, on its group's edge; a service's call to another is a child of the work that made it),
+//!   root call, on its group's edge; a service's call to another is a child of the work
+//!   that made it),
 //!   their attempts, timers, retries and fallbacks.
 //! - `service` is the serving side: arrivals at a service, its server, the work an attempt
 //!   does after its service time (its downstream calls, holding the worker) and the answer.
