@@ -240,7 +240,7 @@ fn aws_column() -> Vec<Scenario> {
     .expect("valid");
     let point = experiment.points.last().expect("a sweep");
     assert_eq!(
-        point.variants[0].scenario.clients.count, 190,
+        point.variants[0].scenario.clients[0].count, 190,
         "the last point is N = 190"
     );
     point.variants.iter().map(|v| v.scenario.clone()).collect()

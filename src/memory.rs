@@ -15,7 +15,7 @@
 use crate::metrics::MAX_ROWS;
 use crate::model::{Breaker, Budget, Scope, Throttle};
 use crate::runner::WINDOW_PER_THREAD;
-use crate::scenario::{Experiment, Problem, Scenario, ScenarioError, Workload};
+use crate::scenario::{ClientGroup, Experiment, Problem, Scenario, ScenarioError, Workload};
 
 /// The default memory budget of a run, in MiB (`limits.max_memory_mb`).
 pub const DEFAULT_MAX_MEMORY_MB: u64 = 4096;
@@ -125,10 +125,18 @@ fn rows(sc: &Scenario) -> u64 {
     (span / sc.bucket.as_nanos().max(1) + 1).min(MAX_ROWS as u64)
 }
 
-/// Bytes of per-client policy state on the clients' edge of one replication of `sc`: a
-/// budget, breaker or adaptive throttle for every distinct client that starts a request.
+/// Bytes of per-client policy state on the clients' edges of one replication of `sc`: a
+/// budget, breaker or adaptive throttle for every distinct client that starts a request, in
+/// every group.
 fn clients(sc: &Scenario) -> u64 {
-    let p = &sc.policy;
+    sc.clients
+        .iter()
+        .fold(0u64, |sum, g| sum.saturating_add(group_bytes(sc, g)))
+}
+
+/// [`clients`] for one group.
+fn group_bytes(sc: &Scenario, g: &ClientGroup) -> u64 {
+    let p = sc.group_policy(g);
     let per_client = |scope: Scope| scope == Scope::PerClient;
     let mut bytes = 0u64;
     if p.budget.is_some_and(|b| per_client(b.scope)) {
@@ -143,15 +151,15 @@ fn clients(sc: &Scenario) -> u64 {
     if bytes == 0 {
         return 0;
     }
-    reached(sc).saturating_mul(bytes)
+    reached(sc, g).saturating_mul(bytes)
 }
 
-/// The most distinct clients one replication of `sc` reaches: every client of a closed
-/// workload, and of an open one no more than the requests it starts (the mean count over
-/// `duration` at the profile's highest rate, plus ten standard deviations).
-fn reached(sc: &Scenario) -> u64 {
-    let count = u64::from(sc.clients.count);
-    match &sc.clients.workload {
+/// The most distinct clients of group `g` one replication of `sc` reaches: every client of a
+/// closed workload, and of an open one no more than the requests it starts (the mean count
+/// over `duration` at the profile's highest rate, plus ten standard deviations).
+fn reached(sc: &Scenario, g: &ClientGroup) -> u64 {
+    let count = u64::from(g.count);
+    match &g.workload {
         Workload::Closed(_) => count,
         Workload::Open(profile) => {
             let rate = profile

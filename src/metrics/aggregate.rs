@@ -14,8 +14,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::series::{COLUMNS, Column, LatencyBins, TimeSeries, merge_pairs};
 use super::{
-    BucketLatency, CallMetric, Digest, LATENCY_BINS, Latency, LatencyPool, Metric, Metrics,
-    PartMetric, ServiceMetric, ServiceSeries,
+    BucketLatency, CallMetric, Digest, GroupMetric, LATENCY_BINS, Latency, LatencyPool, Metric,
+    Metrics, PartMetric, ServiceMetric, ServiceSeries,
 };
 use crate::engine::SimDuration;
 
@@ -187,6 +187,10 @@ struct PartsFold {
     series: Vec<SeriesMean>,
     /// Each replica's load over time, in the order of `replicas`.
     replica_series: Vec<SeriesMean>,
+    /// Each group of clients (where there are several), and the latency of its answered
+    /// requests (mean, p50, p90, p99, p99.9, max) over the replications that answered some.
+    groups: Vec<[Moments; GroupMetric::ALL.len()]>,
+    group_latency: Vec<[Moments; 6]>,
 }
 
 impl PartsFold {
@@ -199,6 +203,8 @@ impl PartsFold {
             route_success: vec![Moments::default(); run.metrics.calls.len()],
             series: vec![SeriesMean::new(n); run.service_series.len()],
             replica_series: vec![SeriesMean::new(n); run.replica_series.len()],
+            groups: vec![Default::default(); run.metrics.groups.len()],
+            group_latency: vec![Default::default(); run.metrics.groups.len()],
         }
     }
 
@@ -247,6 +253,60 @@ impl PartsFold {
         {
             mean.add(s);
         }
+        self.add_groups(&m.groups);
+    }
+
+    /// Folds the next replication's groups of clients.
+    fn add_groups(&mut self, groups: &[super::GroupMetrics]) {
+        debug_assert_eq!(
+            self.groups.len(),
+            groups.len(),
+            "one set of groups per variant"
+        );
+        for ((moments, latency), g) in self
+            .groups
+            .iter_mut()
+            .zip(self.group_latency.iter_mut())
+            .zip(groups)
+        {
+            for (k, mo) in GroupMetric::ALL.iter().zip(moments.iter_mut()) {
+                mo.push(k.value(g));
+            }
+            if let Some(l) = g.latency_ms {
+                for (mo, x) in latency
+                    .iter_mut()
+                    .zip([l.mean, l.p50, l.p90, l.p99, l.p999, l.max])
+                {
+                    mo.push(x);
+                }
+            }
+        }
+    }
+
+    /// Writes the groups' means and half-widths into the variant's documents.
+    fn finish_groups(&self, metrics: &mut Metrics, ci95: &mut Metrics) {
+        (metrics.groups, ci95.groups) = self
+            .groups
+            .iter()
+            .zip(&self.group_latency)
+            .map(|(moments, latency)| {
+                let (mut mean, mut half) = estimates(moments, &GroupMetric::ALL);
+                if latency[0].count() > 0 {
+                    let e = latency.map(|mo| mo.estimate());
+                    let pick = |f: fn(&Estimate) -> f64| Latency {
+                        mean: finite(f(&e[0])),
+                        p50: finite(f(&e[1])),
+                        p90: finite(f(&e[2])),
+                        p99: finite(f(&e[3])),
+                        p999: finite(f(&e[4])),
+                        max: finite(f(&e[5])),
+                    };
+                    mean.latency_ms = Some(pick(|e| e.mean));
+                    half.latency_ms = Some(pick(|e| e.half_width));
+                }
+                (mean, half)
+            })
+            .unzip();
     }
 
     /// Writes the means and half-widths into the variant's documents; returns the services'
@@ -256,6 +316,7 @@ impl PartsFold {
         metrics: &mut Metrics,
         ci95: &mut Metrics,
     ) -> (Vec<ServiceSeries>, Vec<ServiceSeries>) {
+        self.finish_groups(metrics, ci95);
         (metrics.services, ci95.services) = self
             .services
             .iter()

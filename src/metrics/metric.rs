@@ -261,6 +261,11 @@ pub struct Metrics {
     /// replicas.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<super::ServiceMetrics>,
+    /// Per group of clients, in the scenario's order, where the clients form more than one
+    /// group: each group's requests, success and attempts per request, and the latency of
+    /// its answered requests. Absent for a single group, whose numbers are the totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<super::GroupMetrics>,
 }
 
 impl Metrics {
@@ -923,6 +928,8 @@ pub struct PartMetric<T: 'static> {
 pub type ServiceMetric = PartMetric<super::ServiceMetrics>;
 /// A number of one call edge ([`super::CallMetrics`]).
 pub type CallMetric = PartMetric<super::CallMetrics>;
+/// A number of one group of clients ([`super::GroupMetrics`]).
+pub type GroupMetric = PartMetric<super::GroupMetrics>;
 
 impl<T> std::fmt::Debug for PartMetric<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1118,6 +1125,29 @@ impl PartMetric<super::CallMetrics> {
     ];
 }
 
+/// The per-group registry, in summary.json's order (the latency of a group's answered
+/// requests, which a replication that answered none lacks, is folded apart).
+#[rustfmt::skip]
+impl PartMetric<super::GroupMetrics> {
+    /// The group's requests that ended.
+    pub const REQUESTS: GroupMetric = part_metric!("requests", "requests", Count, 1.0, 0, Neither, requests);
+    /// Of those, the ones that succeeded.
+    pub const SUCCEEDED: GroupMetric = part_metric!("succeeded", "succeeded", Count, 1.0, 0, Higher, succeeded);
+    /// The share that succeeded.
+    pub const SUCCESS_RATE: GroupMetric = part_metric!("success_rate", "success", Percent, 100.0, 2, Higher, success_rate);
+    /// Attempts per request.
+    pub const ATTEMPTS_PER_REQUEST: GroupMetric = part_metric!("attempts_per_request", "attempts per request", Times, 1.0, 3, Lower, attempts_per_request);
+
+    /// Every field but the latency, in summary.json's order: each is averaged over
+    /// replications with a 95 % interval.
+    pub const ALL: [GroupMetric; 4] = [
+        Self::REQUESTS,
+        Self::SUCCEEDED,
+        Self::SUCCESS_RATE,
+        Self::ATTEMPTS_PER_REQUEST,
+    ];
+}
+
 /// Every (dotted key, stored value) of a metrics document beyond [`leaves`], in
 /// summary.json's order: `failed.bulkhead_full` (which the JSON leaves out when it is 0) and
 /// `degraded`, then `services.<i>.<key>` and `calls.<i>.<key>` (indices as in the scenario's
@@ -1140,6 +1170,15 @@ pub fn part_leaves(m: &Metrics) -> Vec<(String, f64)> {
             if !k.optional || k.value(c) != 0.0 {
                 out.push((format!("calls.{i}.{}", k.key), k.value(c)));
             }
+        }
+    }
+    for (i, g) in m.groups.iter().enumerate() {
+        for k in GroupMetric::ALL {
+            out.push((format!("groups.{i}.{}", k.key), k.value(g)));
+        }
+        if let Some(l) = g.latency_ms {
+            out.push((format!("groups.{i}.latency_ms.mean"), l.mean));
+            out.push((format!("groups.{i}.latency_ms.p99"), l.p99));
         }
     }
     out

@@ -15,10 +15,12 @@ pub use aggregate::{
     Estimate, Folded, Moments, Replications, SeriesMean, aggregate_series, t_quantile_975,
 };
 pub use metric::{
-    Better, BreakerMetrics, CallMetric, Failed, Latency, Metric, Metrics, Needs, PartMetric,
-    RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
+    Better, BreakerMetrics, CallMetric, Failed, GroupMetric, Latency, Metric, Metrics, Needs,
+    PartMetric, RecoveryMetrics, ServiceMetric, Unit, leaves, part_leaves, share_decimals,
 };
-pub use parts::{CallCounters, CallMetrics, ServiceCounters, ServiceMetrics};
+pub use parts::{
+    CallCounters, CallMetrics, GroupCounters, GroupMetrics, ServiceCounters, ServiceMetrics,
+};
 pub use results::{
     BucketLatency, ExampleRun, ExperimentResult, PointResult, ServiceSeries, VariantResult,
 };
@@ -549,6 +551,8 @@ pub struct Recorder {
     failure_latency: LatencyHistogram,
     /// Per-bucket counts and states.
     pub series: TimeSeries,
+    /// Per group of clients, where there are several (empty for one group).
+    groups: Vec<GroupCounters>,
 }
 
 impl Recorder {
@@ -559,7 +563,31 @@ impl Recorder {
             success_latency: LatencyHistogram::default(),
             failure_latency: LatencyHistogram::default(),
             series: TimeSeries::new(bucket),
+            groups: Vec::new(),
         }
+    }
+
+    /// A recorder that also keeps the counts of each of `groups` groups of clients (none
+    /// are kept for a single group: its counts are the totals).
+    pub fn with_groups(mut self, groups: usize) -> Self {
+        if groups > 1 {
+            self.groups = vec![GroupCounters::default(); groups];
+        }
+        self
+    }
+
+    /// Records the end of a logical request of group `group` (as well as
+    /// [`Recorder::request_ended`], which counts it in the totals), which made `attempts`
+    /// attempts. Called only where there are several groups.
+    #[inline(never)]
+    pub fn group_ended(
+        &mut self,
+        group: usize,
+        outcome: Outcome,
+        latency: SimDuration,
+        attempts: u32,
+    ) {
+        self.groups[group].ended(outcome, latency, attempts);
     }
 
     /// Records an attempt outcome as its client saw it at `at`, an instant the driver
@@ -658,6 +686,7 @@ impl Recorder {
             replicas: Vec::new(),
             service_series,
             replica_series: Vec::new(),
+            groups: self.groups,
         }
     }
 }
@@ -737,6 +766,8 @@ pub struct RunResult {
     /// `Attempts` (the attempts its callers' balancers sent it, counted when sent), and
     /// `QueueLen` and `InService` at each bucket's end. Empty when no service has replicas.
     pub replica_series: Vec<TimeSeries>,
+    /// Per group of clients, in the scenario's order; empty when there is one group.
+    pub groups: Vec<GroupCounters>,
 }
 
 impl RunResult {
@@ -863,6 +894,7 @@ impl RunResult {
                 .iter()
                 .map(|r| r.metrics(c.requests, c.end_time))
                 .collect(),
+            groups: self.groups.iter().map(GroupCounters::metrics).collect(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What each part of a run did in one replication: the counts the driver keeps for each
-//! service ([`ServiceCounters`]) and each call edge between services ([`CallCounters`]), and
-//! the numbers read from them ([`ServiceMetrics`], [`CallMetrics`], summary.json's `services`
-//! and `calls`).
+//! service ([`ServiceCounters`]), each call edge between services ([`CallCounters`]) and,
+//! where the clients form several groups, each group ([`GroupCounters`]), and the numbers
+//! read from them ([`ServiceMetrics`], [`CallMetrics`], [`GroupMetrics`], summary.json's
+//! `services`, `calls` and `groups`).
 //!
 //! Every run is a graph, and a single-server scenario is one service (the entry) called by the
 //! clients, with no calls between services. [`super::Counters`] describes the clients and
@@ -12,8 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ratio_f64;
-use crate::engine::SimTime;
+use super::{Latency, LatencyHistogram, ratio_f64};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::Outcome;
 
 /// Counts of one service over one replication.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -328,4 +330,71 @@ impl CallCounters {
                 .then(|| self.route_succeeded as f64 / self.route_requests as f64),
         }
     }
+}
+
+/// Counts of one group of clients over one replication, kept only where there are several
+/// groups (the totals are [`super::Counters`]).
+#[derive(Debug, Clone, Default)]
+pub struct GroupCounters {
+    /// The group's logical requests that ended.
+    pub ended: u64,
+    /// Of those, the ones that succeeded.
+    pub succeeded: u64,
+    /// Attempts (first attempts and retries, not hedges) the ended requests made.
+    pub attempts: u64,
+    /// Latency of the requests answered (successes, and answers of a fallback).
+    pub answered: LatencyHistogram,
+}
+
+impl GroupCounters {
+    /// Counts a request of the group that ended with `outcome`, `latency` after it started,
+    /// having made `attempts` attempts.
+    pub fn ended(&mut self, outcome: Outcome, latency: SimDuration, attempts: u32) {
+        self.ended += 1;
+        self.attempts += u64::from(attempts);
+        if outcome == Outcome::Success {
+            self.succeeded += 1;
+        }
+        if matches!(outcome, Outcome::Success | Outcome::Degraded) {
+            self.answered.record(latency);
+        }
+    }
+
+    /// The group's numbers in this replication.
+    pub fn metrics(&self) -> GroupMetrics {
+        let per_request = |n: u64| {
+            if self.ended == 0 {
+                0.0
+            } else {
+                ratio_f64(u128::from(n), self.ended)
+            }
+        };
+        GroupMetrics {
+            requests: self.ended as f64,
+            succeeded: self.succeeded as f64,
+            success_rate: per_request(self.succeeded),
+            attempts_per_request: per_request(self.attempts),
+            latency_ms: (self.answered.count() > 0).then(|| self.answered.summary()),
+        }
+    }
+}
+
+/// One group of clients' numbers over one replication (or a variant's means or
+/// half-widths), in the order of the scenario's groups: summary.json's `groups`, present
+/// only where the clients form more than one group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMetrics {
+    /// The group's logical requests that ended.
+    pub requests: f64,
+    /// Of those, the ones that succeeded.
+    pub succeeded: f64,
+    /// The share of the group's requests that ended that succeeded.
+    pub success_rate: f64,
+    /// Attempts (first attempts and retries) per request of the group that ended.
+    pub attempts_per_request: f64,
+    /// Latency of the group's answered requests, in ms; absent when none was answered (a
+    /// variant's: the mean over the replications that answered some).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<Latency>,
 }

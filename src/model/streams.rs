@@ -26,6 +26,17 @@ pub const FALLBACKS: u64 = 6;
 pub const THROTTLE: u64 = 7;
 /// Load balancers: the replica an attempt goes to.
 pub const BALANCER: u64 = 8;
+/// Groups of clients after the first: group g's arrival times, client choice, think times,
+/// start spread and request classes come from stream `GROUP_ARRIVALS + g` (the first
+/// group's from [`ARRIVALS`], so a file of one group draws what it always drew). Far above
+/// the purposes, so that a new purpose never meets a group.
+pub const GROUP_ARRIVALS: u64 = 1 << 32;
+
+/// The arrival stream of group `group` (at least 1) of replication `replication` under seed
+/// `seed`.
+pub fn group_arrivals(seed: u64, replication: u64, group: u32) -> Pcg64 {
+    Streams::new(seed, replication).stream(GROUP_ARRIVALS + u64::from(group))
+}
 
 /// The random streams of one replication, one per purpose.
 pub struct Draws {

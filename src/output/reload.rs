@@ -498,6 +498,13 @@ fn check_variant(v: &VariantSummary, scenario: &Scenario) -> anyhow::Result<()> 
         );
     }
     for (doc, m) in [("metrics", metrics), ("ci95", ci95)] {
+        if m.groups.len() != names.groups.len() {
+            bail!(
+                "`{doc}` has {} groups of clients, but {RESOLVED} has {}",
+                m.groups.len(),
+                names.groups.len()
+            );
+        }
         if m.services.len() != names.services.len() || m.calls.len() != names.calls.len() {
             bail!(
                 "`{doc}` has {} services and {} calls, but {RESOLVED} has {} and {}",

@@ -106,6 +106,10 @@ pub struct GraphNames<'a> {
     pub services: Vec<ServiceName<'a>>,
     /// The calls, by caller then call order.
     pub calls: Vec<CallName<'a>>,
+    /// The groups of clients by name, in the order of `metrics.groups`, where the clients
+    /// form more than one group (absent for one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Cow<'a, str>>,
 }
 
 /// A service.
@@ -243,7 +247,20 @@ impl<'a> GraphNames<'a> {
                 })
             })
             .collect();
-        GraphNames { services, calls }
+        let groups = if scenario.has_groups() {
+            scenario
+                .clients
+                .iter()
+                .map(|g| Cow::Borrowed(g.name.as_str()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        GraphNames {
+            services,
+            calls,
+            groups,
+        }
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) fn call_produces(metric: &CallMetric, call: &Call) -> bool {
 /// local rejection or a fallback anywhere decides how a request ends).
 fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
     let calls = || scenario.services.iter().flat_map(|x| &x.calls);
-    let clients = (s == 0).then_some(&scenario.policy);
+    let clients = scenario.client_policies().filter(|_| s == 0);
     match needs {
         Needs::Codel => matches!(
             &scenario.services[s].server.kind,
@@ -54,13 +54,11 @@ fn needs_met(needs: Needs, scenario: &Scenario, s: usize) -> bool {
         ),
         Needs::RateLimit => scenario.services[s].server.rate_limit.is_some(),
         Needs::OutlierDetection => scenario.services[s].server.pool.outlier.is_some(),
-        Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => {
-            std::iter::once(&scenario.policy)
-                .chain(calls().map(|c| &c.policy))
-                .any(|p| policy_meets(needs, p))
-        }
+        Needs::ThrottleAnywhere | Needs::Fallback | Needs::BulkheadAnywhere => (scenario
+            .client_policies())
+        .chain(calls().map(|c| &c.policy))
+        .any(|p| policy_meets(needs, p)),
         _ => clients
-            .into_iter()
             .chain(calls().filter(|c| c.to == s).map(|c| &c.policy))
             .any(|p| policy_meets(needs, p)),
     }

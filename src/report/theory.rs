@@ -81,7 +81,11 @@ pub fn predictions(s: &Scenario) -> Vec<Prediction> {
     let ServerKind::Queue(q) = &s.server().kind else {
         return Vec::new();
     };
-    let Workload::Open(profile) = &s.clients.workload else {
+    // The closed forms describe one stream of requests under one policy.
+    let [group] = &s.clients[..] else {
+        return Vec::new();
+    };
+    let Workload::Open(profile) = &group.workload else {
         return Vec::new();
     };
     if !plain(s, q, profile) {

@@ -1,8 +1,10 @@
 //! `clients`: how many clients there are and how they issue logical requests (an open
-//! workload's rate profile, or a closed workload's requests, think time and start), in one
-//! place: the raw settings a scenario file writes, the checked [`Clients`] the simulation
-//! takes, the rules and defaults between them (validation writes the defaults back into the
-//! raw settings), and the sentence report.md says of them. The sources themselves are
+//! workload's rate profile, or a closed workload's requests, think time and start), as one
+//! group (an object) or a list of named groups, each with its own workload and, optionally,
+//! its own policy, in one place: the raw settings a scenario file writes, the checked
+//! [`ClientGroup`]s the simulation takes, the rules and defaults between them (validation
+//! writes the defaults back into the raw settings, and the rules between groups are in
+//! `validate.rs`), and the sentences report.md says of them. The sources themselves are
 //! `crate::model::workload`.
 
 use schemars::JsonSchema;
@@ -20,10 +22,23 @@ use crate::scenario::{Limits, Policy, Scenario};
 /// in progress at the bound).
 pub const MAX_CLOSED_CLIENTS: u32 = 10_000_000;
 
-/// `clients`: how many clients there are and how they issue logical requests.
+/// `clients`: one group of clients written as an object, or a list of named groups.
+#[derive(Debug, Clone)]
+pub struct RawClients {
+    /// Whether the file writes a list of groups (else one group as an object).
+    pub listed: bool,
+    /// The groups, in the file's order (one when written as an object).
+    pub groups: Vec<RawClientGroup>,
+}
+
+/// One group of clients: how many there are, how they issue logical requests and, where it
+/// is not the top-level one, their policy.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawClients {
+pub struct RawClientGroup {
+    /// The group's name (required in a list of groups, unique among them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Number of clients (at least 1). Each owns its own budget and breaker state.
     #[schemars(range(min = 1, max = u32::MAX))]
     pub count: u64,
@@ -33,7 +48,71 @@ pub struct RawClients {
     /// one service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+    /// The group's client policy, in place of the top-level `policy` as a whole (in a list
+    /// of groups only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::scenario::schema::RawPolicy>,
 }
+
+impl<'de> Deserialize<'de> for RawClients {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawClients;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object (one group of clients) or a list of named groups")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawClients, A::Error> {
+                let mut groups = Vec::new();
+                while let Some(group) = seq.next_element::<RawClientGroup>()? {
+                    groups.push(group);
+                }
+                Ok(RawClients {
+                    listed: true,
+                    groups,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawClients, A::Error> {
+                let group =
+                    RawClientGroup::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawClients {
+                    listed: false,
+                    groups: vec![group],
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for RawClients {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match (self.listed, self.groups.first()) {
+            (false, Some(group)) => group.serialize(s),
+            _ => self.groups.serialize(s),
+        }
+    }
+}
+
+impl JsonSchema for RawClients {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Clients".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let group = generator.subschema_for::<RawClientGroup>();
+        schemars::json_schema!({
+            "description": "The sources of logical requests: one group of clients (an object), or a list of named groups, each with its own count, workload and, optionally, policy",
+            "oneOf": [
+                group,
+                { "type": "array", "items": group, "maxItems": MAX_GROUPS }
+            ]
+        })
+    }
+}
+
+/// The most groups of clients a file may list.
+pub const MAX_GROUPS: usize = 64;
 
 /// `clients.workload`.
 // Read once per file; boxing the larger variant would only make the schema code noisier.
@@ -89,13 +168,19 @@ pub struct RawClosed {
     pub start: Option<RawDist>,
 }
 
-/// `clients`.
+/// One group of clients (`clients`, or one item of a list of groups).
 #[derive(Debug, Clone)]
-pub struct Clients {
+pub struct ClientGroup {
+    /// Its name: as written in a list of groups, "clients" for a single group.
+    pub name: String,
     /// Number of clients (>= 1).
     pub count: u32,
     /// How they issue requests.
     pub workload: Workload,
+    /// The group's own policy towards the entry service, where it has one and is not the
+    /// only group (a single group's policy is `Scenario::policy`); otherwise it calls with
+    /// the top-level one. `Scenario::group_policy` is the one it calls with.
+    pub policy: Option<Policy>,
 }
 
 /// `clients.workload`.
@@ -119,89 +204,74 @@ pub struct ClosedWorkload {
 }
 
 /// A closed workload keeps a request of every client in flight from the start: its client
-/// count is bounded by `limits.max_in_flight` and by memory.
+/// count is bounded by `limits.max_in_flight` and by memory. `at` is the group's path.
 pub(in crate::scenario) fn closed_within_limits(
     c: &mut Checker,
-    clients: &Clients,
+    at: &str,
+    group: &ClientGroup,
     limits: &Limits,
 ) {
-    if !matches!(clients.workload, Workload::Closed(_)) || c.failed("clients.count") {
+    let path = format!("{at}.count");
+    if !matches!(group.workload, Workload::Closed(_)) || c.failed(&path) {
         return;
     }
-    if !c.failed("limits.max_in_flight") && u64::from(clients.count) > limits.max_in_flight {
+    if !c.failed("limits.max_in_flight") && u64::from(group.count) > limits.max_in_flight {
         c.err(
-            "clients.count",
+            &path,
             format!(
                 "a closed workload keeps a request of every client in flight, so {} clients exceed limits.max_in_flight = {}; raise the limit if the machine has the memory",
-                clients.count, limits.max_in_flight
+                group.count, limits.max_in_flight
             ),
         );
     }
-    if !c.failed("clients.count") && clients.count > MAX_CLOSED_CLIENTS {
+    if !c.failed(&path) && group.count > MAX_CLOSED_CLIENTS {
         c.err(
-            "clients.count",
+            &path,
             format!(
                 "a closed workload schedules every client's first request at the start (about 115 bytes per client for each replication in progress), so it takes at most {MAX_CLOSED_CLIENTS} clients (got {}); an open workload has no such bound",
-                clients.count
+                group.count
             ),
         );
     }
 }
 
 /// Under a breaker in mode "all", an endless closed workload without think time would start
-/// requests at one instant without end.
+/// requests at one instant without end. `at` is the group's path, `policy` the one it calls
+/// with.
 pub(in crate::scenario) fn closed_against_breaker(
     c: &mut Checker,
-    clients: &Clients,
+    at: &str,
+    group: &ClientGroup,
     policy: &Policy,
 ) {
-    if let Workload::Closed(closed) = &clients.workload
+    let path = format!("{at}.workload.closed.think_time");
+    if let Workload::Closed(closed) = &group.workload
         && closed.requests_per_client.is_none()
         && closed.think_time.is_zero()
-        && !c.failed("clients.workload.closed.think_time")
+        && !c.failed(&path)
         && policy
             .breaker
             .is_some_and(|b| b.mode == crate::model::BreakerMode::All)
     {
         c.err(
-            "clients.workload.closed.think_time",
+            &path,
             "must be longer than zero with a circuit breaker in mode \"all\" and no requests_per_client: an open breaker ends a request at once, so each client would start the next at the same instant without end; set a think time or requests_per_client",
         );
     }
 }
 
-/// `clients`: the count and the workload, its defaults written back into `raw`.
-pub(in crate::scenario) fn check(c: &mut Checker, raw: &mut RawClients) -> Clients {
-    let count = c.count_u32("clients.count", raw.count, 1);
+/// One group at `at` (`clients`, or `clients[i]` in a list): its count and workload, their
+/// defaults written back into `raw`.
+pub(in crate::scenario) fn check(
+    c: &mut Checker,
+    at: &str,
+    raw: &mut RawClientGroup,
+) -> (u32, Workload) {
+    let count = c.count_u32(&format!("{at}.count"), raw.count, 1);
     let workload = match &mut raw.workload {
-        RawWorkload::Open(open) => {
-            let base = c.rate("clients.workload.open.rate_per_s", open.rate_per_s);
-            let mut steps = Vec::new();
-            let mut last_at: Option<SimDuration> = None;
-            for (i, step) in open.profile.iter_mut().flatten().enumerate() {
-                let p = format!("clients.workload.open.profile[{i}]");
-                let at = c.duration(&format!("{p}.at"), &step.at);
-                if let (Some(prev), Some(at)) = (last_at, at)
-                    && at <= prev
-                {
-                    c.err(
-                        &format!("{p}.at"),
-                        format!("must be later than the previous point (got {at} after {prev})"),
-                    );
-                }
-                // A point that cannot be read is compared with nothing, before or after.
-                last_at = at;
-                let rate_per_s = c.rate(&format!("{p}.rate_per_s"), step.rate_per_s);
-                steps.push(RateStep {
-                    at: at.unwrap_or_default(),
-                    rate_per_s,
-                    ramp: *step.ramp.get_or_insert(false),
-                });
-            }
-            Workload::Open(RateProfile::new(base, steps))
-        }
+        RawWorkload::Open(open) => Workload::Open(open_profile(c, at, open)),
         RawWorkload::Closed(closed) => {
-            let path = "clients.workload.closed";
+            let path = format!("{at}.workload.closed");
             if closed.requests_per_client == Some(0) {
                 c.err(
                     &format!("{path}.requests_per_client"),
@@ -221,13 +291,63 @@ pub(in crate::scenario) fn check(c: &mut Checker, raw: &mut RawClients) -> Clien
             })
         }
     };
-    Clients { count, workload }
+    (count, workload)
 }
 
-/// The clients in one sentence: how many, how they send, for how long.
-pub(in crate::scenario) fn sentence(s: &Scenario) -> String {
-    let n = s.clients.count;
-    match &s.clients.workload {
+/// An open workload's rate profile, its defaults written back into `open`.
+fn open_profile(c: &mut Checker, at: &str, open: &mut RawOpen) -> RateProfile {
+    let base = c.rate(&format!("{at}.workload.open.rate_per_s"), open.rate_per_s);
+    let mut steps = Vec::new();
+    let mut last_at: Option<SimDuration> = None;
+    for (i, step) in open.profile.iter_mut().flatten().enumerate() {
+        let p = format!("{at}.workload.open.profile[{i}]");
+        let step_at = c.duration(&format!("{p}.at"), &step.at);
+        if let (Some(prev), Some(t)) = (last_at, step_at)
+            && t <= prev
+        {
+            c.err(
+                &format!("{p}.at"),
+                format!("must be later than the previous point (got {t} after {prev})"),
+            );
+        }
+        // A point that cannot be read is compared with nothing, before or after.
+        last_at = step_at;
+        let rate_per_s = c.rate(&format!("{p}.rate_per_s"), step.rate_per_s);
+        steps.push(RateStep {
+            at: step_at.unwrap_or_default(),
+            rate_per_s,
+            ramp: *step.ramp.get_or_insert(false),
+        });
+    }
+    RateProfile::new(base, steps)
+}
+
+/// The clients in words: one sentence for a single group, one per group for several.
+pub(in crate::scenario) fn sentences(s: &Scenario) -> Vec<String> {
+    if let [group] = &s.clients[..] {
+        return vec![format!("Clients: {}", sentence(s, group))];
+    }
+    s.clients
+        .iter()
+        .map(|g| {
+            let own = if g.policy.is_some() {
+                " (a policy of its own, below)"
+            } else {
+                ""
+            };
+            format!(
+                "Clients of group **{}**{own}: {}",
+                crate::scenario::phrase::escape(&g.name),
+                sentence(s, g)
+            )
+        })
+        .collect()
+}
+
+/// One group in one sentence, after "Clients: ": how many, how they send, for how long.
+fn sentence(s: &Scenario, group: &ClientGroup) -> String {
+    let n = group.count;
+    match &group.workload {
         Workload::Open(p) => {
             let steps = if p.steps.is_empty() {
                 String::new()
@@ -247,7 +367,7 @@ pub(in crate::scenario) fn sentence(s: &Scenario) -> String {
                 format!(" ({})", parts.join(", "))
             };
             format!(
-                "Clients: {n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
+                "{n} open-loop clients sending {} requests/s in all as a Poisson stream{steps}, for {}; everything in flight then drains.",
                 p.base_rate, s.duration
             )
         }
@@ -267,9 +387,7 @@ pub(in crate::scenario) fn sentence(s: &Scenario) -> String {
             } else {
                 format!(", thinking {} between requests", words(&c.think_time))
             };
-            format!(
-                "Clients: {n} closed-loop clients, one request at a time, {k} each, {start}{think}."
-            )
+            format!("{n} closed-loop clients, one request at a time, {k} each, {start}{think}.")
         }
     }
 }

@@ -349,11 +349,13 @@ fn read_variants(
     let mut names = HashMap::new();
     let mut usable = Vec::new();
     for (i, entry) in list.iter().enumerate() {
-        let Ok(v) = RawVariant::deserialize(entry) else {
+        let Ok(mut v) = RawVariant::deserialize(entry) else {
             continue;
         };
         check_variant(i, &v.name, &v.patch, &mut names, problems);
-        if !calls_forms_meet(i, &v.patch, doc, problems) {
+        if !calls_forms_meet(i, &v.patch, doc, problems)
+            || !groups_by_index(i, &mut v.patch, doc, problems)
+        {
             continue;
         }
         if let Some(s) = sweep {
@@ -509,7 +511,7 @@ impl<'a> PointCheck<'a> {
             std::borrow::Cow::Borrowed(self.base)
         } else {
             let mut merged = self.base.clone();
-            merge(&mut merged, patch);
+            merge_variant(&mut merged, patch);
             std::borrow::Cow::Owned(merged)
         };
         let blame = Blame {
@@ -960,6 +962,85 @@ fn merge(doc: &mut Value, patch: &Value) {
             }
         }
     }
+}
+
+/// Applies variant `patch` to `doc` as [`merge`] does, but for `clients` written as a list of
+/// groups, which a patch reaches group by group: `groups_by_index` has turned its groups'
+/// names into their indices, and each group it names merges into that item of the list
+/// (`null` removes the group).
+fn merge_variant(doc: &mut Value, patch: &Value) {
+    let by_index = match (doc.get("clients"), patch.get("clients")) {
+        (Some(Value::Array(_)), Some(Value::Object(groups))) => Some(groups.clone()),
+        _ => None,
+    };
+    let Some(groups) = by_index else {
+        merge(doc, patch);
+        return;
+    };
+    let mut rest = patch.clone();
+    if let Some(map) = rest.as_object_mut() {
+        map.shift_remove("clients");
+    }
+    merge(doc, &rest);
+    if let Some(Value::Array(list)) = doc.get_mut("clients") {
+        let mut removed = Vec::new();
+        for (key, group) in &groups {
+            let Some(i) = key.parse::<usize>().ok().filter(|&i| i < list.len()) else {
+                continue;
+            };
+            if group.is_null() {
+                removed.push(i);
+            } else {
+                merge(&mut list[i], group);
+            }
+        }
+        removed.sort_unstable();
+        for i in removed.into_iter().rev() {
+            list.remove(i);
+        }
+    }
+}
+
+/// Whether variant `i`'s patch can reach the groups of clients of the base scenario `doc`.
+/// Where the base lists its groups and the patch writes `clients` as an object, each key
+/// must name a group: the patch merges into that group (the list keeps its other groups), and
+/// its key becomes the group's index (`clients.1.count`), the path that a sweep and
+/// `--set` write, so that their conflicts with the patch are found. A key that names no
+/// group is a problem.
+fn groups_by_index(i: usize, patch: &mut Value, doc: &Value, problems: &mut Vec<Problem>) -> bool {
+    let (Some(Value::Array(listed)), Some(Value::Object(named))) =
+        (doc.get("clients"), patch.get("clients"))
+    else {
+        return true;
+    };
+    let names: Vec<&str> = listed
+        .iter()
+        .map(|g| g.get("name").and_then(Value::as_str).unwrap_or_default())
+        .collect();
+    let mut indexed = serde_json::Map::new();
+    let mut meet = true;
+    for (key, group) in named {
+        match names.iter().position(|n| n == key) {
+            Some(k) => {
+                indexed.insert(k.to_string(), group.clone());
+            }
+            None => {
+                meet = false;
+                problems.push(Problem::new(
+                    format!("variants[{i}].patch.clients.{}", cut(key)),
+                    format!(
+                        "names no group of clients (got {}; the groups are {}): a patch reaches a group of the list by its name; name one of them, or give the whole list of groups in the patch to add one",
+                        quote(key),
+                        names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(p) = patch.as_object_mut() {
+        p.insert("clients".into(), Value::Object(indexed));
+    }
+    meet
 }
 
 /// Puts `value` at dotted `path` in `doc`, creating objects on the way. A key that is a
@@ -1454,7 +1535,7 @@ mod tests {
         assert_eq!(pairs, expected);
         // Each point's scenario has both values in place.
         let sc = &e.points[3].variants[0].scenario;
-        assert_eq!(sc.clients.count, 2);
+        assert_eq!(sc.clients[0].count, 2);
         match &sc.server().kind {
             crate::scenario::ServerKind::Queue(q) => assert_eq!(q.concurrency, Some(4)),
             other => panic!("{other:?}"),

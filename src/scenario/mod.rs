@@ -27,7 +27,7 @@ pub mod words;
 /// The hedge delay is a model value; scenario files name it under `policy.hedge`.
 pub use crate::model::{HEDGE_BUDGET_BURST, HEDGE_MIN_SAMPLES, HedgeDelay};
 pub use cautions::{Caution, cautions};
-pub use clients::{Clients, ClosedWorkload, Workload};
+pub use clients::{ClientGroup, ClosedWorkload, Workload};
 pub use error::{Problem, ScenarioError};
 pub use load::{LoadOptions, MAX_FILE_BYTES, load_file, load_str, read_text, set_path};
 pub use policy::bulkhead::BulkheadConfig;
@@ -296,8 +296,9 @@ pub struct Scenario {
     pub max_time: Option<SimDuration>,
     /// Width of a time-series bucket (> 0).
     pub bucket: SimDuration,
-    /// The sources of logical requests.
-    pub clients: Clients,
+    /// The sources of logical requests: one group or more, in the file's order, each with
+    /// the policy it calls the entry service with.
+    pub clients: Vec<ClientGroup>,
     /// One-way message delays.
     pub network: Network,
     /// The services, the entry first: one (a file's `server`), or a file's `services`
@@ -305,7 +306,9 @@ pub struct Scenario {
     /// which the file writes the keys of `services` (serde_json keeps it, `preserve_order`);
     /// a variant's patch keeps it and appends the services it adds. Never empty.
     pub services: Vec<Service>,
-    /// The clients' policy towards the entry service.
+    /// The clients' policy towards the entry service: a single group's, and with several
+    /// groups the top-level one, every group's without a policy of its own
+    /// (`ClientGroup::policy` is what each group uses).
     pub policy: Policy,
     /// Safety limits.
     pub limits: Limits,
@@ -332,6 +335,21 @@ impl Scenario {
             .enumerate()
             .filter(|(_, s)| s.server.pool.replicas > 1)
             .flat_map(|(i, s)| (0..s.server.pool.replicas).map(move |k| (i, k)))
+    }
+
+    /// The policy each group of clients calls the entry with, group by group.
+    pub fn client_policies(&self) -> impl Iterator<Item = &Policy> {
+        self.clients.iter().map(|g| self.group_policy(g))
+    }
+
+    /// The policy group `g` calls the entry with: its own, or the top-level one.
+    pub fn group_policy<'a>(&'a self, g: &'a ClientGroup) -> &'a Policy {
+        g.policy.as_ref().unwrap_or(&self.policy)
+    }
+
+    /// Whether the clients form more than one group.
+    pub fn has_groups(&self) -> bool {
+        self.clients.len() > 1
     }
 
     /// Whether some service makes calls: there are services below the entry, and with
@@ -369,7 +387,10 @@ impl Scenario {
                 to: f.to,
             })
             .collect();
-        if let Workload::Open(profile) = &self.clients.workload {
+        for group in &self.clients {
+            let Workload::Open(profile) = &group.workload else {
+                continue;
+            };
             let base = profile.base_rate;
             let first = profile.steps.iter().position(|s| s.rate_per_s != base);
             let returns = profile.steps.last().is_some_and(|s| s.rate_per_s == base);

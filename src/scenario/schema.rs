@@ -14,7 +14,9 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use super::clients::{RawClients, RawClosed, RawOpen, RawRateStep, RawWorkload};
+pub use super::clients::{
+    RawClientGroup, RawClients, RawClosed, RawOpen, RawRateStep, RawWorkload,
+};
 pub use super::policy::breaker::{RawBreaker, RawBreakerMode, RawBreakerWindow};
 pub use super::policy::budget::{RawBudget, RawRatio, RawRetryQuota, RawTokenBucket};
 pub use super::policy::bulkhead::RawBulkhead;

@@ -876,7 +876,7 @@ mod tests {
             missing,
             [
                 "duration: is required: a duration such as \"250ms\"",
-                "clients: is required: an object",
+                "clients: is required: an object or a list",
             ]
         );
     }

@@ -13,7 +13,7 @@ use super::check::{Caller, Checker, written, zero_dist};
 use super::error::{Problem, num, quote};
 use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
 use super::schema::*;
-use super::{Call, Limits, Network, Policy, Scenario, ServerKind, Service};
+use super::{Call, ClientGroup, Limits, Network, Policy, Scenario, ServerKind, Service, Workload};
 use super::{clients, server};
 
 /// The most replications a file may ask for.
@@ -89,7 +89,7 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
     // Values that cannot be read are `None` here, and the rules that compare them with
     // others are skipped: one mistake, one message.
     let (duration, max_time, bucket) = run_length(&mut c, raw);
-    let clients = clients::check(&mut c, &mut raw.clients);
+    let groups = groups(&mut c, &mut raw.clients);
     let latency = raw
         .network
         .get_or_insert(RawNetwork { latency: None })
@@ -101,20 +101,34 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
     let services = services(&mut c, raw, duration);
     let raw_policy = raw.policy.get_or_insert_with(RawPolicy::default);
     let policy = policy(&mut c, "policy", raw_policy, Caller::Clients);
-    if let Some(entry) = services.first()
-        && matches!(entry.server.kind, ServerKind::Occ)
-    {
-        let to = if raw.services.is_some() {
-            quote(&entry.name)
-        } else {
-            "the server".to_string()
-        };
-        no_hedge_at_occ(&mut c, "policy", raw_policy, &to);
+    let occ_entry = services
+        .first()
+        .filter(|entry| matches!(entry.server.kind, ServerKind::Occ))
+        .map(|entry| {
+            if raw.services.is_some() {
+                quote(&entry.name)
+            } else {
+                "the server".to_string()
+            }
+        });
+    if let Some(to) = &occ_entry {
+        no_hedge_at_occ(&mut c, "policy", raw_policy, to);
     }
+    let mut clients = group_policies(&mut c, raw, groups, occ_entry.as_deref());
+    // A single group's policy is the clients' policy, whether the file writes it at the top
+    // level or in the group.
+    let policy = match &mut clients[..] {
+        [only] => only.policy.take().unwrap_or(policy),
+        _ => policy,
+    };
     let limits = limits(&mut c, &mut raw.limits);
-    clients::closed_within_limits(&mut c, &clients, &limits);
+    for (i, group) in clients.iter().enumerate() {
+        let at = group_path(&raw.clients, i);
+        clients::closed_within_limits(&mut c, &at, group, &limits);
+        let own = group.policy.as_ref();
+        clients::closed_against_breaker(&mut c, &at, group, own.unwrap_or(&policy));
+    }
     drop_outages(&mut c, raw);
-    clients::closed_against_breaker(&mut c, &clients, &policy);
     if c.problems.is_empty() {
         Ok(Scenario {
             // Without a problem, every value was read.
@@ -130,6 +144,143 @@ pub(super) fn validate(raw: &mut RawScenario) -> Result<Scenario, Vec<Problem>> 
     } else {
         Err(c.problems)
     }
+}
+
+/// The path of group `i` in messages: `clients` for a single group written as an object,
+/// `clients[i]` in a list.
+fn group_path(raw: &RawClients, i: usize) -> String {
+    if raw.listed {
+        format!("clients[{i}]")
+    } else {
+        "clients".to_string()
+    }
+}
+
+/// Where the entry every group calls is written (the first group that names one), for
+/// messages about it.
+fn entry_path(raw: &RawClients) -> String {
+    let i = raw.groups.iter().position(|g| g.entry.is_some());
+    group_path(raw, i.unwrap_or(0))
+}
+
+/// The entry service the groups name: every group that names one must name the same.
+fn common_entry(c: &mut Checker, raw: &RawClients) -> Option<String> {
+    let mut named = raw
+        .groups
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| Some((i, g.entry.as_ref()?)));
+    let (first, entry) = named.next()?;
+    for (i, other) in named {
+        if other != entry {
+            c.err(
+                &format!("clients[{i}].entry"),
+                format!(
+                    "must name the entry the other groups call (got {}, but clients[{first}].entry is {}): every group calls the one entry service; name {} here, or leave entry out",
+                    quote(other),
+                    quote(entry),
+                    quote(entry)
+                ),
+            );
+        }
+    }
+    Some(entry.clone())
+}
+
+/// Every group's count and workload, with the rules between groups: a list holds at least
+/// one group and at most [`clients::MAX_GROUPS`], each named, each name unique and a word
+/// that can stand in a path.
+fn groups(c: &mut Checker, raw: &mut RawClients) -> Vec<(String, u32, Workload)> {
+    if raw.listed && raw.groups.is_empty() {
+        c.err(
+            "clients",
+            "must list at least one group of clients (got []); e.g. [{\"name\": \"web\", \"count\": 100, \"workload\": {\"open\": {\"rate_per_s\": 900}}}], or write one group as an object",
+        );
+    }
+    if raw.groups.len() > clients::MAX_GROUPS {
+        c.err(
+            "clients",
+            format!(
+                "lists {} groups, more than the {} a scenario may have; merge groups",
+                raw.groups.len(),
+                clients::MAX_GROUPS
+            ),
+        );
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(raw.groups.len());
+    for i in 0..raw.groups.len() {
+        let at = group_path(raw, i);
+        let listed = raw.listed;
+        let group = &mut raw.groups[i];
+        let name = match (&group.name, listed) {
+            (Some(name), _) => {
+                check_key_name(c, &format!("{at}.name"), "group", name, "clients.0.count");
+                if let Some(j) = seen.insert(name.clone(), i) {
+                    c.err(
+                        &format!("{at}.name"),
+                        format!(
+                            "must be unique among the groups (got {}, the name of clients[{j}] too): a group's numbers are reported under its name; rename one",
+                            quote(name)
+                        ),
+                    );
+                }
+                name.clone()
+            }
+            (None, true) => {
+                c.err(
+                    &format!("{at}.name"),
+                    "is required for each group in a list of groups: its numbers are reported under it; name the group, e.g. \"name\": \"web\"",
+                );
+                String::new()
+            }
+            (None, false) => "clients".to_string(),
+        };
+        if !listed && group.policy.is_some() {
+            c.err(
+                "clients.policy",
+                "belongs to a group in a list of groups: a single group of clients calls with the top-level policy; move it to \"policy\", or write clients as a list of groups",
+            );
+        }
+        let (count, workload) = clients::check(c, &at, group);
+        out.push((name, count, workload));
+    }
+    out
+}
+
+/// The groups, each with its own policy where it has one (checked here, its defaults written
+/// back), which replaces the top-level `policy` as a whole for the group.
+fn group_policies(
+    c: &mut Checker,
+    raw: &mut RawScenario,
+    groups: Vec<(String, u32, Workload)>,
+    occ_entry: Option<&str>,
+) -> Vec<ClientGroup> {
+    let listed = raw.clients.listed;
+    groups
+        .into_iter()
+        .zip(raw.clients.groups.iter_mut())
+        .enumerate()
+        .map(|(i, ((name, count, workload), g))| {
+            let policy = match g.policy.as_mut() {
+                Some(own) if listed => {
+                    let at = format!("clients[{i}].policy");
+                    let p = policy(c, &at, own, Caller::Clients);
+                    if let Some(to) = occ_entry {
+                        no_hedge_at_occ(c, &at, own, to);
+                    }
+                    Some(p)
+                }
+                _ => None,
+            };
+            ClientGroup {
+                name,
+                count,
+                workload,
+                policy,
+            }
+        })
+        .collect()
 }
 
 /// `duration`, `max_time` and `metrics.bucket` (by default `duration` over
@@ -230,13 +381,14 @@ const LISTED: usize = 8;
 /// The services of a scenario, the entry first: the one `server` (or the default server) as a
 /// service named "server", or the services of `services`.
 fn services(c: &mut Checker, raw: &mut RawScenario, duration: Option<SimDuration>) -> Vec<Service> {
+    let entry = common_entry(c, &raw.clients);
     let Some(list) = &mut raw.services else {
-        if let Some(entry) = &raw.clients.entry {
+        if let Some(entry) = entry {
             c.err(
-                "clients.entry",
+                &format!("{}.entry", entry_path(&raw.clients)),
                 format!(
                     "applies only to a file with \"services\" (got {}): the clients call the file's one server; remove clients.entry, or describe the services under \"services\"",
-                    quote(entry)
+                    quote(&entry)
                 ),
             );
         }
@@ -256,7 +408,14 @@ fn services(c: &mut Checker, raw: &mut RawScenario, duration: Option<SimDuration
         // Its own problems are still worth knowing.
         server::check(c, "server", &mut s.clone(), duration);
     }
-    graph(c, &mut list.0, &mut raw.clients.entry, duration)
+    let mut entry = entry;
+    let at = format!("{}.entry", entry_path(&raw.clients));
+    let services = graph(c, &mut list.0, (&mut entry, &at), duration);
+    // The entry chosen (the one service, where none is named) is written into every group.
+    for group in &mut raw.clients.groups {
+        group.entry.clone_from(&entry);
+    }
+    services
 }
 
 /// Whether `name` may name a service (see [`check_service_name`]).
@@ -359,7 +518,7 @@ pub(super) fn name_hint(name: &str, names: &[&str]) -> String {
 fn graph(
     c: &mut Checker,
     list: &mut [(String, RawService)],
-    raw_entry: &mut Option<String>,
+    (raw_entry, entry_at): (&mut Option<String>, &str),
     duration: Option<SimDuration>,
 ) -> Vec<Service> {
     if list.is_empty() {
@@ -385,7 +544,7 @@ fn graph(
     }
     // Looked up, never iterated: the order of services is the file's.
     let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let entry = entry_index(c, raw_entry.as_deref(), &index, &names);
+    let entry = entry_index(c, (raw_entry.as_deref(), entry_at), &index, &names);
     if let Some(entry) = entry {
         *raw_entry = Some(owned[entry].clone());
     }
@@ -418,7 +577,7 @@ fn graph(
 /// The index in the file of the service `clients.entry` names; without one, the only service.
 fn entry_index(
     c: &mut Checker,
-    entry: Option<&str>,
+    (entry, at): (Option<&str>, &str),
     index: &HashMap<&str, usize>,
     names: &[&str],
 ) -> Option<usize> {
@@ -427,7 +586,7 @@ fn entry_index(
             let found = index.get(e).copied();
             if found.is_none() {
                 c.err(
-                    "clients.entry",
+                    at,
                     format!("names no service (got {}){}", quote(e), name_hint(e, names)),
                 );
             }
@@ -436,7 +595,7 @@ fn entry_index(
         None if names.len() == 1 => Some(0),
         None => {
             c.err(
-                "clients.entry",
+                at,
                 format!(
                     "is required with more than one service: it names the service the clients call, one of {}",
                     list_names(names)
@@ -766,7 +925,12 @@ fn never_called(c: &mut Checker, names: &[&str], targets: &[Vec<Option<usize>>],
 fn drop_outages(c: &mut Checker, raw: &RawScenario) {
     let gives_up =
         |p: Option<&RawPolicy>| p.is_some_and(|p| p.timeout.is_some() || p.deadline.is_some());
-    let clients_give_up = gives_up(raw.policy.as_ref());
+    // Every group gives up on its own: with its own policy, or with the top-level one.
+    let clients_give_up = raw
+        .clients
+        .groups
+        .iter()
+        .all(|g| gives_up(g.policy.as_ref().or(raw.policy.as_ref())));
     let clients_message = "\"drop\" never answers, so it needs policy.timeout or policy.deadline: without one the clients would wait for ever; use \"reject\" for an outage that answers";
     let drops = |faults: Option<&Vec<RawFault>>| -> Vec<usize> {
         faults
@@ -786,7 +950,7 @@ fn drop_outages(c: &mut Checker, raw: &RawScenario) {
         }
         return;
     };
-    let entry = match &raw.clients.entry {
+    let entry = match raw.clients.groups.first().and_then(|g| g.entry.as_ref()) {
         Some(e) => graph.0.iter().position(|(name, _)| name == e),
         None => (graph.0.len() == 1).then_some(0),
     };

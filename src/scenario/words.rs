@@ -12,7 +12,7 @@ use super::{clients, server};
 
 /// The scenario in words, one sentence per part.
 pub fn describe(s: &Scenario) -> Vec<String> {
-    let mut lines = vec![clients::sentence(s)];
+    let mut lines = clients::sentences(s);
     if !s.network.latency.is_zero() {
         lines.push(format!(
             "Network: every one-way message takes {}.",
@@ -45,13 +45,33 @@ pub fn describe(s: &Scenario) -> Vec<String> {
         }
     }
     lines.extend(policy);
+    // A group with a policy of its own calls with it instead, as a whole.
+    for (group, own) in s
+        .clients
+        .iter()
+        .filter_map(|g| Some((g, g.policy.as_ref()?)))
+    {
+        let who = format!("**{}**", escape(&group.name));
+        lines.extend(policy_lines(own).into_iter().map(|line| {
+            let mut chars = line.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            format!(
+                "Clients of group {who}, instead: {}{}",
+                first.unwrap_or_default(),
+                chars.as_str()
+            )
+        }));
+    }
     lines
 }
 
 /// An open workload's offered load at a server with a worker limit, the first number a
 /// queueing reader asks for: rho = arrival rate x mean service time / workers, before retries.
 fn offered_load(s: &Scenario) -> Option<String> {
-    let clients::Workload::Open(profile) = &s.clients.workload else {
+    let [group] = &s.clients[..] else {
+        return None;
+    };
+    let clients::Workload::Open(profile) = &group.workload else {
         return None;
     };
     let server::ServerKind::Queue(q) = &s.server().kind else {

@@ -1,7 +1,8 @@
 //! The calling side of every edge: logical calls, their attempts, timers, retries and
 //! fallbacks.
 //!
-//! A client's logical request is the root call (edge 0, towards the entry service); a
+//! A client's logical request is the root call (on its group's edge, towards the entry
+//! service: edge 0 for a single group); a
 //! service's call to another is a child of the work that made it, and its end is reported to
 //! that work. Both follow one life: attempts are admitted through the edge's policies, sent,
 //! answered or timed out, retried with backoff while the policy allows, and the call ends with
@@ -244,7 +245,12 @@ impl<F: Features> Sim<'_, F> {
 
     /// Starts a logical request for `client`. Returns a truncation if the in-flight limit is
     /// exceeded.
-    pub(super) fn start_request(&mut self, client: u32, now: SimTime) -> Option<Truncation> {
+    pub(super) fn start_request(
+        &mut self,
+        client: u32,
+        group: u32,
+        now: SimTime,
+    ) -> Option<Truncation> {
         self.reach(self.queue.current());
         if self.in_flight >= self.sc.limits.max_in_flight {
             return Some(Truncation::MaxInFlight {
@@ -254,15 +260,21 @@ impl<F: Features> Sim<'_, F> {
         }
         // Drawn for every request, even at rate 0, so that changing the rate changes nothing
         // else about the traffic (common random numbers).
-        let permanent = self.rng.arrivals.random::<f64>() < self.sc.server().permanent_error_rate;
-        let deadline = self.sc.policy.deadline.map_or(SimTime::NEVER, |d| now + d);
+        let permanent =
+            self.arrivals(group).random::<f64>() < self.sc.server().permanent_error_rate;
+        let edge = &self.edges[group as usize];
+        let deadline = edge
+            .policies
+            .policy
+            .deadline
+            .map_or(SimTime::NEVER, |d| now + d);
         let route = if F::GRAPH && self.graph {
             self.rng.routes.random::<u64>()
         } else {
             0
         };
         let slot = self.new_call(CallState::fresh(
-            (0, ROOT, client),
+            (group, ROOT, client),
             now,
             deadline,
             permanent,
@@ -272,7 +284,9 @@ impl<F: Features> Sim<'_, F> {
         self.rec.counters.requests += 1;
         self.rec.series.add(Column::Started);
         if F::POLICIES {
-            self.edges[0].policies.call_started(client, now);
+            self.edges[group as usize]
+                .policies
+                .call_started(client, now);
         }
         self.rec.counters.max_in_flight = self.rec.counters.max_in_flight.max(self.in_flight);
         self.send_attempt(slot, now);
@@ -340,7 +354,7 @@ impl<F: Features> Sim<'_, F> {
             }
             Admit::BreakerOpen => self.end_call(slot, Outcome::BreakerOpen, now),
             Admit::ThrottledLocally => {
-                if edge != 0 && call.hedge_of == NONE {
+                if edge >= self.client_edges as usize && call.hedge_of == NONE {
                     self.edges[edge].counters.throttled_locally += 1;
                 }
                 self.end_call(slot, Outcome::ThrottledLocally, now);
@@ -383,7 +397,7 @@ impl<F: Features> Sim<'_, F> {
         let first = call.attempts == 1;
         let hedge = F::POLICIES && call.hedge_of != NONE;
         if hedge {
-            if edge == 0 {
+            if edge < self.client_edges as usize {
                 self.rec.counters.hedges += 1;
                 // The series counts a hedge with the retries: both are attempts beyond a
                 // request's first, and the load figures stack them on the first attempts.
@@ -393,7 +407,7 @@ impl<F: Features> Sim<'_, F> {
                 c.attempts += 1;
                 c.hedges += 1;
             }
-        } else if edge == 0 {
+        } else if edge < self.client_edges as usize {
             if first {
                 self.rec.counters.first_attempts += 1;
                 self.rec.series.add(Column::FirstAttempts);
@@ -644,7 +658,7 @@ impl<F: Features> Sim<'_, F> {
             || (!local && !retry_on.contains(outcome))
         {
             if matches!(outcome, Outcome::Success | Outcome::Degraded) {
-                if edge == 0 {
+                if edge < self.client_edges as usize {
                     self.rec.counters.hedge_wins += 1;
                 } else {
                     self.edges[edge].counters.hedge_wins += 1;
@@ -928,7 +942,7 @@ impl<F: Features> Sim<'_, F> {
             self.attempt_over(slot, Some(outcome), now);
             self.attempt_failed_or_succeeded(slot, outcome, now);
         } else {
-            if call.edge == 0 {
+            if call.edge < self.client_edges {
                 self.rec.counters.late_replies += 1;
             }
             // `round` is the hedging edge's last attempt sent, whose send time `sent` is.
@@ -952,7 +966,7 @@ impl<F: Features> Sim<'_, F> {
         let deadline = call.deadline;
         self.attempt_over(slot, Some(Outcome::Timeout), now);
         if now >= deadline {
-            if self.calls[slot].edge == 0 {
+            if self.calls[slot].edge < self.client_edges {
                 self.rec.attempt_ended(Outcome::Timeout);
             }
             self.learn(slot, Outcome::Timeout, now);
@@ -1001,7 +1015,7 @@ impl<F: Features> Sim<'_, F> {
     #[inline(always)]
     fn attempt_failed_or_succeeded(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
         let edge = self.calls[slot].edge as usize;
-        if edge == 0 {
+        if edge < self.client_edges as usize {
             self.rec.attempt_ended(outcome);
         }
         // A bulkhead refusal is local: nothing was sent for a breaker or budget to learn of.
@@ -1066,7 +1080,7 @@ impl<F: Features> Sim<'_, F> {
         match verdict {
             Some(cost) => self.calls[slot].last_retry_cost = cost,
             None => {
-                if edge == 0 {
+                if edge < self.client_edges as usize {
                     self.rec.counters.budget_denials += 1;
                 } else {
                     self.edges[edge].counters.budget_denials += 1;
@@ -1150,6 +1164,7 @@ impl<F: Features> Sim<'_, F> {
         call.live_token = NO_TOKEN;
         call.ended = true;
         let (client, start, parent) = (call.client, call.start, call.parent);
+        let (group, attempts) = (call.edge, call.attempts);
         if call.outstanding == 0 {
             self.free_slot(slot);
         }
@@ -1158,17 +1173,24 @@ impl<F: Features> Sim<'_, F> {
             return;
         }
         self.rec.request_ended(outcome, now - start, now);
+        if self.client_edges > 1 {
+            self.rec
+                .group_ended(group as usize, outcome, now - start, attempts);
+        }
         self.in_flight -= 1;
         if F::GRAPH && !self.entry_routes.is_empty() {
             self.count_route(slot, outcome);
         }
-        if let Workload::Closed(closed) = &self.sc.clients.workload {
-            let left = &mut self.remaining[client as usize];
+        let sc = self.sc;
+        if let Workload::Closed(closed) = &sc.clients[group as usize].workload {
+            let g = group as usize;
+            let i = self.remaining_base[g] + (client - self.group_base[g]);
+            let left = &mut self.remaining[i as usize];
             *left = left.saturating_sub(1);
             if *left > 0 {
-                let think = closed.think_time.sample(&mut self.rng.arrivals);
+                let think = closed.think_time.sample(self.arrivals(group));
                 self.queue
-                    .schedule(now + think, Event::ClientReady { client });
+                    .schedule(now + think, Event::ClientReady { client, group });
             }
         }
     }

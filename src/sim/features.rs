@@ -34,8 +34,9 @@ impl Features for Full {
     const REPLICAS: bool = true;
 }
 
-/// A single service of one replica without faults or a rate limit, called through a passive policy (retries,
-/// backoff, timeout and deadline only): the storms of the benchmarks.
+/// A single service of one replica without faults or a rate limit, called by one group of
+/// clients through a passive policy (retries, backoff, timeout and deadline only): the
+/// storms of the benchmarks.
 pub(super) struct Lean;
 
 impl Features for Lean {
@@ -50,6 +51,7 @@ impl Lean {
     pub fn fits(sc: &Scenario) -> bool {
         let server = &sc.services[0].server;
         !sc.is_graph()
+            && sc.clients.len() == 1
             && passive(&sc.policy)
             && server.faults.is_empty()
             && server.rate_limit.is_none()

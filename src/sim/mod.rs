@@ -9,7 +9,8 @@
 //!
 //! The parts:
 //! - `client` is the calling side of every edge: logical calls (a client's request is the
-//!   root call, on edge 0; a service's call to another is a child of the work that made it),
+//!   root call, on its group's edge; a service's call to another is a child of the work
+//!   that made it),
 //!   their attempts, timers, retries and fallbacks.
 //! - `service` is the serving side: arrivals at a service, its server, the work an attempt
 //!   does after its service time (its downstream calls, holding the worker) and the answer.
@@ -46,10 +47,10 @@ use slab::Calls;
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
-    /// The next logical request of the open workload arrives.
-    Arrival,
-    /// A closed-workload client starts its next logical request.
-    ClientReady { client: u32 },
+    /// The next logical request of group `group`'s open workload arrives.
+    Arrival { group: u32 },
+    /// A closed-workload client (of group `group`) starts its next logical request.
+    ClientReady { client: u32, group: u32 },
     /// A retry's backoff is over: the caller sends the next attempt, or gives up if the
     /// call's deadline has passed.
     RetryDue { slot: u32 },
@@ -159,7 +160,8 @@ fn run_as<F: Features>(
     sim.finish(truncated)
 }
 
-/// A call edge: the clients' calls to the entry (edge 0), or one service's calls to another.
+/// A call edge: a group of clients' calls to the entry (the first edges, one per group), or
+/// one service's calls to another.
 struct Edge<'a> {
     /// The service called.
     to: u32,
@@ -221,16 +223,24 @@ fn folds_reads(server: &crate::scenario::Server, policy: &crate::scenario::Polic
     matches!(server.kind, crate::scenario::ServerKind::Occ) && policy.hedge.is_none()
 }
 
-/// `Sim::gauges_settle` for `sc`: its clients' policy's, and, where a caller detects
-/// outliers, the longest a replica stays ejected after the answer that ejected it (its
-/// longest ejection time, to the next tick).
+/// `Sim::gauges_settle` for `sc`: the longest of its groups' policies', and, where a caller
+/// detects outliers, the longest a replica stays ejected after the answer that ejected it
+/// (its longest ejection time, to the next tick).
 fn gauges_settle(sc: &Scenario) -> crate::engine::SimDuration {
-    let policy = &sc.policy;
     let outliers = sc
         .services
         .iter()
         .filter_map(|s| s.server.pool.outlier)
         .map(|o| o.max_ejection_time + o.interval);
+    sc.client_policies()
+        .map(policy_settles)
+        .chain(outliers)
+        .max()
+        .unwrap_or(crate::engine::SimDuration::ZERO)
+}
+
+/// How long a group's `policy` keeps changing the gauges after an event.
+fn policy_settles(policy: &crate::scenario::Policy) -> crate::engine::SimDuration {
     let breaker = policy.breaker.as_ref().map(|b| b.open_duration);
     let budget = match policy.budget.as_ref().map(|b| b.kind) {
         Some(crate::model::BudgetKind::Ratio { window, .. }) => Some(window),
@@ -239,14 +249,16 @@ fn gauges_settle(sc: &Scenario) -> crate::engine::SimDuration {
     breaker
         .into_iter()
         .chain(budget)
-        .chain(outliers)
         .max()
         .unwrap_or(crate::engine::SimDuration::ZERO)
 }
 
 /// Every edge's pool, in the order of `Sim::edges`.
 fn edge_pools(sc: &Scenario) -> Vec<Option<EdgePool>> {
-    let mut pools = vec![edge_pool(&sc.services[0].server, (None, None), &sc.policy)];
+    let mut pools: Vec<Option<EdgePool>> = sc
+        .client_policies()
+        .map(|p| edge_pool(&sc.services[0].server, (None, None), p))
+        .collect();
     for s in &sc.services {
         for call in &s.calls {
             pools.push(edge_pool(
@@ -311,6 +323,16 @@ struct Sim<'a, F: Features> {
     free_works: Vec<u32>,
     /// The clients' logical requests in flight.
     in_flight: u64,
+    /// The groups of clients: the first edges are theirs, one each, and a request's edge is
+    /// its group.
+    client_edges: u32,
+    /// By group, the id of its first client (clients are numbered group after group).
+    group_base: Vec<u32>,
+    /// By group, where its clients' counts start in `remaining` (closed workloads only).
+    remaining_base: Vec<u32>,
+    /// The arrival streams of the groups after the first (`model::streams::GROUP_ARRIVALS`);
+    /// the first group's is `rng.arrivals`.
+    group_rng: Vec<rand_pcg::Pcg64>,
     /// The id the next logical call gets (its idempotency key).
     next_call_id: u64,
     /// Whether some edge cancels abandoned hedge-race attempts (services check the queue).
@@ -337,7 +359,7 @@ struct Sim<'a, F: Features> {
     replica_series: Vec<TimeSeries>,
     /// Per service, where its replicas' series start in `replica_series`.
     replica_series_at: Vec<u32>,
-    /// Edge 0: clients -> entry; then each service's calls in order.
+    /// The groups' calls to the entry (one edge each); then each service's calls in order.
     edges: Vec<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
     first_edge: Vec<u32>,
@@ -414,6 +436,7 @@ impl<'a, F: Features> Sim<'a, F> {
         // A balancer counts what its caller has out until the answer reaches it, so answers
         // to a pool travel as events.
         let fold_retries = !graph
+            && sc.clients.len() == 1
             && edges[0].policies.passive()
             && edges[0].keys.is_none()
             && sc.services[0].server.pool.replicas == 1;
@@ -444,6 +467,20 @@ impl<'a, F: Features> Sim<'a, F> {
             works: Vec::new(),
             free_works: Vec::new(),
             in_flight: 0,
+            client_edges: sc.clients.len() as u32,
+            group_base: sc
+                .clients
+                .iter()
+                .scan(0u32, |next, g| {
+                    let base = *next;
+                    *next = next.saturating_add(g.count);
+                    Some(base)
+                })
+                .collect(),
+            remaining_base: Vec::new(),
+            group_rng: (1..sc.clients.len() as u32)
+                .map(|g| crate::model::streams::group_arrivals(seed, replication, g))
+                .collect(),
             next_call_id: 0,
             cancels,
             services,
@@ -458,7 +495,7 @@ impl<'a, F: Features> Sim<'a, F> {
             edges,
             first_edge,
             graph,
-            rec: Recorder::new(sc.bucket),
+            rec: Recorder::new(sc.bucket).with_groups(sc.clients.len()),
             remaining: Vec::new(),
             end_of_arrivals: SimTime::ZERO + sc.duration,
             overflow: None,
@@ -508,19 +545,25 @@ impl<'a, F: Features> Sim<'a, F> {
     /// The call edges with their policies: the clients' edge into the entry service first, then
     /// each service's calls in order. Also returns where each service's calls start among them.
     fn build_edges(sc: &'a Scenario, dense_max: usize) -> (Vec<Edge<'a>>, Vec<u32>) {
-        let clients = sc.clients.count;
+        let clients = sc.clients.iter().map(|g| g.count).max().unwrap_or(1);
         let tracks = |p: &crate::scenario::Policy| !p.idempotent || p.idempotency_key.is_some();
-        let mut edges = vec![Edge {
-            to: 0,
-            route: None,
-            propagate_deadline: false,
-            timeout: sc.policy.timeout,
-            folds_reads: folds_reads(&sc.services[0].server, &sc.policy),
-            tracks_executions: tracks(&sc.policy),
-            keys: key_store(&sc.policy),
-            policies: CallPolicies::new(&sc.policy, true, clients, dense_max),
-            counters: CallCounters::default(),
-        }];
+        let mut edges = Vec::with_capacity(sc.clients.len());
+        let mut base = 0u32;
+        for g in &sc.clients {
+            let p = sc.group_policy(g);
+            edges.push(Edge {
+                to: 0,
+                route: None,
+                propagate_deadline: false,
+                timeout: p.timeout,
+                folds_reads: folds_reads(&sc.services[0].server, p),
+                tracks_executions: tracks(p),
+                keys: key_store(p),
+                policies: CallPolicies::new(p, true, g.count, dense_max).with_first_client(base),
+                counters: CallCounters::default(),
+            });
+            base = base.saturating_add(g.count);
+        }
         let mut first_edge = Vec::with_capacity(sc.services.len());
         for s in &sc.services {
             first_edge.push(edges.len() as u32);
@@ -559,22 +602,51 @@ impl<'a, F: Features> Sim<'a, F> {
                 }
             }
         }
-        match &sc.clients.workload {
-            Workload::Open(profile) => {
-                if let Some(t) = profile.next_arrival(SimTime::ZERO, &mut self.rng.arrivals)
-                    && t < self.end_of_arrivals
-                {
-                    self.queue.schedule_chained(t, Event::Arrival);
+        for (g, group) in sc.clients.iter().enumerate() {
+            let (base, g) = (self.group_base[g], g as u32);
+            match &group.workload {
+                Workload::Open(profile) => {
+                    if let Some(t) = profile.next_arrival(SimTime::ZERO, self.arrivals(g))
+                        && t < self.end_of_arrivals
+                    {
+                        self.schedule_arrival(t, g);
+                    }
+                    self.remaining_base.push(0);
+                }
+                Workload::Closed(closed) => {
+                    let k = closed.requests_per_client.unwrap_or(u64::MAX);
+                    self.remaining_base.push(self.remaining.len() as u32);
+                    self.remaining
+                        .extend(std::iter::repeat_n(k, group.count as usize));
+                    for client in base..base + group.count {
+                        let at = SimTime::ZERO + closed.start.sample(self.arrivals(g));
+                        self.queue
+                            .schedule(at, Event::ClientReady { client, group: g });
+                    }
                 }
             }
-            Workload::Closed(closed) => {
-                let k = closed.requests_per_client.unwrap_or(u64::MAX);
-                self.remaining = vec![k; sc.clients.count as usize];
-                for client in 0..sc.clients.count {
-                    let at = SimTime::ZERO + closed.start.sample(&mut self.rng.arrivals);
-                    self.queue.schedule(at, Event::ClientReady { client });
-                }
-            }
+        }
+    }
+
+    /// The stream of group `group`'s arrivals, client choices, think times and request
+    /// classes.
+    #[inline(always)]
+    fn arrivals(&mut self, group: u32) -> &mut rand_pcg::Pcg64 {
+        if group == 0 {
+            &mut self.rng.arrivals
+        } else {
+            &mut self.group_rng[group as usize - 1]
+        }
+    }
+
+    /// Schedules group `group`'s next arrival at `t`: the first group's as the queue's one
+    /// chained event (each arrival schedules the next), the others' as any event.
+    #[inline(always)]
+    fn schedule_arrival(&mut self, t: SimTime, group: u32) {
+        if group == 0 {
+            self.queue.schedule_chained(t, Event::Arrival { group });
+        } else {
+            self.queue.schedule(t, Event::Arrival { group });
         }
     }
 
@@ -608,26 +680,14 @@ impl<'a, F: Features> Sim<'a, F> {
             }
             last = now;
             match event {
-                Event::Arrival => {
-                    let Workload::Open(profile) = &self.sc.clients.workload else {
-                        unreachable!("arrivals belong to open workloads")
-                    };
-                    if let Some(next) = profile.next_arrival(now, &mut self.rng.arrivals)
-                        && next < self.end_of_arrivals
-                    {
-                        self.queue.schedule_chained(next, Event::Arrival);
-                    }
-                    let client = rand::RngExt::random_range(
-                        &mut self.rng.arrivals,
-                        0..self.sc.clients.count,
-                    );
-                    if let Some(t) = self.start_request(client, now) {
+                Event::Arrival { group } => {
+                    if let Some(t) = self.arrival(group, now) {
                         return Some(t);
                     }
                 }
-                Event::ClientReady { client } => {
+                Event::ClientReady { client, group } => {
                     if now < self.end_of_arrivals
-                        && let Some(t) = self.start_request(client, now)
+                        && let Some(t) = self.start_request(client, group, now)
                     {
                         return Some(t);
                     }
@@ -664,6 +724,24 @@ impl<'a, F: Features> Sim<'a, F> {
                 return self.overflow.take();
             }
         }
+    }
+
+    /// The next request of group `group`'s open workload arrives now: the one after it is
+    /// scheduled, and a client of the group, drawn uniformly, starts it.
+    #[inline(always)]
+    fn arrival(&mut self, group: u32, now: SimTime) -> Option<Truncation> {
+        let sc = self.sc;
+        let g = &sc.clients[group as usize];
+        let Workload::Open(profile) = &g.workload else {
+            unreachable!("arrivals belong to open workloads")
+        };
+        if let Some(next) = profile.next_arrival(now, self.arrivals(group))
+            && next < self.end_of_arrivals
+        {
+            self.schedule_arrival(next, group);
+        }
+        let client = rand::RngExt::random_range(self.arrivals(group), 0..g.count);
+        self.start_request(self.group_base[group as usize] + client, group, now)
     }
 
     /// An attempt reaches replica `host` of a replicated service, not its first: kept out of
@@ -847,22 +925,29 @@ impl<'a, F: Features> Sim<'a, F> {
     /// load and the clients' requests and policies.
     fn gauges(&self, now: SimTime) -> Gauges {
         let (queue_len, in_service) = self.service_load(0);
-        let policies = &self.edges[0].policies;
-        let budget_level_ppm = match &policies.budgets {
-            Some(budgets) if budgets.count > 0 => {
-                let mut total: f64 = budgets.touched().map(|b| b.level(now)).sum();
+        // Every group's budgets and breakers: the mean level and how many are open.
+        let (mut total, mut count, mut breakers_open) = (0.0, 0usize, 0usize);
+        for edge in &self.edges[..self.client_edges as usize] {
+            let policies = &edge.policies;
+            if let Some(budgets) = &policies.budgets {
+                let mut level: f64 = budgets.touched().map(|b| b.level(now)).sum();
                 let untouched = budgets.untouched();
                 if untouched > 0 {
-                    total += untouched as f64 * budgets.fresh.level(now);
+                    level += untouched as f64 * budgets.fresh.level(now);
                 }
-                (total / budgets.count as f64 * 1e6).round() as u32
+                total += level;
+                count += budgets.count;
             }
-            _ => 0,
+            // A fresh breaker is closed.
+            breakers_open += policies.breakers.as_ref().map_or(0, |breakers| {
+                breakers.touched().filter(|b| b.is_open(now)).count()
+            });
+        }
+        let budget_level_ppm = if count > 0 {
+            (total / count as f64 * 1e6).round() as u32
+        } else {
+            0
         };
-        // A fresh breaker is closed.
-        let breakers_open = policies.breakers.as_ref().map_or(0, |breakers| {
-            breakers.touched().filter(|b| b.is_open(now)).count()
-        });
         Gauges {
             queue_len,
             in_service,
@@ -972,15 +1057,18 @@ impl<'a, F: Features> Sim<'a, F> {
             });
         });
         let c = &mut self.rec.counters;
-        let policies = &self.edges[0].policies;
-        // A fresh breaker never refused, changed state or opened.
-        c.breakers = policies.breakers.as_ref().map_or(0, |b| b.count as u64);
-        c.hedges_denied = policies.hedges_denied();
-        for b in policies.breakers.iter().flat_map(|b| b.touched()) {
-            c.breaker_refusals += b.refusals;
-            c.breaker_transitions += b.transitions;
-            c.breaker_openings += b.openings;
-            c.breaker_open_nanos += b.time_open(end_time);
+        let groups = self.client_edges as usize;
+        for edge in &self.edges[..groups] {
+            let policies = &edge.policies;
+            // A fresh breaker never refused, changed state or opened.
+            c.breakers += policies.breakers.as_ref().map_or(0, |b| b.count as u64);
+            c.hedges_denied += policies.hedges_denied();
+            for b in policies.breakers.iter().flat_map(|b| b.touched()) {
+                c.breaker_refusals += b.refusals;
+                c.breaker_transitions += b.transitions;
+                c.breaker_openings += b.openings;
+                c.breaker_open_nanos += b.time_open(end_time);
+            }
         }
         // Steps settled ahead for instants the run reached are counted; a run cut off
         // earlier never got to the rest.
@@ -991,12 +1079,12 @@ impl<'a, F: Features> Sim<'a, F> {
         }
         let gauges = self.gauges(end_time);
         self.rec.series.close(gauges);
-        // Edge 0 is the clients' calls to the entry, counted in the recorder's counters;
-        // the others are calls between services.
-        for edge in &mut self.edges[1..] {
+        // The first edges are the groups' calls to the entry, counted in the recorder's
+        // counters; the others are calls between services.
+        for edge in &mut self.edges[groups..] {
             edge.policies.count_into(&mut edge.counters);
         }
-        let calls = self.edges.drain(1..).map(|e| e.counters).collect();
+        let calls = self.edges.drain(groups..).map(|e| e.counters).collect();
         let count = self.sc.services.len();
         let (hosts, service_series) = self
             .services

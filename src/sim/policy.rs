@@ -115,6 +115,8 @@ pub(super) struct CallPolicies<'a> {
     /// Whether budgets and breakers follow their scope per client (the clients' edge);
     /// a call between services has one of each.
     per_client: bool,
+    /// On a group's edge, the id of its first client: client `base + i` has instance `i`.
+    base: u32,
     /// Retry budgets.
     pub budgets: Option<Instances<Budget>>,
     /// Circuit breakers.
@@ -149,6 +151,7 @@ impl<'a> CallPolicies<'a> {
         CallPolicies {
             policy,
             per_client,
+            base: 0,
             budgets: policy
                 .budget
                 .map(|b| Instances::new(Budget::new(b.kind), count(b.scope), dense_max)),
@@ -166,6 +169,12 @@ impl<'a> CallPolicies<'a> {
                 Instances::new(Throttle::new(t.k_micros, t.window), count, dense_max)
             }),
         }
+    }
+
+    /// The policies of a group of clients whose first client has id `base`.
+    pub fn with_first_client(mut self, base: u32) -> Self {
+        self.base = base;
+        self
     }
 
     /// Whether the edge hedges.
@@ -230,7 +239,7 @@ impl<'a> CallPolicies<'a> {
     fn find_budget(&mut self, client: u32) -> Option<&mut Budget> {
         let scope = self.policy.budget.as_ref()?.scope;
         let i = if self.per_client {
-            scope.index(client)
+            scope.index(client - self.base)
         } else {
             0
         };
@@ -250,7 +259,7 @@ impl<'a> CallPolicies<'a> {
     fn find_breaker(&mut self, client: u32) -> Option<&mut Breaker> {
         let scope = self.policy.breaker.as_ref()?.scope;
         let i = if self.per_client {
-            scope.index(client)
+            scope.index(client - self.base)
         } else {
             0
         };
@@ -259,7 +268,11 @@ impl<'a> CallPolicies<'a> {
 
     #[inline]
     fn throttle(&mut self, client: u32) -> Option<&mut Throttle> {
-        let i = if self.per_client { client as usize } else { 0 };
+        let i = if self.per_client {
+            (client - self.base) as usize
+        } else {
+            0
+        };
         Some(self.throttles.as_mut()?.get_mut(i))
     }
 

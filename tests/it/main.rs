@@ -24,6 +24,7 @@ mod metastable;
 mod outlier;
 mod output;
 mod policies;
+mod populations;
 mod recovery;
 mod references;
 mod replicas;

@@ -140,17 +140,13 @@ fn key<DB: DrawingBackend>(
 
 /// How many retry budgets and circuit breakers a variant has (0 for none).
 fn instances(s: &Scenario) -> (usize, usize) {
-    let clients = s.clients.count;
-    (
-        s.policy
-            .budget
-            .as_ref()
-            .map_or(0, |b| b.scope.instances(clients)),
-        s.policy
-            .breaker
-            .as_ref()
-            .map_or(0, |b| b.scope.instances(clients)),
-    )
+    s.clients.iter().fold((0, 0), |(budgets, breakers), g| {
+        let p = s.group_policy(g);
+        (
+            budgets + p.budget.as_ref().map_or(0, |b| b.scope.instances(g.count)),
+            breakers + p.breaker.as_ref().map_or(0, |b| b.scope.instances(g.count)),
+        )
+    })
 }
 
 /// Whether a variant's budget is a token bucket, which allows retries only above half full.
@@ -418,10 +414,30 @@ fn draw_panel<DB: DrawingBackend>(
 /// each one's: budget-dilution's mean of 10,000 buckets crossed half full while the buckets
 /// of clients that had sent nothing yet went on letting retries through.
 fn panel_title(v: &VariantResult, s: &Scenario) -> String {
-    let clients = s.clients.count;
+    if s.has_groups() {
+        return groups_title(v, s);
+    }
+    let clients = s.clients[0].count;
     let mean_of_many = token_bucket(s)
         && clients > 1
         && s.policy.budget.as_ref().map(|b| b.scope) == Some(Scope::PerClient);
+    let mut title = format!(
+        "{}: {}",
+        super::display_name(v),
+        instances_words(&s.policy, clients)
+    );
+    if mean_of_many {
+        title.push_str(" (line: their mean; each stops retries below half on its own)");
+    }
+    if let Some(note) = triggers::split_note(v) {
+        title.push_str(&format!(" ({note})"));
+    }
+    title
+}
+
+/// A group's budgets and breakers in words: "one shared budget", "10 breakers, one per
+/// client", or "none".
+fn instances_words(p: &crate::scenario::Policy, clients: u32) -> String {
     let what = |scope: Option<Scope>, one: &str| {
         scope.map(|scope| match scope {
             Scope::Shared => format!("one shared {one}"),
@@ -429,16 +445,37 @@ fn panel_title(v: &VariantResult, s: &Scenario) -> String {
             Scope::PerClient => format!("{clients} {one}s, one per client"),
         })
     };
-    let policy: Vec<String> = [
-        what(s.policy.budget.as_ref().map(|b| b.scope), "budget"),
-        what(s.policy.breaker.as_ref().map(|b| b.scope), "breaker"),
+    let words: Vec<String> = [
+        what(p.budget.as_ref().map(|b| b.scope), "budget"),
+        what(p.breaker.as_ref().map(|b| b.scope), "breaker"),
     ]
     .into_iter()
     .flatten()
     .collect();
-    let mut title = format!("{}: {}", super::display_name(v), policy.join(", "));
-    if mean_of_many {
-        title.push_str(" (line: their mean; each stops retries below half on its own)");
+    if words.is_empty() {
+        "none".to_string()
+    } else {
+        words.join(", ")
+    }
+}
+
+/// A panel's title where the clients form several groups: each group's budgets and
+/// breakers, and that the line is the mean level of every budget of every group.
+fn groups_title(v: &VariantResult, s: &Scenario) -> String {
+    let groups: Vec<String> = s
+        .clients
+        .iter()
+        .map(|g| {
+            format!(
+                "{} has {}",
+                g.name,
+                instances_words(s.group_policy(g), g.count)
+            )
+        })
+        .collect();
+    let mut title = format!("{}: {}", super::display_name(v), groups.join("; "));
+    if instances(s).0 > 1 {
+        title.push_str(" (line: the mean of every group's budgets)");
     }
     if let Some(note) = triggers::split_note(v) {
         title.push_str(&format!(" ({note})"));

@@ -62,8 +62,9 @@ impl TimeHistogram {
         let graph = run.has_calls();
         match self.column {
             Column::Retries => {
-                let retries = scenarios().any(|s| s.policy.retry.max_attempts != Some(1));
-                let hedges = scenarios().any(|s| s.policy.hedge.is_some());
+                let retries = scenarios()
+                    .any(|s| s.client_policies().any(|p| p.retry.max_attempts != Some(1)));
+                let hedges = scenarios().any(|s| s.client_policies().any(|p| p.hedge.is_some()));
                 let what = match (retries, hedges) {
                     (false, true) => "hedges",
                     (true, true) => "retries and hedges",
@@ -142,8 +143,10 @@ impl Chart for TimeHistogram {
         match self.column {
             Column::Retries => all.any(|v| v.series.iter().any(|r| r[col] > 0.0)),
             // Without a variant that can retry or hedge, the attempts are the requests.
-            _ => (run.experiment.scenarios())
-                .any(|s| s.policy.retry.max_attempts != Some(1) || s.policy.hedge.is_some()),
+            _ => (run.experiment.scenarios()).any(|s| {
+                s.client_policies()
+                    .any(|p| p.retry.max_attempts != Some(1) || p.hedge.is_some())
+            }),
         }
     }
 

@@ -24,7 +24,9 @@ use crate::scenario::{Experiment, Scenario, Sweep, Variant};
 use compare::{SPLIT, rule};
 use findings::{findings_at, findings_below_entry};
 use recovery::recovery_section;
-use results::{replica_tables, results_table, service_and_call_tables, theory_section};
+use results::{
+    group_tables, replica_tables, results_table, service_and_call_tables, theory_section,
+};
 use sweep::{every_pair, sweep_findings};
 
 /// A figure as the report shows it.
@@ -281,6 +283,7 @@ fn results_section(out: &mut String, page: &Page) {
         service_and_call_tables(out, page.ran(), variants, reps > 1);
     }
     replica_tables(out, page.ran(), variants, reps > 1);
+    group_tables(out, page.ran(), variants, reps > 1);
     if crate::report::table::has_cut(&out[start..]) {
         let _ = writeln!(
             out,

@@ -293,7 +293,7 @@ fn storm_load(v: &VariantResult, s: &Scenario, server: &str) -> Option<String> {
         .sum::<f64>()
         * per_s
         / during.len() as f64;
-    let hedged = s.policy.hedge.is_some();
+    let hedged = s.client_policies().any(|p| p.hedge.is_some());
     let mut text = format!(
         "During the trigger the clients sent up to {:.0} retries/s{} ({retries:.0}/s on average over it), and ",
         peak(&v.series, Column::Retries),

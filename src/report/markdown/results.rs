@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::compare::RELATIVE;
 use super::escape;
 use crate::metrics::VariantResult;
-use crate::metrics::{Metric, ServiceMetric};
+use crate::metrics::{GroupMetric, Latency, Metric, ServiceMetric, Unit};
 use crate::report::{shape, table};
 use crate::scenario::{Scenario, Variant};
 
@@ -239,6 +239,54 @@ pub(crate) fn replica_tables(
             .into_iter()
             .map(|((name, k), cells)| (format!("{} #{k}", escape(name)), cells));
         markdown_table(out, "replica", &titles, rows);
+    }
+}
+
+/// The "Per group of clients" tables: one per variant whose clients form more than one
+/// group, a row per group, at the point the results are at. Nothing for a single group,
+/// whose numbers are the totals above.
+pub(crate) fn group_tables(
+    out: &mut String,
+    ran: &[Variant],
+    variants: &[VariantResult],
+    with_ci: bool,
+) {
+    let pairs: Vec<(&VariantResult, &Variant)> = variants
+        .iter()
+        .zip(ran)
+        .filter(|(v, _)| !v.metrics.groups.is_empty())
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let mut titles: Vec<String> = GroupMetric::ALL.iter().map(|k| k.title()).collect();
+    titles.extend(["mean (ms)", "p50 (ms)", "p99 (ms)"].map(String::from));
+    let _ = writeln!(out, "\n### Per group of clients\n");
+    let _ = writeln!(
+        out,
+        "Each group's own requests: the share of those that ended that succeeded, the attempts each made (first attempts and retries), and the latency of those answered. Each group calls with its own policy where it has one, else the top-level one; the totals above are over every group."
+    );
+    for (v, r) in &pairs {
+        let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
+        let rows = v
+            .metrics
+            .groups
+            .iter()
+            .zip(&v.ci95.groups)
+            .zip(&r.scenario.clients)
+            .map(|((mean, half), group)| {
+                let mut cells: Vec<String> = GroupMetric::ALL
+                    .iter()
+                    .map(|k| k.format_estimate(mean, half, with_ci))
+                    .collect();
+                let latency = |f: fn(&Latency) -> f64| match (mean.latency_ms, half.latency_ms) {
+                    (Some(m), Some(h)) => Unit::Millis.estimate_text(1, (f(&m), f(&h)), with_ci),
+                    _ => "-".to_string(),
+                };
+                cells.extend([latency(|l| l.mean), latency(|l| l.p50), latency(|l| l.p99)]);
+                (escape(&group.name), cells)
+            });
+        markdown_table(out, "group", &titles, rows);
     }
 }
 
