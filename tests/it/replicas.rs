@@ -226,6 +226,31 @@ fn bundled_crashed_replica_fails_a_quarter_a_sixteenth_and_a_sixty_fourth_during
             );
         }
     }
+    // Outlier detection (balanced anew, 5 consecutive 5xx eject for 30 s, a quarter of the
+    // pool at most): replica 0 is ejected at its fifth error, some 50 ms into the crash, and
+    // stays out to the first tick (every 10 s) at least 30 s later, 50 s, past the run's end.
+    // So exactly one ejection a replication; a request fails only when both its attempts were
+    // among those 5 errors, at most 2.5 requests a replication; replica 0 serves only the
+    // first attempts of the first 10 s, a sixteenth of the requests, and its 5 errors.
+    let v = variant(&result, "outlier detection");
+    // The same count in every replication: summary.json gives it no interval.
+    let ejections =
+        serde_json::to_value(&v.metrics).expect("metrics serialise")["replicas"][0]["ejections"]
+            .as_f64();
+    assert_eq!(ejections, Some(1.0));
+    let (failed, _) = metric(v, "failure_rate");
+    assert!(
+        failed * requests("outlier detection") <= 2.5,
+        "{failed} of the requests failed"
+    );
+    let (attempts, _) = metric(v, "replicas.0.attempts");
+    let share = attempts / requests("outlier detection");
+    assert_close(
+        "replica 0 with outlier detection",
+        share,
+        1.0 / 16.0,
+        within(1.0 / 16.0) + 5.0 / requests("outlier detection"),
+    );
     // The figure of load per replica is drawn, and its series add up to the table's counts.
     let v = variant(&result, "sticky");
     assert_eq!(v.replica_series.len(), 4);
