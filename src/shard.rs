@@ -326,6 +326,9 @@ enum Line {
         replications: [u32; 2],
         success: LatencyParts,
         failure: LatencyParts,
+        /// Per group of clients, where there are several.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        groups: Vec<LatencyParts>,
     },
     /// One replication of the part.
     Replication(Box<RawReplication>),
@@ -517,6 +520,7 @@ pub fn shard_files(shard: &ShardRun, result: &RangeResult) -> anyhow::Result<Vec
                 replications: held.replications,
                 success: pool.success.to_parts(),
                 failure: pool.failure.to_parts(),
+                groups: pool.groups.iter().map(|g| g.to_parts()).collect(),
             },
         )?;
         for r in held.replications[0]..held.replications[1] {
@@ -1052,19 +1056,27 @@ fn stream(
                     replications,
                     success,
                     failure,
+                    groups,
                 },
                 None,
             ) if u == unit && replications == range => {
-                let (Some(success), Some(failure)) = (
+                let groups: Option<Vec<_>> =
+                    groups.iter().map(LatencyHistogram::from_parts).collect();
+                let (Some(success), Some(failure), Some(groups)) = (
                     LatencyHistogram::from_parts(&success),
                     LatencyHistogram::from_parts(&failure),
+                    groups,
                 ) else {
                     done = true;
                     return fail(format!("unit {unit}'s latencies do not read back"));
                 };
                 Some(Ok(Refed::Pool(
                     unit as usize,
-                    Box::new(LatencyPool { success, failure }),
+                    Box::new(LatencyPool {
+                        success,
+                        failure,
+                        groups,
+                    }),
                 )))
             }
             (Line::Replication(raw), Some(r)) if raw.unit == unit && raw.replication == r => {

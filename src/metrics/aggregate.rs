@@ -283,26 +283,29 @@ impl PartsFold {
         }
     }
 
-    /// Writes the groups' means and half-widths into the variant's documents.
-    fn finish_groups(&self, metrics: &mut Metrics, ci95: &mut Metrics) {
+    /// Writes the groups' means and half-widths into the variant's documents: a group's
+    /// latency is that of its answered requests of every replication pooled (`pool`), as the
+    /// totals' is, with half-widths from the spread of the replications' own values.
+    fn finish_groups(&self, metrics: &mut Metrics, ci95: &mut Metrics, pool: &LatencyPool) {
         (metrics.groups, ci95.groups) = self
             .groups
             .iter()
             .zip(&self.group_latency)
-            .map(|(moments, latency)| {
+            .enumerate()
+            .map(|(g, (moments, latency))| {
                 let (mut mean, mut half) = estimates(moments, &GroupMetric::ALL);
-                if latency[0].count() > 0 {
-                    let e = latency.map(|mo| mo.estimate());
-                    let pick = |f: fn(&Estimate) -> f64| Latency {
-                        mean: finite(f(&e[0])),
-                        p50: finite(f(&e[1])),
-                        p90: finite(f(&e[2])),
-                        p99: finite(f(&e[3])),
-                        p999: finite(f(&e[4])),
-                        max: finite(f(&e[5])),
-                    };
-                    mean.latency_ms = Some(pick(|e| e.mean));
-                    half.latency_ms = Some(pick(|e| e.half_width));
+                let pooled = pool.groups.get(g).filter(|h| h.count() > 0);
+                if let (true, Some(pooled)) = (latency[0].count() > 0, pooled) {
+                    let e = latency.map(|mo| finite(mo.estimate().half_width));
+                    mean.latency_ms = Some(pooled.summary());
+                    half.latency_ms = Some(Latency {
+                        mean: e[0],
+                        p50: e[1],
+                        p90: e[2],
+                        p99: e[3],
+                        p999: e[4],
+                        max: e[5],
+                    });
                 }
                 (mean, half)
             })
@@ -315,8 +318,9 @@ impl PartsFold {
         self,
         metrics: &mut Metrics,
         ci95: &mut Metrics,
+        pool: &LatencyPool,
     ) -> (Vec<ServiceSeries>, Vec<ServiceSeries>) {
-        self.finish_groups(metrics, ci95);
+        self.finish_groups(metrics, ci95, pool);
         (metrics.services, ci95.services) = self
             .services
             .iter()
@@ -436,7 +440,7 @@ impl Replications {
         // The parts first: the entry's metrics (`server.*`) are set in `services[0]`, which
         // the same samples in the same order give the same numbers.
         let (service_series, replica_series) = match self.parts {
-            Some(parts) => parts.finish(&mut metrics, &mut ci95),
+            Some(parts) => parts.finish(&mut metrics, &mut ci95, pool),
             None => (Vec::new(), Vec::new()),
         };
         for (k, m) in Metric::PER_REPLICATION

@@ -719,6 +719,8 @@ pub struct LatencyPool {
     pub success: LatencyHistogram,
     /// Latency (time to give up) of the logical requests that failed.
     pub failure: LatencyHistogram,
+    /// Per group of clients (where there are several), the latency of its answered requests.
+    pub groups: Vec<LatencyHistogram>,
 }
 
 impl LatencyPool {
@@ -726,12 +728,27 @@ impl LatencyPool {
     pub fn add(&mut self, run: &RunResult) {
         self.success.merge(&run.success_latency);
         self.failure.merge(&run.failure_latency);
+        merge_groups(&mut self.groups, run.groups.iter().map(|g| &g.answered));
     }
 
     /// Adds every latency of another pool.
     pub fn absorb(&mut self, other: &LatencyPool) {
         self.success.merge(&other.success);
         self.failure.merge(&other.failure);
+        merge_groups(&mut self.groups, other.groups.iter());
+    }
+}
+
+/// Merges each group's histogram of `more` into the one of the same group in `groups`.
+fn merge_groups<'a>(
+    groups: &mut Vec<LatencyHistogram>,
+    more: impl ExactSizeIterator<Item = &'a LatencyHistogram>,
+) {
+    if groups.len() < more.len() {
+        groups.resize_with(more.len(), LatencyHistogram::default);
+    }
+    for (g, h) in groups.iter_mut().zip(more) {
+        g.merge(h);
     }
 }
 

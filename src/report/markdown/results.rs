@@ -264,7 +264,7 @@ pub(crate) fn group_tables(
     let _ = writeln!(out, "\n### Per group of clients\n");
     let _ = writeln!(
         out,
-        "Each group's own requests: the share of those that ended that succeeded, the attempts each made (first attempts and retries), and the latency of those answered. Each group calls with its own policy where it has one, else the top-level one; the totals above are over every group."
+        "Each group's own requests: the share of those that ended that succeeded, the attempts each made (first attempts and retries), and the latency of those answered, pooled over the replications as the totals' is. Each group calls with its own policy where it has one, else the top-level one; the totals above are over every group."
     );
     for (v, r) in &pairs {
         let _ = writeln!(out, "\n**{}**{}\n", escape(&v.name), mark(v));
