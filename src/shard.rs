@@ -1049,60 +1049,65 @@ fn stream(
                 return fail(format!("a line is not a shard record ({e})"));
             }
         };
-        match (parsed, replication) {
-            (
-                Line::Part {
-                    unit: u,
-                    replications,
-                    success,
-                    failure,
-                    groups,
-                },
-                None,
-            ) if u == unit && replications == range => {
-                let groups: Option<Vec<_>> =
-                    groups.iter().map(LatencyHistogram::from_parts).collect();
-                let (Some(success), Some(failure), Some(groups)) = (
-                    LatencyHistogram::from_parts(&success),
-                    LatencyHistogram::from_parts(&failure),
-                    groups,
-                ) else {
-                    done = true;
-                    return fail(format!("unit {unit}'s latencies do not read back"));
-                };
-                Some(Ok(Refed::Pool(
-                    unit as usize,
-                    Box::new(LatencyPool {
-                        success,
-                        failure,
-                        groups,
-                    }),
-                )))
-            }
-            (Line::Replication(raw), Some(r)) if raw.unit == unit && raw.replication == r => {
-                match raw.digest() {
-                    Ok(d) => Some(Ok(Refed::Replication(
-                        unit * reps + u64::from(r),
-                        Box::new(d),
-                    ))),
-                    Err(e) => {
-                        done = true;
-                        fail(format!("unit {unit} replication {r}: {e}"))
-                    }
-                }
-            }
-            _ => {
+        match record(parsed, unit, replication, range, reps) {
+            Ok(item) => Some(Ok(item)),
+            Err(what) => {
                 done = true;
-                fail(format!(
-                    "expected {} of unit {unit}, found something else",
-                    match replication {
-                        Some(r) => format!("replication {r}"),
-                        None => "the header".into(),
-                    }
-                ))
+                fail(what)
             }
         }
     }))
+}
+
+/// One parsed line of a shard's `units.jsonl`, when it is the one expected next: unit
+/// `unit`'s header (`replication` none, holding `range`) or its replication `replication`.
+fn record(
+    parsed: Line,
+    unit: u64,
+    replication: Option<u32>,
+    range: [u32; 2],
+    reps: u64,
+) -> Result<Refed, String> {
+    match (parsed, replication) {
+        (
+            Line::Part {
+                unit: u,
+                replications,
+                success,
+                failure,
+                groups,
+            },
+            None,
+        ) if u == unit && replications == range => {
+            let groups: Option<Vec<_>> = groups.iter().map(LatencyHistogram::from_parts).collect();
+            let (Some(success), Some(failure), Some(groups)) = (
+                LatencyHistogram::from_parts(&success),
+                LatencyHistogram::from_parts(&failure),
+                groups,
+            ) else {
+                return Err(format!("unit {unit}'s latencies do not read back"));
+            };
+            Ok(Refed::Pool(
+                unit as usize,
+                Box::new(LatencyPool {
+                    success,
+                    failure,
+                    groups,
+                }),
+            ))
+        }
+        (Line::Replication(raw), Some(r)) if raw.unit == unit && raw.replication == r => raw
+            .digest()
+            .map(|d| Refed::Replication(unit * reps + u64::from(r), Box::new(d)))
+            .map_err(|e| format!("unit {unit} replication {r}: {e}")),
+        _ => Err(format!(
+            "expected {} of unit {unit}, found something else",
+            match replication {
+                Some(r) => format!("replication {r}"),
+                None => "the header".into(),
+            }
+        )),
+    }
 }
 
 #[cfg(test)]

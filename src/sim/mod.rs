@@ -990,7 +990,9 @@ impl<'a, F: Features> Sim<'a, F> {
         }
     }
 
-    fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
+    /// Settles what a truncated run had ahead of it: a run that reached the end of time
+    /// handled every event before it, and one stopped at an event handled those before it.
+    fn settle_stop(&mut self, truncated: Option<Truncation>) -> Option<Truncation> {
         // A run that reached the end of time handled every event before it: the steps
         // settled ahead at any instant before the end all happened, though no event stood
         // for them, and the last of them may be the run's last instant.
@@ -1018,6 +1020,11 @@ impl<'a, F: Features> Sim<'a, F> {
             // Stopped at an event: the successes settled to come up before it happened.
             self.reach_until(at, self.queue.current());
         }
+        truncated
+    }
+
+    fn finish(mut self, truncated: Option<Truncation>) -> RunResult {
+        let truncated = self.settle_stop(truncated);
         let end_time = {
             let clock = self.queue.now().max(self.reached);
             let c = &mut self.rec.counters;
@@ -1056,20 +1063,8 @@ impl<'a, F: Features> Sim<'a, F> {
                 ..Gauges::default()
             });
         });
-        let c = &mut self.rec.counters;
         let groups = self.client_edges as usize;
-        for edge in &self.edges[..groups] {
-            let policies = &edge.policies;
-            // A fresh breaker never refused, changed state or opened.
-            c.breakers += policies.breakers.as_ref().map_or(0, |b| b.count as u64);
-            c.hedges_denied += policies.hedges_denied();
-            for b in policies.breakers.iter().flat_map(|b| b.touched()) {
-                c.breaker_refusals += b.refusals;
-                c.breaker_transitions += b.transitions;
-                c.breaker_openings += b.openings;
-                c.breaker_open_nanos += b.time_open(end_time);
-            }
-        }
+        self.count_client_policies(end_time);
         // Steps settled ahead for instants the run reached are counted; a run cut off
         // earlier never got to the rest.
         for call in self.calls.iter_mut() {
@@ -1098,6 +1093,24 @@ impl<'a, F: Features> Sim<'a, F> {
         result.replicas = replicas;
         result.replica_series = self.replica_series;
         result
+    }
+
+    /// The clients' breakers and hedges, counted into the recorder's counters.
+    fn count_client_policies(&mut self, end_time: SimTime) {
+        let groups = self.client_edges as usize;
+        let c = &mut self.rec.counters;
+        for edge in &self.edges[..groups] {
+            let policies = &edge.policies;
+            // A fresh breaker never refused, changed state or opened.
+            c.breakers += policies.breakers.as_ref().map_or(0, |b| b.count as u64);
+            c.hedges_denied += policies.hedges_denied();
+            for b in policies.breakers.iter().flat_map(|b| b.touched()) {
+                c.breaker_refusals += b.refusals;
+                c.breaker_transitions += b.transitions;
+                c.breaker_openings += b.openings;
+                c.breaker_open_nanos += b.time_open(end_time);
+            }
+        }
     }
 }
 

@@ -76,28 +76,7 @@ pub(in crate::scenario) fn check(
     );
     raw.permanent_error_rate = Some(permanent_error_rate);
     if raw.kind == Some(RawServerKind::Occ) {
-        let queue_only = [
-            ("concurrency", raw.concurrency.is_some()),
-            ("queue_limit", raw.queue_limit.is_some()),
-            ("discipline", raw.discipline.is_some()),
-            ("service_time", raw.service_time.is_some()),
-            ("slowdown_per_inflight", raw.slowdown_per_inflight.is_some()),
-            ("error_rate", raw.error_rate.is_some()),
-            ("drop_expired", raw.drop_expired.is_some()),
-            ("rate_limit", raw.rate_limit.is_some()),
-            ("faults", raw.faults.as_ref().is_some_and(|f| !f.is_empty())),
-            ("replicas", raw.replicas.is_some_and(|n| n != 1)),
-            ("balancer", raw.balancer.is_some()),
-            ("sticky", raw.sticky.is_some()),
-            ("balancer_sees", raw.balancer_sees.is_some()),
-            ("outlier_detection", raw.outlier_detection.is_some()),
-        ];
-        for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
-            c.err(
-                &format!("{at}.{key}"),
-                "applies to a queue server only; an occ server is one row whose reads are instant and whose writes conflict",
-            );
-        }
+        refuse_queue_settings(c, at, raw);
         return Server {
             kind: ServerKind::Occ,
             permanent_error_rate,
@@ -165,6 +144,32 @@ pub(in crate::scenario) fn check(
         ),
         rate_limit: raw.rate_limit.as_ref().map(|r| rate_limit::check(c, at, r)),
         pool,
+    }
+}
+
+/// An occ server is one row: every setting of a queue server is an error on it.
+fn refuse_queue_settings(c: &mut Checker, at: &str, raw: &RawServer) {
+    let queue_only = [
+        ("concurrency", raw.concurrency.is_some()),
+        ("queue_limit", raw.queue_limit.is_some()),
+        ("discipline", raw.discipline.is_some()),
+        ("service_time", raw.service_time.is_some()),
+        ("slowdown_per_inflight", raw.slowdown_per_inflight.is_some()),
+        ("error_rate", raw.error_rate.is_some()),
+        ("drop_expired", raw.drop_expired.is_some()),
+        ("rate_limit", raw.rate_limit.is_some()),
+        ("faults", raw.faults.as_ref().is_some_and(|f| !f.is_empty())),
+        ("replicas", raw.replicas.is_some_and(|n| n != 1)),
+        ("balancer", raw.balancer.is_some()),
+        ("sticky", raw.sticky.is_some()),
+        ("balancer_sees", raw.balancer_sees.is_some()),
+        ("outlier_detection", raw.outlier_detection.is_some()),
+    ];
+    for (key, _) in queue_only.iter().filter(|(_, set)| *set) {
+        c.err(
+            &format!("{at}.{key}"),
+            "applies to a queue server only; an occ server is one row whose reads are instant and whose writes conflict",
+        );
     }
 }
 
