@@ -58,6 +58,28 @@ fn inputs() -> u64 {
 }
 
 #[test]
+fn every_bundled_scenario_is_a_seed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut bundled: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scenarios/")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".json")?.to_string())
+        })
+        .collect();
+    bundled.sort();
+    let mut seeded: Vec<String> = seeds::SCENARIOS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
+    seeded.sort();
+    assert_eq!(
+        bundled, seeded,
+        "fuzz/seeds.rs lists every bundled scenario"
+    );
+}
+
+#[test]
 fn the_loader_survives_mutated_scenarios() {
     let mut failures = Vec::new();
     for i in first()..first() + inputs() {
