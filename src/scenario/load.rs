@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::error::{Problem, ScenarioError, cut, quote, short};
 use super::locate::{Place, locate};
+use super::policy::preset;
 use super::read::read;
 use super::schema::{RawScenario, RawSweep, RawVariant};
 use super::shape::{self, Step, parse, show};
@@ -883,7 +884,7 @@ fn json_len(v: &Value) -> usize {
 /// Deserializes and validates one merged document: the scenario, and the document as read
 /// with every default filled in.
 fn check(doc: &Value) -> Result<(super::Scenario, RawScenario), Vec<Problem>> {
-    match serde_path_to_error::deserialize::<_, RawScenario>(doc) {
+    match serde_path_to_error::deserialize::<_, RawScenario>(&*preset::expand(doc)) {
         Err(e) => Err(vec![unreadable(&e)]),
         Ok(mut raw) => validate(&mut raw).map(|scenario| (scenario, raw)),
     }
@@ -913,7 +914,8 @@ fn rules_despite_shape(doc: &Value, shape: &[shape::ShapeProblem]) -> Vec<Proble
         }
         taken.push(show(&p.path));
     }
-    let Ok(mut raw) = serde_json::from_value::<RawScenario>(pruned) else {
+    let Ok(mut raw) = serde_json::from_value::<RawScenario>(preset::expand(&pruned).into_owned())
+    else {
         return Vec::new();
     };
     let overlaps = |path: &str, t: &str| {
@@ -945,7 +947,7 @@ fn unreadable(e: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
 /// with `null` leaves the others where they were, and a new key goes last. The order of
 /// `services` is the order of the scenario's services, so a variant keeps the file's order,
 /// with the services its patch adds at the end.
-fn merge(doc: &mut Value, patch: &Value) {
+pub(in crate::scenario) fn merge(doc: &mut Value, patch: &Value) {
     let Value::Object(patch) = patch else {
         *doc = patch.clone();
         return;

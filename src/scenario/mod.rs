@@ -470,6 +470,8 @@ pub struct Call {
 /// `policy`.
 #[derive(Debug, Clone)]
 pub struct Policy {
+    /// The client library's policy it was written over, if any (its settings are below).
+    pub preset: Option<crate::scenario::policy::preset::RawPreset>,
     /// Per-attempt timeout.
     pub timeout: Option<SimDuration>,
     /// Per-request deadline.

@@ -488,6 +488,10 @@ impl JsonSchema for RawServices {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
+    /// A client library's retry policy by name, which the other keys of this policy are
+    /// written over as a JSON merge patch (e.g. "aws_sdk_legacy").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<crate::scenario::policy::preset::RawPreset>,
     /// Per-attempt timeout: the client abandons an attempt after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<DurationText>,

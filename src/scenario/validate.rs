@@ -1017,6 +1017,7 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         clients_policy_keys(c, at, raw);
     }
     Policy {
+        preset: raw.preset,
         timeout,
         deadline,
         budget: raw.budget.as_mut().map(|b| budget::check(c, at, b, caller)),

@@ -6,7 +6,9 @@
 //! report.md uses for every name it prints.
 
 use super::phrase::{capitalized, escape, words};
-use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
+use super::policy::{
+    breaker, budget, bulkhead, fallback, hedge, idempotency_key, preset, retry, throttle,
+};
 use super::{Policy, Scenario};
 use super::{clients, server};
 
@@ -97,6 +99,7 @@ fn offered_load(s: &Scenario) -> Option<String> {
 /// backoff, then hedging, idempotency and throttling.
 fn policy_lines(p: &Policy) -> Vec<String> {
     let mut lines = Vec::new();
+    lines.extend(p.preset.map(preset::sentence));
     if let Some(t) = p.timeout {
         lines.push(format!("Attempts time out after {t}."));
     }
@@ -198,6 +201,10 @@ fn join_words(words: &[String]) -> String {
 /// bulkhead, fallback and deadline.
 fn call_policy_words(p: &super::Policy) -> String {
     let mut parts = Vec::new();
+    parts.extend(
+        p.preset
+            .map(|p| format!("preset `{}` ({})", p.name(), p.title())),
+    );
     parts.push(match p.timeout {
         Some(t) => format!("attempts time out after {t}"),
         None => "no timeout".to_string(),

@@ -25,6 +25,7 @@ mod outlier;
 mod output;
 mod policies;
 mod populations;
+mod presets;
 mod recovery;
 mod references;
 mod replicas;

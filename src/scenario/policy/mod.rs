@@ -12,5 +12,6 @@ pub mod bulkhead;
 pub mod fallback;
 pub mod hedge;
 pub mod idempotency_key;
+pub mod preset;
 pub mod retry;
 pub mod throttle;
