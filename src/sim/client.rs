@@ -1164,7 +1164,8 @@ impl<F: Features> Sim<'_, F> {
         call.live_token = NO_TOKEN;
         call.ended = true;
         let (client, start, parent) = (call.client, call.start, call.parent);
-        let (group, attempts) = (call.edge, call.attempts);
+        let group = if F::GROUPS { call.edge } else { 0 };
+        let attempts = call.attempts;
         if call.outstanding == 0 {
             self.free_slot(slot);
         }
@@ -1173,7 +1174,7 @@ impl<F: Features> Sim<'_, F> {
             return;
         }
         self.rec.request_ended(outcome, now - start, now);
-        if self.client_edges > 1 {
+        if F::GROUPS && self.client_edges > 1 {
             self.rec
                 .group_ended(group as usize, outcome, now - start, attempts);
         }

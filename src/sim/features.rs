@@ -22,6 +22,8 @@ pub(super) trait Features {
     const FAULTS: bool;
     /// Services run as pools of replicas behind their callers' balancers.
     const REPLICAS: bool;
+    /// Clients in more than one group, each with its own arrivals and policy.
+    const GROUPS: bool;
 }
 
 /// Every feature: runs any scenario.
@@ -32,6 +34,7 @@ impl Features for Full {
     const POLICIES: bool = true;
     const FAULTS: bool = true;
     const REPLICAS: bool = true;
+    const GROUPS: bool = true;
 }
 
 /// A single service of one replica without faults or a rate limit, called by one group of
@@ -44,6 +47,7 @@ impl Features for Lean {
     const POLICIES: bool = false;
     const FAULTS: bool = false;
     const REPLICAS: bool = false;
+    const GROUPS: bool = false;
 }
 
 impl Lean {

@@ -681,11 +681,14 @@ impl<'a, F: Features> Sim<'a, F> {
             last = now;
             match event {
                 Event::Arrival { group } => {
+                    // One group in a build without groups: its index is a constant.
+                    let group = if F::GROUPS { group } else { 0 };
                     if let Some(t) = self.arrival(group, now) {
                         return Some(t);
                     }
                 }
                 Event::ClientReady { client, group } => {
+                    let group = if F::GROUPS { group } else { 0 };
                     if now < self.end_of_arrivals
                         && let Some(t) = self.start_request(client, group, now)
                     {
