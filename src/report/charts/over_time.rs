@@ -63,13 +63,40 @@ pub fn active_rows(series: &[Row]) -> usize {
 }
 
 impl Frame {
-    /// The frame of `series`, each given with its stored bucket width in seconds.
+    /// The frame of `series`, each given with its stored bucket width in seconds, and
+    /// each drawn to its own last active bucket.
     pub fn new(series: &[(&[Row], f64)]) -> Frame {
+        let ends: Vec<usize> = series.iter().map(|(rows, _)| active_rows(rows)).collect();
+        Frame::ending_at(series, &ends)
+    }
+
+    /// The frame of `series` where the lines of one group (`group[i]` for series i: the
+    /// replicas or services of one variant) are all drawn to the group's last active bucket:
+    /// a replica that received nothing after some instant shows 0 to its variant's end,
+    /// not a line that stops as if its data ran out.
+    pub fn sharing_ends(series: &[(&[Row], f64)], group: &[usize]) -> Frame {
+        let own: Vec<usize> = series.iter().map(|(rows, _)| active_rows(rows)).collect();
+        let ends: Vec<usize> = (0..series.len())
+            .map(|i| {
+                let shared = (0..series.len())
+                    .filter(|&j| group[j] == group[i])
+                    .map(|j| own[j])
+                    .max()
+                    .unwrap_or(0);
+                shared.min(series[i].0.len())
+            })
+            .collect();
+        Frame::ending_at(series, &ends)
+    }
+
+    /// The frame of `series`, series i drawn over its first `ends[i]` rows.
+    fn ending_at(series: &[(&[Row], f64)], ends: &[usize]) -> Frame {
         let widest = series.iter().map(|(_, w)| *w).fold(0.0, f64::max);
         let widest = if widest > 0.0 { widest } else { 1.0 };
         let activity = series
             .iter()
-            .map(|(rows, w)| active_rows(rows) as f64 * w)
+            .zip(ends)
+            .map(|((_, w), end)| *end as f64 * w)
             .fold(0.0, f64::max);
         let span = activity.max(MIN_BUCKETS * widest);
         // A whole, round multiple (1, 2 or 5 times a power of ten) of the widest bucket.
@@ -78,13 +105,14 @@ impl Frame {
         let bucket = widest * merge;
         let rows = series
             .iter()
-            .map(|(rows, w)| {
+            .zip(ends)
+            .map(|((rows, w), &end)| {
                 let factor = if *w > 0.0 {
                     ((bucket / w).round() as usize).max(1)
                 } else {
                     1
                 };
-                rows[..active_rows(rows)]
+                rows[..end]
                     .chunks(factor)
                     .map(|chunk| {
                         // States keep the value at the end of the display bucket.
@@ -542,6 +570,34 @@ mod tests {
         assert_eq!(f.rows[1].len(), 10, "a series stops at its last activity");
         assert!((f.rows[0][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
         assert!((f.rows[1][0][Column::Attempts as usize] - 500.0).abs() < 1e-9);
+    }
+
+    /// A replica its callers stopped sending to (ejected, or crashed with sticky routes)
+    /// draws 0 to its variant's end, not a line that stops as if its data ran out; another
+    /// variant's end is its own.
+    #[test]
+    fn lines_of_one_variant_share_their_end() {
+        let busy: Vec<Row> = (0..100).map(|_| row(Column::Attempts, 5.0)).collect();
+        let mut left = busy.clone();
+        for r in &mut left[20..] {
+            *r = Row::default();
+        }
+        let short: Vec<Row> = (0..30).map(|_| row(Column::Attempts, 5.0)).collect();
+        let series = [(&busy[..], 0.01), (&left[..], 0.01), (&short[..], 0.01)];
+        let f = Frame::sharing_ends(&series, &[0, 0, 1]);
+        assert_eq!(f.rows[0].len(), f.rows[1].len(), "one variant, one end");
+        let zeros = f.rows[1].iter().skip(f.rows[1].len() / 2);
+        assert!(zeros.clone().count() > 0);
+        assert!(
+            zeros
+                .into_iter()
+                .all(|r| r[Column::Attempts as usize] == 0.0)
+        );
+        assert!(
+            f.rows[2].len() < f.rows[0].len(),
+            "another variant ends at its own"
+        );
+        assert!(Frame::new(&series).rows[1].len() < f.rows[1].len());
     }
 
     /// thundering-herd's herd of 100,000/s at t = 0 flattened the retries spread at hundreds

@@ -101,6 +101,7 @@ impl Chart for ReplicaLoad {
         let variants = &run.point().variants;
         let mut lines = Vec::new();
         let mut series: Vec<(&[Row], f64)> = Vec::new();
+        let mut group = Vec::new();
         for j in pooled(run) {
             let sc = &run.ran()[j].scenario;
             let v = &variants[j];
@@ -112,6 +113,7 @@ impl Chart for ReplicaLoad {
                     windows: windows.get(j).cloned().unwrap_or_default(),
                 });
                 series.push((rows.rows.as_slice(), rows.bucket.as_secs_f64()));
+                group.push(j);
             }
         }
         let cells = |_: &Line, r: &Row| {
@@ -121,7 +123,7 @@ impl Chart for ReplicaLoad {
             ]
         };
         Ok(Series {
-            frame: Frame::new(&series),
+            frame: Frame::sharing_ends(&series, &group),
             keys: vec!["variant", "service", "replica"],
             lines,
             columns: vec!["attempts_per_s".to_string(), "held".to_string()],

@@ -70,6 +70,7 @@ impl Chart for ServiceLoad {
         // Every (service, variant) series that exists, in panel order, on one frame.
         let mut lines = Vec::new();
         let mut series: Vec<(&[Row], f64)> = Vec::new();
+        let mut group = Vec::new();
         for (name, _) in services(ran) {
             for (j, (v, r)) in run.point().variants.iter().zip(ran).enumerate() {
                 let Some(i) = r.scenario.services.iter().position(|x| x.name == name) else {
@@ -87,12 +88,13 @@ impl Chart for ServiceLoad {
                         windows: windows.get(j).cloned().unwrap_or_default(),
                     });
                     series.push((rows.rows.as_slice(), rows.bucket.as_secs_f64()));
+                    group.push(j);
                 }
             }
         }
         let (columns, cells) = over_time::values(&[Column::Attempts]);
         Ok(Series {
-            frame: Frame::new(&series),
+            frame: Frame::sharing_ends(&series, &group),
             keys: vec!["service", "variant"],
             lines,
             columns,
