@@ -1039,6 +1039,15 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .adaptive_throttle
             .as_mut()
             .and_then(|t| throttle::check(c, at, t)),
+        grpc: raw.grpc_service_config.as_ref().and_then(|g| {
+            if g.read_as.is_none() {
+                c.err(
+                    &format!("{at}.grpc_service_config"),
+                    "is read where the file writes it, in the scenario or a variant's patch; a sweep or --set may not bring one: write it in the file",
+                );
+            }
+            crate::scenario::grpc_config::sentence(g)
+        }),
     }
 }
 
