@@ -411,14 +411,12 @@ fn import(config: &Value, raw: &RawGrpcServiceConfig) -> Result<(Value, String),
         raw.service,
         if method.is_empty() { "*" } else { method }
     )];
-    if let Some(i) = index {
-        method_settings(&config.method_config[i], i, &mut policy, &mut words)?;
+    match index {
+        Some(i) => method_settings(&config.method_config[i], i, &mut policy, &mut words)?,
+        None => no_retries(&mut policy, &mut words),
     }
     if let Some(t) = &config.retry_throttling {
         throttling(t, &mut policy, &mut words)?;
-    }
-    if policy.is_empty() {
-        words.push("no retry, hedging, timeout or throttling".into());
     }
     Ok((Value::Object(policy), words.join("; ")))
 }
@@ -497,7 +495,16 @@ fn method_settings(
     if let Some(h) = &c.hedging_policy {
         hedging(h, &format!("{at}.hedgingPolicy"), policy, words)?;
     }
+    if c.retry_policy.is_none() && c.hedging_policy.is_none() {
+        no_retries(policy, words);
+    }
     Ok(())
+}
+
+/// gRPC without a retryPolicy or hedgingPolicy makes one attempt (retrystorm's default is 3).
+fn no_retries(policy: &mut Map<String, Value>, words: &mut Vec<String>) {
+    words.push("no retryPolicy: 1 attempt".into());
+    policy.insert("retry".into(), json!({"max_attempts": 1}));
 }
 
 /// A required key's value, or the problem that it is missing.
