@@ -22,9 +22,10 @@ use super::error::{Problem, quote, short};
 
 /// gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
 pub const GRPC_MAX_ATTEMPTS: u64 = 5;
-/// gRFC A6 (and grpc-go's service_config.go): `retryThrottling.maxTokens` lies in (0, 1000].
+/// grpc-go's service_config.go: `retryThrottling.maxTokens` lies in (0, 1000] (A6: above 0).
 pub const GRPC_MAX_TOKENS: f64 = 1000.0;
-/// gRFC A6: `tokenRatio` keeps at most 3 decimal places; further ones are ignored.
+/// gRFC A6: "Up to 3 decimal places are supported" in `tokenRatio`; gRPC C-core's
+/// retry_service_config.cc ignores further ones.
 pub const TOKEN_RATIO_DECIMALS: i32 = 3;
 /// The largest service config file read: configs are a few kilobytes.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -271,8 +272,8 @@ struct HedgingPolicy {
     max_attempts: Option<u64>,
     #[serde(alias = "hedging_delay")]
     hedging_delay: Option<String>,
-    #[serde(default, alias = "non_fatal_status_codes")]
-    non_fatal_status_codes: Vec<Code>,
+    #[serde(alias = "non_fatal_status_codes")]
+    non_fatal_status_codes: Option<Vec<Code>>,
 }
 
 /// gRFC A6 `retryThrottling`.
@@ -626,16 +627,18 @@ fn hedging(
             ),
         ));
     }
-    let (retry_on, code_words) = outcomes(
-        &h.non_fatal_status_codes,
-        &format!("{at}.nonFatalStatusCodes"),
-    )?;
+    let codes = required(&h.non_fatal_status_codes, at, "nonFatalStatusCodes")?;
+    if codes.is_empty() {
+        return Err((
+            format!("{at}.nonFatalStatusCodes"),
+            "is empty, and gRFC A6 requires it non-empty; list e.g. \"UNAVAILABLE\"".into(),
+        ));
+    }
+    let (retry_on, code_words) = outcomes(codes, &format!("{at}.nonFatalStatusCodes"))?;
     words.push(format!(
         "hedged: {n} attempts{capped}, one every {delay}, no retries"
     ));
-    if !code_words.is_empty() {
-        words.push(format!("non-fatal {}", code_words.join(", ")));
-    }
+    words.push(format!("non-fatal {}", code_words.join(", ")));
     policy.insert(
         "retry".into(),
         json!({"max_attempts": 1, "retry_on": retry_on}),
