@@ -24,6 +24,7 @@ pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "collapse-after-spike",
     "double-charge",
     "first-storm",
+    "grpc-throttling",
     "hotos-metastable",
     "load-shedding",
     "metastable-phase",
