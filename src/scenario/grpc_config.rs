@@ -556,7 +556,7 @@ fn retry(
         true,
     )?;
     let m = *required(&r.backoff_multiplier, at, "backoffMultiplier")?;
-    if !(m >= 1.0 && m <= 1e9) {
+    if !(1.0..=1e9).contains(&m) {
         return Err((
             format!("{at}.backoffMultiplier"),
             format!(
