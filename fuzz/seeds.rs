@@ -27,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "crashed-replica",
     "double-charge",
     "first-storm",
+    "grpc-throttling",
     "hotos-metastable",
     "load-shedding",
     "metastable-phase",

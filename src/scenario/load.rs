@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::{Problem, ScenarioError, cut, quote, short};
+use super::grpc_config::{self, ConfigFiles};
 use super::locate::{Place, locate};
 use super::policy::preset;
 use super::read::read;
@@ -145,8 +146,20 @@ pub fn load_str(
         return Err(invalid(found));
     }
 
-    // File-level settings, each read where its shape is right (else its problem is listed).
+    // gRPC service configs become ordinary settings where the file writes them, before any
+    // rule is checked: in the scenario here, in each variant's patch in `read_variants`.
     let mut problems = Vec::new();
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    let mut configs = ConfigFiles::default();
+    if let Value::Object(map) = &mut doc {
+        for (key, value) in map.iter_mut() {
+            if key != "variants" && key != "sweep" {
+                grpc_config::expand(value, key, dir, &mut configs, &mut problems);
+            }
+        }
+    }
+
+    // File-level settings, each read where its shape is right (else its problem is listed).
     let head = FileSettings::read(&mut doc, options, &mut problems);
     let mut sweep = read_sweep(&doc, options, &mut problems);
     let mut expand = sweep
@@ -154,6 +167,7 @@ pub fn load_str(
         .is_none_or(|s| sweep_is_usable(s, &doc, &mut problems));
     expand &= check_set(options, sweep.as_ref(), &doc, &mut problems);
     let variants = read_variants(&doc, sweep.as_ref(), options, &mut problems);
+    let variants = expand_variants(variants, dir, &mut configs, &mut problems);
 
     // The base document without the file-level keys, as variants and sweeps patch it.
     if let Value::Object(map) = &mut doc {
@@ -372,6 +386,28 @@ fn read_variants(
         }
     }
     usable
+}
+
+/// Each variant's patch with the gRPC service configs it names read into settings.
+fn expand_variants(
+    variants: Vec<(usize, String, Value)>,
+    dir: &Path,
+    configs: &mut ConfigFiles,
+    problems: &mut Vec<Problem>,
+) -> Vec<(usize, String, Value)> {
+    variants
+        .into_iter()
+        .map(|(i, name, mut patch)| {
+            grpc_config::expand(
+                &mut patch,
+                &format!("variants[{i}].patch"),
+                dir,
+                configs,
+                problems,
+            );
+            (i, name, patch)
+        })
+        .collect()
 }
 
 /// The swept settings at sweep point `k` (its first and second axis values), each with the

@@ -12,6 +12,7 @@ mod cautions;
 mod check;
 mod clients;
 pub mod error;
+pub mod grpc_config;
 mod load;
 mod locate;
 pub mod phrase;
@@ -500,6 +501,9 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
+    /// What was read from a gRPC service config (`grpc_service_config`), in words; its
+    /// settings are the others'.
+    pub grpc: Option<String>,
 }
 
 /// `limits`.

@@ -532,6 +532,10 @@ pub struct RawPolicy {
     /// or {"k", "window"}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_throttle: Option<RawAdaptiveThrottle>,
+    /// A gRPC service config file whose retryPolicy, hedgingPolicy, timeout and
+    /// retryThrottling give this policy's settings; settings written beside it win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_service_config: Option<crate::scenario::grpc_config::RawGrpcServiceConfig>,
 }
 
 /// Who shares a budget or breaker.

@@ -1040,6 +1040,15 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .adaptive_throttle
             .as_mut()
             .and_then(|t| throttle::check(c, at, t)),
+        grpc: raw.grpc_service_config.as_ref().and_then(|g| {
+            if g.read_as.is_none() {
+                c.err(
+                    &format!("{at}.grpc_service_config"),
+                    "is read where the file writes it, in the scenario or a variant's patch; a sweep or --set may not bring one: write it in the file",
+                );
+            }
+            crate::scenario::grpc_config::sentence(g)
+        }),
     }
 }
 
@@ -1265,8 +1274,12 @@ mod tests {
     fn bundled_scenarios_load_as_one_server() {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
         let mut checked = 0;
-        for entry in std::fs::read_dir(folder).unwrap() {
-            let path = entry.unwrap().path();
+        // The scenario files; `configs/` holds the service configs they read.
+        let files = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"));
+        for path in files {
             let e = load_file(&path, &LoadOptions::default()).unwrap();
             // The call-graph scenarios are graphs in every variant.
             if std::fs::read_to_string(&path)

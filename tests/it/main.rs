@@ -16,6 +16,7 @@ mod first_storm;
 mod fuzz;
 mod graph;
 mod graph_report;
+mod grpc_config;
 mod hedging;
 mod invariants;
 mod memory;
