@@ -175,12 +175,27 @@ fn what_this_models(out: &mut String, page: &Page) {
     }
     let _ = writeln!(out, "\nThe variants:\n");
     for (v, sc) in page.variants().iter().zip(&page.scenarios) {
-        let differs: Vec<String> = describe(sc)
-            .into_iter()
+        let lines = describe(sc);
+        let differs: Vec<String> = lines
+            .iter()
             .filter(|l| !base.contains(l))
+            .cloned()
             .collect();
-        if differs.is_empty() {
+        let dropped: Vec<&str> = base
+            .iter()
+            .filter(|l| !lines.contains(l))
+            .map(String::as_str)
+            .collect();
+        if differs.is_empty() && dropped.is_empty() {
             let _ = writeln!(out, "- **{}**: as above.", escape(&v.name));
+        } else if differs.is_empty() {
+            // A variant that only takes a setting away is not "as above".
+            let _ = writeln!(
+                out,
+                "- **{}**: as above, without this: {}",
+                escape(&v.name),
+                dropped.join(" ")
+            );
         } else {
             let _ = writeln!(out, "- **{}**: {}", escape(&v.name), differs.join(" "));
         }
