@@ -498,6 +498,8 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
+    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`).
+    pub client_rate_limiter: bool,
 }
 
 /// `limits`.

@@ -528,6 +528,10 @@ pub struct RawPolicy {
     /// or {"k", "window"}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_throttle: Option<RawAdaptiveThrottle>,
+    /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
+    /// `ClientRateLimiter`): true or false (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_rate_limiter: Option<bool>,
 }
 
 /// Who shares a budget or breaker.

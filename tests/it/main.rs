@@ -6,6 +6,7 @@
 //! simulate millions of requests.
 
 mod bad_input;
+mod aws_adaptive;
 mod budget_dilution;
 mod calls_by_name;
 mod cli;
