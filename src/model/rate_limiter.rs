@@ -228,8 +228,10 @@ impl ClientRateLimiter {
         } else {
             self.cubic.success(t)
         };
-        self.bucket
-            .set_rate(new_rate.min(MAX_RATE_ADJUST_SCALE * measured), now.as_nanos());
+        self.bucket.set_rate(
+            new_rate.min(MAX_RATE_ADJUST_SCALE * measured),
+            now.as_nanos(),
+        );
     }
 
     /// The bucket's fill rate, tokens a second (botocore's `max_rate`).

@@ -30,10 +30,18 @@ fn the_limiter_follows_botocore_step_for_step() {
         let measured: f64 = f[4].parse().unwrap();
         clock = clock.max(arrival);
         let at = limiter.send_at(SimTime(clock));
-        assert_eq!(at, SimTime(sent), "send of the request that arrived at {arrival} ns");
+        assert_eq!(
+            at,
+            SimTime(sent),
+            "send of the request that arrived at {arrival} ns"
+        );
         clock = at.as_nanos();
         limiter.answered(throttled, at);
-        assert_eq!(limiter.fill_rate().to_bits(), fill.to_bits(), "fill rate at {sent} ns");
+        assert_eq!(
+            limiter.fill_rate().to_bits(),
+            fill.to_bits(),
+            "fill rate at {sent} ns"
+        );
         assert_eq!(
             limiter.measured_rate().to_bits(),
             measured.to_bits(),
@@ -82,7 +90,10 @@ fn adaptive_mode_learns_the_limit_alone_and_is_diluted_by_many_clients() {
             let v = at(&result, n, name);
             let served = crate::metric(v, "server.served").0;
             let end = v.metrics.makespan_ms / 1e3;
-            assert!(served <= R * end + 10.0, "{n} {name}: served {served} in {end} s");
+            assert!(
+                served <= R * end + 10.0,
+                "{n} {name}: served {served} in {end} s"
+            );
         }
         assert_eq!(at(&result, n, "standard").metrics.token_waits, 0.0);
         assert!(at(&result, n, "adaptive").metrics.token_waits > 0.0);
@@ -95,7 +106,10 @@ fn adaptive_mode_learns_the_limit_alone_and_is_diluted_by_many_clients() {
         0.925 * R
     );
     let many = rate(100);
-    assert!(many > 1.2 * R && many > 1.2 * alone, "100 clients send {many}/s");
+    assert!(
+        many > 1.2 * R && many > 1.2 * alone,
+        "100 clients send {many}/s"
+    );
     // Without the limiter every client sends its offered load and retries: far more.
     let standard = crate::metric(at(&result, 100, "standard"), "attempts").0 / T;
     assert!(standard > many, "standard {standard}/s, adaptive {many}/s");
