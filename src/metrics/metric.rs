@@ -1382,7 +1382,7 @@ mod tests {
         }
         for (fields, n) in [
             (ServiceMetric::ALL.map(|k| k.key).to_vec(), 20),
-            (CallMetric::ALL.map(|k| k.key).to_vec(), 15),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 17),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");
