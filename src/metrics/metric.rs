@@ -216,6 +216,12 @@ pub struct Metrics {
     /// Requests whose answer came from a hedge (absent when none did).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hedge_wins: f64,
+    /// Attempts the clients' rate limiters held back for a token (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub token_waits: f64,
+    /// Their mean wait for a token, in ms (absent when none waited).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub token_wait_ms: f64,
     /// Attempts at the entry service per logical request.
     pub amplification: f64,
     /// Latency of every logical request that ended, successes and failures alike.
@@ -398,6 +404,8 @@ pub enum Needs {
     Fallback,
     /// Outlier detection over the service's replicas.
     OutlierDetection,
+    /// An AWS adaptive-mode client rate limiter on the calls counted.
+    RateLimiter,
 }
 
 /// One metric: where it lives in [`Metrics`], what it is called and how it is printed.
@@ -869,6 +877,10 @@ impl Metric {
     pub const HEDGES: Metric = Metric { needs: Needs::Hedge, ..metric!("hedges", "hedges", Count, 1.0, 0, Lower, hedges) };
     /// Requests whose answer came from a hedge.
     pub const HEDGE_WINS: Metric = Metric { needs: Needs::Hedge, ..metric!("hedge_wins", "won by a hedge", Count, 1.0, 0, Neither, hedge_wins) };
+    /// Attempts the clients' rate limiters held back for a token.
+    pub const TOKEN_WAITS: Metric = Metric { needs: Needs::RateLimiter, ..metric!("token_waits", "sends waiting for a token", Count, 1.0, 0, Neither, token_waits) };
+    /// Mean wait of a send held back for a token.
+    pub const TOKEN_WAIT_MS: Metric = Metric { needs: Needs::RateLimiter, ..metric!("token_wait_ms", "mean token wait", Millis, 1.0, 1, Lower, token_wait_ms) };
     /// Cancelled attempts dropped before service.
     pub const CANCELLED: Metric = Metric { needs: Needs::HedgeCancel, ..entry_metric!("server.cancelled", "cancelled", Count, 1.0, 0, Neither, cancelled) };
     /// Attempts shed by CoDel.
@@ -883,9 +895,11 @@ impl Metric {
     pub const FAILED_THROTTLED_LOCALLY: Metric = Metric { needs: Needs::ThrottleAnywhere, ..metric!("failed.throttled_locally", "failed: throttled locally", Count, 1.0, 0, Lower, failed.throttled_locally) };
 
     /// Every optional count, in summary.json's order.
-    pub const OPTIONAL: [Metric; 8] = [
+    pub const OPTIONAL: [Metric; 10] = [
         Metric::HEDGES,
         Metric::HEDGE_WINS,
+        Metric::TOKEN_WAITS,
+        Metric::TOKEN_WAIT_MS,
         Metric::CANCELLED,
         Metric::SHED,
         Metric::DUPLICATES,
@@ -1103,10 +1117,14 @@ impl PartMetric<super::CallMetrics> {
     pub const BREAKER_OPENINGS: CallMetric = part_metric!(needs Breaker; "breaker_openings", "breaker openings", Count, 1.0, 0, Neither, breaker_openings);
     /// Hedges the call's hedge budget denied.
     pub const HEDGES_DENIED: CallMetric = part_metric!(needs Hedge; "hedges_denied", "hedges denied", Count, 1.0, 0, Neither, hedges_denied);
+    /// Attempts the caller's client rate limiter held back for a token.
+    pub const TOKEN_WAITS: CallMetric = part_metric!(needs RateLimiter; "token_waits", "sends waiting for a token", Count, 1.0, 0, Neither, token_waits);
+    /// Their mean wait for a token.
+    pub const TOKEN_WAIT_MS: CallMetric = part_metric!(needs RateLimiter; "token_wait_ms", "mean token wait", Millis, 1.0, 1, Lower, token_wait_ms);
 
     /// Every field, in summary.json's order: each is averaged over replications with a 95 %
     /// interval.
-    pub const ALL: [CallMetric; 15] = [
+    pub const ALL: [CallMetric; 17] = [
         Self::CALLS,
         Self::ATTEMPTS,
         Self::ATTEMPTS_PER_REQUEST,
@@ -1118,6 +1136,8 @@ impl PartMetric<super::CallMetrics> {
         Self::HEDGES,
         Self::HEDGE_WINS,
         Self::THROTTLED_LOCALLY,
+        Self::TOKEN_WAITS,
+        Self::TOKEN_WAIT_MS,
         Self::BUDGET_DENIALS,
         Self::BREAKER_REFUSALS,
         Self::BREAKER_OPENINGS,
@@ -1362,7 +1382,7 @@ mod tests {
         }
         for (fields, n) in [
             (ServiceMetric::ALL.map(|k| k.key).to_vec(), 20),
-            (CallMetric::ALL.map(|k| k.key).to_vec(), 15),
+            (CallMetric::ALL.map(|k| k.key).to_vec(), 17),
         ] {
             let unique: std::collections::HashSet<&str> = fields.iter().copied().collect();
             assert_eq!(unique.len(), n, "keys are unique and every field has one");

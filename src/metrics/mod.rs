@@ -78,6 +78,10 @@ pub struct Counters {
     pub breaker_open_nanos: u128,
     /// Breakers in the run (0 without a breaker; 1 shared; one per client).
     pub breakers: u64,
+    /// Attempts the clients' rate limiters held back for a token.
+    pub token_waits: u64,
+    /// Their waits added up, in nanoseconds.
+    pub token_wait_nanos: u128,
 }
 
 /// Why a run stopped before everything drained.
@@ -885,6 +889,8 @@ impl RunResult {
             retries: c.retries as f64,
             hedges: c.hedges as f64,
             hedge_wins: c.hedge_wins as f64,
+            token_waits: c.token_waits as f64,
+            token_wait_ms: parts::mean_wait_ms(c.token_waits, c.token_wait_nanos),
             amplification: ratio(self.entry().attempts),
             latency_ms: all,
             success_latency_ms: success,

@@ -133,6 +133,10 @@ pub struct CallCounters {
     pub hedges_denied: u64,
     /// Calls the caller's adaptive throttle rejected locally.
     pub throttled_locally: u64,
+    /// Attempts the caller's client rate limiter held back for a token.
+    pub token_waits: u64,
+    /// Their waits added up, in nanoseconds.
+    pub token_wait_nanos: u128,
     /// For a call of the entry service made by part of the requests (`fraction` below 1):
     /// the logical requests whose route includes it that ended, whether or not the call was
     /// reached (a request refused by a full entry service still took its route).
@@ -237,6 +241,13 @@ pub struct CallMetrics {
     /// Calls the caller's adaptive throttle rejected locally (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub throttled_locally: f64,
+    /// Attempts the caller's client rate limiter held back for a token (absent when none
+    /// was).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub token_waits: f64,
+    /// Their mean wait for a token, in ms (absent when none waited).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub token_wait_ms: f64,
     /// Retries the call's budget denied (absent when none was).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub budget_denials: f64,
@@ -303,6 +314,15 @@ impl ServiceCounters {
     }
 }
 
+/// The mean of `waited` ns over `waits` waits, in ms (0 without a wait).
+pub fn mean_wait_ms(waits: u64, waited: u128) -> f64 {
+    if waits == 0 {
+        0.0
+    } else {
+        ratio_f64(waited, waits) / 1e6
+    }
+}
+
 impl CallCounters {
     /// The metrics, for a run whose clients started `requests` logical requests.
     pub fn metrics(&self, requests: u64) -> CallMetrics {
@@ -322,6 +342,8 @@ impl CallCounters {
             hedges: self.hedges as f64,
             hedge_wins: self.hedge_wins as f64,
             throttled_locally: self.throttled_locally as f64,
+            token_waits: self.token_waits as f64,
+            token_wait_ms: mean_wait_ms(self.token_waits, self.token_wait_nanos),
             budget_denials: self.budget_denials as f64,
             breaker_refusals: self.breaker_refusals as f64,
             breaker_openings: self.breaker_openings as f64,

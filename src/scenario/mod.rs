@@ -504,6 +504,8 @@ pub struct Policy {
     /// What was read from a gRPC service config (`grpc_service_config`), in words; its
     /// settings are the others'.
     pub grpc: Option<String>,
+    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`).
+    pub client_rate_limiter: bool,
 }
 
 /// `limits`.

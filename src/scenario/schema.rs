@@ -536,6 +536,10 @@ pub struct RawPolicy {
     /// retryThrottling give this policy's settings; settings written beside it win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_service_config: Option<crate::scenario::grpc_config::RawGrpcServiceConfig>,
+    /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
+    /// `ClientRateLimiter`): true or false (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_rate_limiter: Option<bool>,
 }
 
 /// Who shares a budget or breaker.

@@ -11,7 +11,10 @@ use crate::engine::SimDuration;
 
 use super::check::{Caller, Checker, written, zero_dist};
 use super::error::{Problem, num, quote};
-use super::policy::{breaker, budget, bulkhead, fallback, hedge, idempotency_key, retry, throttle};
+use super::policy::{
+    breaker, budget, bulkhead, client_rate_limiter, fallback, hedge, idempotency_key, retry,
+    throttle,
+};
 use super::schema::*;
 use super::{Call, ClientGroup, Limits, Network, Policy, Scenario, ServerKind, Service, Workload};
 use super::{clients, server};
@@ -1049,6 +1052,12 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             }
             crate::scenario::grpc_config::sentence(g)
         }),
+        client_rate_limiter: client_rate_limiter::check(
+            c,
+            at,
+            raw.client_rate_limiter,
+            raw.bulkhead.is_some(),
+        ),
     }
 }
 

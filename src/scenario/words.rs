@@ -7,7 +7,8 @@
 
 use super::phrase::{capitalized, escape, words};
 use super::policy::{
-    breaker, budget, bulkhead, fallback, hedge, idempotency_key, preset, retry, throttle,
+    breaker, budget, bulkhead, client_rate_limiter, fallback, hedge, idempotency_key, preset,
+    retry, throttle,
 };
 use super::{Policy, Scenario};
 use super::{clients, server};
@@ -238,6 +239,9 @@ fn repeat_words(p: &Policy) -> Vec<String> {
     }
     parts.extend(p.idempotency_key.as_ref().map(idempotency_key::phrase));
     parts.extend(p.adaptive_throttle.as_ref().map(throttle::phrase));
+    if p.client_rate_limiter {
+        parts.push(client_rate_limiter::phrase());
+    }
     parts
 }
 

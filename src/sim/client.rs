@@ -374,6 +374,41 @@ impl<F: Features> Sim<'_, F> {
                 self.queue
                     .schedule(now, Event::BulkheadTimer { slot, token });
             }
+            Admit::Delay(at) => {
+                // The attempt is begun now and leaves once it has a token; its timeout runs
+                // from then, as the SDK's read timeout starts after the wait. Until it
+                // leaves, `sent` holds when its wait began.
+                let token = self.begin_attempt(slot);
+                self.calls[slot].sent = now;
+                self.queue.schedule(at, Event::TokenDue { slot, token });
+            }
+            Admit::PastDeadline => {
+                let deadline = self.calls[slot].deadline;
+                self.queue.schedule(deadline, Event::RetryDue { slot });
+            }
+        }
+    }
+
+    /// Attempt `token` of call `slot`, waiting for its client rate limiter's token, looks
+    /// again: it leaves now with a token, waits on, or its call ends at its deadline. An
+    /// attempt its call no longer awaits (a hedge won the race meanwhile) is forgotten.
+    pub(super) fn token_due(&mut self, slot: u32, token: u32, now: SimTime) {
+        let call = &self.calls[slot];
+        if !call.awaits(token) {
+            return;
+        }
+        let (client, since, deadline) = (call.client, call.sent, call.deadline);
+        let edge = call.edge as usize;
+        match self.edges[edge]
+            .policies
+            .limiter_admits(client, since, deadline, now)
+        {
+            Admit::Delay(at) => self.queue.schedule(at, Event::TokenDue { slot, token }),
+            Admit::PastDeadline => {
+                self.calls[slot].live_token = NO_TOKEN;
+                self.queue.schedule(deadline, Event::RetryDue { slot });
+            }
+            _ => self.transmit(slot, token, false, now),
         }
     }
 

@@ -89,6 +89,8 @@ enum Event {
     /// An attempt (`token`, the one that opened its call's round) has gone its hedge delay
     /// without an answer: the call sends a hedge if it still races and may.
     HedgeDue { slot: u32, token: u32 },
+    /// An attempt's wait for its client rate limiter's token is over: it is sent.
+    TokenDue { slot: u32, token: u32 },
 }
 
 /// No attempt is awaited.
@@ -719,6 +721,7 @@ impl<'a, F: Features> Sim<'a, F> {
                 } => self.reply_arrived(slot, token, outcome, now),
                 Event::AttemptTimer { slot, token } => self.attempt_timer(slot, token, now),
                 Event::BulkheadTimer { slot, token } => self.bulkhead_timer(slot, token, now),
+                Event::TokenDue { slot, token } => self.token_due(slot, token, now),
                 Event::FallbackDone { slot } => self.finish_call(slot, Outcome::Degraded, now),
                 Event::FaultEdge { host } => self.fault_edge(host as usize, now),
                 Event::HedgeDue { slot, token } => self.hedge_due(slot, token, now),
@@ -1107,6 +1110,9 @@ impl<'a, F: Features> Sim<'a, F> {
             // A fresh breaker never refused, changed state or opened.
             c.breakers += policies.breakers.as_ref().map_or(0, |b| b.count as u64);
             c.hedges_denied += policies.hedges_denied();
+            let (waits, waited) = policies.token_waits();
+            c.token_waits += waits;
+            c.token_wait_nanos += waited;
             for b in policies.breakers.iter().flat_map(|b| b.touched()) {
                 c.breaker_refusals += b.refusals;
                 c.breaker_transitions += b.transitions;

@@ -29,7 +29,9 @@ use crate::engine::{SimDuration, SimTime};
 use crate::metrics::CallCounters;
 use rand_pcg::Pcg64;
 
-use crate::model::{Breaker, Budget, Bulkhead, HedgeBudget, HedgeTimer, Outcome, Throttle};
+use crate::model::{
+    Breaker, Budget, Bulkhead, ClientRateLimiter, HedgeBudget, HedgeTimer, Outcome, Throttle,
+};
 use crate::scenario::{HedgeConfig, Policy};
 
 /// Per-client policy instances kept in a vector up to this many; above it, only the clients
@@ -106,6 +108,12 @@ pub(super) enum Admit {
     Wait(SimTime),
     /// Every bulkhead permit is taken and it may not wait: it fails `bulkhead_full`.
     Full,
+    /// The client rate limiter has no token yet: the attempt looks again at the given
+    /// instant (before the call's deadline).
+    Delay(SimTime),
+    /// The client rate limiter would next look at or after the call's deadline: the call
+    /// ends `deadline_exceeded` at its deadline, without a token.
+    PastDeadline,
 }
 
 /// The policy state of one call edge.
@@ -128,6 +136,9 @@ pub(super) struct CallPolicies<'a> {
     /// Adaptive throttles: one per client on the clients' edge, one on a call between
     /// services (the calling service is the client).
     pub throttles: Option<Instances<Throttle>>,
+    /// AWS adaptive-mode client rate limiters: one per client on the clients' edge, one on
+    /// a call between services.
+    pub limiters: Option<Instances<ClientRateLimiter>>,
 }
 
 /// Hedging on one edge.
@@ -167,6 +178,10 @@ impl<'a> CallPolicies<'a> {
             throttles: policy.adaptive_throttle.map(|t| {
                 let count = if per_client { clients as usize } else { 1 };
                 Instances::new(Throttle::new(t.k_micros, t.window), count, dense_max)
+            }),
+            limiters: policy.client_rate_limiter.then(|| {
+                let count = if per_client { clients as usize } else { 1 };
+                Instances::new(ClientRateLimiter::new(), count, dense_max)
             }),
         }
     }
@@ -276,14 +291,25 @@ impl<'a> CallPolicies<'a> {
         Some(self.throttles.as_mut()?.get_mut(i))
     }
 
-    /// Whether the edge has a budget, a breaker, hedging or an adaptive throttle to tell
-    /// about calls and outcomes.
+    #[inline]
+    fn limiter(&mut self, client: u32) -> Option<&mut ClientRateLimiter> {
+        let i = if self.per_client {
+            (client - self.base) as usize
+        } else {
+            0
+        };
+        Some(self.limiters.as_mut()?.get_mut(i))
+    }
+
+    /// Whether the edge has a budget, a breaker, hedging, an adaptive throttle or a client
+    /// rate limiter to tell about calls and outcomes.
     #[inline(always)]
     fn watches(&self) -> bool {
         self.budgets.is_some()
             || self.breakers.is_some()
             || self.hedge.is_some()
             || self.throttles.is_some()
+            || self.limiters.is_some()
     }
 
     /// Whether the edge's policies are passive: they admit every attempt, learn nothing from
@@ -332,6 +358,9 @@ impl<'a> CallPolicies<'a> {
         if self.throttles.is_some() && !self.throttle_admits(client, now, throttle_rng) {
             return Admit::ThrottledLocally;
         }
+        if self.limiters.is_some() {
+            return self.limiter_admits(client, now, deadline, now);
+        }
         let Some(bulkhead) = &mut self.bulkhead else {
             return Admit::Send;
         };
@@ -353,6 +382,27 @@ impl<'a> CallPolicies<'a> {
     /// attempt through.
     fn throttle_admits(&mut self, client: u32, now: SimTime, rng: &mut Pcg64) -> bool {
         self.throttle(client).is_none_or(|t| t.admit(now, rng))
+    }
+
+    /// Step 2 for an edge with client rate limiters (never with a bulkhead: validation
+    /// refuses the two together), and again each time a send waiting since `since` looks
+    /// again: send now with `client`'s token, look again later, or give up at the deadline
+    /// when the next look would come at or after it.
+    pub fn limiter_admits(
+        &mut self,
+        client: u32,
+        since: SimTime,
+        deadline: SimTime,
+        now: SimTime,
+    ) -> Admit {
+        let Some(l) = self.limiter(client) else {
+            return Admit::Send;
+        };
+        match l.try_send(since, now) {
+            None => Admit::Send,
+            Some(at) if at >= deadline => Admit::PastDeadline,
+            Some(at) => Admit::Delay(at),
+        }
     }
 
     /// Step 2, continued: `waiter` waits for a bulkhead permit.
@@ -434,6 +484,9 @@ impl<'a> CallPolicies<'a> {
         {
             t.accepted(now);
         }
+        if self.limiters.is_some() {
+            self.limiter_learns(client, outcome, now);
+        }
         let retry_on = self.policy.retry.retry_on;
         if let Some(budget) = self.budget(client) {
             if matches!(outcome, Outcome::Success | Outcome::Degraded) {
@@ -441,6 +494,26 @@ impl<'a> CallPolicies<'a> {
             } else if retry_on.contains(outcome) {
                 budget.attempt_failed();
             }
+        }
+    }
+
+    /// Step 3 for an edge with client rate limiters: botocore's `needs-retry` handler runs
+    /// for every attempt that was sent, answered or not; only `throttled` (a 429 whose code
+    /// is in botocore's list of throttling codes) is a throttling error, every other answer
+    /// and a timeout count as successes. Outcomes of attempts never sent teach it nothing.
+    fn limiter_learns(&mut self, client: u32, outcome: Outcome, now: SimTime) {
+        if matches!(
+            outcome,
+            Outcome::BulkheadFull
+                | Outcome::BreakerOpen
+                | Outcome::DeadlineExceeded
+                | Outcome::ThrottledLocally
+                | Outcome::BudgetExhausted
+        ) {
+            return;
+        }
+        if let Some(l) = self.limiter(client) {
+            l.answered(outcome == Outcome::Throttled, now);
         }
     }
 
@@ -475,8 +548,22 @@ impl<'a> CallPolicies<'a> {
         }
     }
 
-    /// Adds what the edge's breakers and hedge budget did to `counters`.
+    /// The sends the edge's client rate limiters delayed, and their waits added up, ns.
+    pub fn token_waits(&self) -> (u64, u128) {
+        self.limiters
+            .iter()
+            .flat_map(Instances::touched)
+            .fold((0, 0), |(n, w), l| {
+                (n + l.delayed, w + u128::from(l.waited_nanos))
+            })
+    }
+
+    /// Adds what the edge's breakers, hedge budget and client rate limiters did to
+    /// `counters`.
     pub fn count_into(&self, counters: &mut CallCounters) {
+        let (n, w) = self.token_waits();
+        counters.token_waits += n;
+        counters.token_wait_nanos += w;
         for b in self.breakers.iter().flat_map(Instances::touched) {
             counters.breaker_refusals += b.refusals;
             counters.breaker_openings += b.openings;

@@ -5,6 +5,7 @@
 //! comparison means something. Run them in release mode (`cargo test --release`): some
 //! simulate millions of requests.
 
+mod aws_adaptive;
 mod bad_input;
 mod budget_dilution;
 mod calls_by_name;

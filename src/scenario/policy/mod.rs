@@ -9,6 +9,7 @@
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod client_rate_limiter;
 pub mod fallback;
 pub mod hedge;
 pub mod idempotency_key;
