@@ -16,7 +16,7 @@ use super::{Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
 use crate::metrics::{Column, Truncation};
 use crate::model::Outcome;
-use crate::scenario::{RetryAfter, Workload};
+use crate::scenario::{RETRY_AFTER_CLAMP, RetryAfter, Workload};
 
 /// No parent work: a client's logical request.
 pub(super) const ROOT: u32 = u32::MAX;
@@ -922,13 +922,16 @@ impl<F: Features> Sim<'_, F> {
         };
         let delay = backoff.delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
         if outcome == Outcome::Throttled
-            && retry.retry_after == RetryAfter::Honor
+            && retry.retry_after != RetryAfter::Ignore
             && let Some(after) = self.sc.services[e.to as usize]
                 .server
                 .rate_limit
                 .and_then(|r| r.retry_after)
         {
-            return delay.max(after);
+            return match retry.retry_after {
+                RetryAfter::Clamp => after.clamp(delay, delay + RETRY_AFTER_CLAMP),
+                _ => delay.max(after),
+            };
         }
         delay
     }

@@ -210,6 +210,48 @@ fn throttled_clients_honour_retry_after_or_ignore_it() {
     assert_eq!(mean(v, "attempts"), 7.0);
 }
 
+/// The AWS SDKs' newer standard mode clamps `x-amz-retry-after` to [backoff, backoff + 5 s]
+/// (aws-sdk-net's `StandardRetryPolicy.CalculateRetryDelay`). One serial client, two
+/// requests, a server admitting one a second that answers the rest 429 with Retry-After
+/// 10 s, a constant 100 ms backoff: the second request's retry waits 10 s when honoured and
+/// 0.1 + 5 = 5.1 s when clamped (the bucket has refilled either way), so the clamped run
+/// ends 4.9 s sooner; a Retry-After shorter than the backoff is clamped up to the backoff.
+#[test]
+fn clamped_retry_after_waits_at_most_five_seconds_beyond_the_backoff() {
+    let text = |retry_after: &str, after: &str| {
+        format!(
+            r#"{{
+          "name": "retry-after-clamp", "duration": "30s",
+          "clients": {{ "count": 1, "workload": {{ "closed": {{ "requests_per_client": 2 }} }} }},
+          "server": {{ "service_time": {{ "constant": "1ms" }},
+                      "rate_limit": {{ "rate_per_s": 1, "burst": 1, "retry_after": "{after}" }} }},
+          "policy": {{ "retry": {{ "max_attempts": 2, "retry_after": "{retry_after}",
+                                  "backoff": {{ "base": "100ms", "cap": "100ms", "jitter": "none" }} }} }}
+        }}"#
+        )
+    };
+    let makespan = |retry_after: &str, after: &str| {
+        let (_, r) = run_text(&text(retry_after, after));
+        let v = &r.points[0].variants[0];
+        assert_eq!(mean(v, "success_rate"), 1.0, "{retry_after} {after}");
+        mean(v, "makespan_ms")
+    };
+    assert_close(
+        "honoured minus clamped",
+        makespan("honor", "10s") - makespan("clamp", "10s"),
+        4900.0,
+        1e-9,
+    );
+    // Retry-After 1 ms, below the 100 ms backoff: clamped up to the backoff, which still
+    // finds the bucket empty (one token a second): the request fails, as when ignored.
+    let (_, r) = run_text(&text("clamp", "1ms"));
+    let (_, i) = run_text(&text("ignore", "1ms"));
+    assert_eq!(
+        mean(&r.points[0].variants[0], "makespan_ms"),
+        mean(&i.points[0].variants[0], "makespan_ms")
+    );
+}
+
 /// Envoy's limits on retries in flight, worked out on paper. 100 closed clients send one
 /// request each at t = 0; every attempt fails after exactly 7 ms (1 ms hops, 5 ms service,
 /// no queue), and is retried at once, 3 attempts in all. At 7 ms the 100 failures are decided

@@ -68,6 +68,9 @@ pub enum RawRetryAfter {
     Honor,
     /// Ignore Retry-After.
     Ignore,
+    /// The AWS SDKs' newer standard mode (`x-amz-retry-after`): the server's delay, clamped
+    /// between the backoff and the backoff plus 5 s.
+    Clamp,
 }
 
 /// `policy.retry`.
@@ -85,7 +88,8 @@ pub struct RawRetry {
     /// "none" (retry at once, the default) or exponential backoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<RawBackoff>,
-    /// "honor" (default) or "ignore" the server's Retry-After.
+    /// "honor" (default), "ignore" the server's Retry-After, or "clamp" it to [backoff,
+    /// backoff + 5s] as the AWS SDKs' newer standard mode does with `x-amz-retry-after`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<RawRetryAfter>,
     /// ["previous_hosts"]: a retry avoids the replicas the call already tried (default:
@@ -254,7 +258,13 @@ pub enum RetryAfter {
     Honor,
     /// Use the backoff alone.
     Ignore,
+    /// Wait the Retry-After clamped to [backoff, backoff + 5 s] (aws-sdk-net's
+    /// `StandardRetryPolicy.CalculateRetryDelay`, SEP 2.1).
+    Clamp,
 }
+
+/// How far beyond the backoff a clamped Retry-After may reach (5 s).
+pub const RETRY_AFTER_CLAMP: SimDuration = SimDuration::from_secs(5);
 
 /// `retry` of the policy `at`, its defaults written back into `raw`.
 pub(in crate::scenario) fn check(
@@ -272,6 +282,7 @@ pub(in crate::scenario) fn check(
         retry_after: match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
             RawRetryAfter::Ignore => RetryAfter::Ignore,
             RawRetryAfter::Honor => RetryAfter::Honor,
+            RawRetryAfter::Clamp => RetryAfter::Clamp,
         },
         previous_hosts: previous_hosts(c, at, retry),
     }
