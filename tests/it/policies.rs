@@ -323,3 +323,36 @@ fn newer_retry_quota_prices_throttling_retries_apart() {
     );
     assert_eq!(mean(variant(&result, "all 14"), "retries"), 350.0);
 }
+
+/// The bundled Envoy storm: without a limit every attempt times out once the slowdown has
+/// filled the queue, so requests make all 3 attempts (load between 2 and 3 per request);
+/// each of Envoy's limits keeps the extra load small and the server recovers; the default
+/// budget, which grows with the attempts active, lets more retries through than 3 in flight
+/// or 5 % do, and so recovers later; every denial ends a request `budget_exhausted`.
+#[test]
+fn envoy_budget_storm_is_ended_by_each_limit_and_sooner_by_the_tighter_ones() {
+    let (_, result) = run_bundled("envoy-budget-storm", &LoadOptions::default());
+    let none = variant(&result, "no limit");
+    let breaker = variant(&result, "max_retries 3 (no budget)");
+    let default = variant(&result, "retry budget 20 %, 3");
+    let tight = variant(&result, "retry budget 5 %, 1");
+    let amplification = mean(none, "amplification");
+    assert!((2.0..=3.0).contains(&amplification), "{amplification}");
+    for v in [breaker, default, tight] {
+        assert!(mean(v, "amplification") < 1.25, "{}", v.name);
+        assert_eq!(
+            mean(v, "budget_denials"),
+            mean(v, "failed.budget_exhausted"),
+            "{}: every denial ends a request",
+            v.name
+        );
+        assert!(
+            mean(v, "success_rate") > mean(none, "success_rate"),
+            "{}",
+            v.name
+        );
+    }
+    assert!(mean(default, "retries") > mean(breaker, "retries"));
+    assert!(mean(default, "retries") > mean(tight, "retries"));
+    assert!(mean(default, "success_rate") < mean(breaker, "success_rate"));
+}
