@@ -916,9 +916,13 @@ impl<F: Features> Sim<'_, F> {
         let call = &mut self.calls[slot];
         let e = &self.edges[call.edge as usize];
         let retry = &e.policies.policy.retry;
-        let backoff = match &retry.throttled_backoff {
-            Some(throttled) if outcome == Outcome::Throttled => throttled,
-            _ => &retry.backoff,
+        // The outcome is asked first: a run without throttling never reads the setting.
+        let backoff = if outcome == Outcome::Throttled
+            && let Some(throttled) = &retry.throttled_backoff
+        {
+            throttled
+        } else {
+            &retry.backoff
         };
         let delay = backoff.delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
         if outcome == Outcome::Throttled

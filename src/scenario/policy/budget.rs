@@ -148,25 +148,7 @@ pub(in crate::scenario) fn check(
             token_ratio: t.token_ratio,
         }
     } else if let Some(r) = &mut raw.retry_quota {
-        let q = format!("{p}.retry_quota");
-        let initial = *r.initial.get_or_insert(500.0);
-        c.positive_number(&format!("{q}.initial"), initial);
-        let retry_cost = *r.retry_cost.get_or_insert(5.0);
-        c.non_negative(&format!("{q}.retry_cost"), retry_cost);
-        let timeout_cost = *r.timeout_cost.get_or_insert(10.0);
-        c.non_negative(&format!("{q}.timeout_cost"), timeout_cost);
-        // Not written back when absent, so that files written before it resolve as they did.
-        let throttling_cost = r.throttling_cost.unwrap_or(retry_cost);
-        c.non_negative(&format!("{q}.throttling_cost"), throttling_cost);
-        let success_refund = *r.success_refund.get_or_insert(1.0);
-        c.non_negative(&format!("{q}.success_refund"), success_refund);
-        BudgetKind::RetryQuota {
-            initial,
-            retry_cost,
-            timeout_cost,
-            throttling_cost,
-            success_refund,
-        }
+        retry_quota(c, &format!("{p}.retry_quota"), r)
     } else if let Some(r) = &mut raw.ratio {
         let q = format!("{p}.ratio");
         if !(0.0..=1.0).contains(&r.percent) {
@@ -208,6 +190,29 @@ pub(in crate::scenario) fn check(
     BudgetConfig {
         kind,
         scope: scope(c, p, &mut raw.scope, caller),
+    }
+}
+
+/// `retry_quota` at `q`, its defaults (aws-sdk-go-v2's standard mode) written back, all but
+/// `throttling_cost`, which is left out when absent so that files written before it resolve
+/// as they did.
+fn retry_quota(c: &mut Checker, q: &str, r: &mut RawRetryQuota) -> BudgetKind {
+    let initial = *r.initial.get_or_insert(500.0);
+    c.positive_number(&format!("{q}.initial"), initial);
+    let retry_cost = *r.retry_cost.get_or_insert(5.0);
+    c.non_negative(&format!("{q}.retry_cost"), retry_cost);
+    let timeout_cost = *r.timeout_cost.get_or_insert(10.0);
+    c.non_negative(&format!("{q}.timeout_cost"), timeout_cost);
+    let throttling_cost = r.throttling_cost.unwrap_or(retry_cost);
+    c.non_negative(&format!("{q}.throttling_cost"), throttling_cost);
+    let success_refund = *r.success_refund.get_or_insert(1.0);
+    c.non_negative(&format!("{q}.success_refund"), success_refund);
+    BudgetKind::RetryQuota {
+        initial,
+        retry_cost,
+        timeout_cost,
+        throttling_cost,
+        success_refund,
     }
 }
 
