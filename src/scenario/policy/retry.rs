@@ -226,7 +226,7 @@ impl JsonSchema for RawBackoff {
         let envoy = generator.subschema_for::<RawEnvoyBackoff>();
         json_schema!({
             "description": "\"none\" (retry at once), exponential backoff with jitter, or Envoy's backoff",
-            "oneOf": [ { "const": "none" }, exp, envoy ]
+            "oneOf": [ { "const": "none" }, envoy, exp ]
         })
     }
 }
