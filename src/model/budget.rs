@@ -1,25 +1,36 @@
 //! Retry budgets: client-side limits on how many retries there are, not when they happen.
 //!
-//! A budget gates retries only (a first attempt is never asked about). Three kinds, each with
+//! A budget gates retries only (a first attempt is never asked about). Four kinds, each with
 //! the semantics its users know:
 //! - [`BudgetKind::TokenBucket`], gRPC retry throttling: the bucket starts full; every failed
 //!   attempt takes one token, every success adds `token_ratio` (up to `max_tokens`); a retry is
 //!   allowed only while the tokens are above half of `max_tokens`.
 //! - [`BudgetKind::RetryQuota`], the AWS SDKs' standard retry mode: a retry takes `retry_cost`
-//!   (`timeout_cost` after a timeout) from the quota or is denied; a success gives back what its
-//!   request's last retry took, or `success_refund` when it needed no retry, never above
-//!   `initial`.
+//!   (`timeout_cost` after a timeout, `throttling_cost` after a throttling error) from the
+//!   quota or is denied; a success gives back what its request's last retry took, or
+//!   `success_refund` when it needed no retry, never above `initial`.
 //! - [`BudgetKind::Ratio`], the SRE book's, Finagle's and tower's: retries in the last `window`
 //!   may not exceed `percent` times the logical requests started in it, plus
 //!   `min_per_s * window`. The window slides exactly (every start and retry is kept with its
 //!   time until it leaves the window), so memory follows the rate times the window.
+//! - [`BudgetKind::Envoy`], an Envoy cluster's retry limit (`source/common/upstream/
+//!   resource_manager_impl.h`, `RetryBudgetImpl`): a retry is allowed only while the retries
+//!   in flight are fewer than the limit, which is `max_retries` (the circuit breaker) or, with
+//!   a `retry_budget`, max(floor(budget_percent / 100 x active), min_retry_concurrency), where
+//!   `active` counts the attempts outstanding. A retry is in flight from its decision (before
+//!   its backoff) until its request's next outcome is decided or the request ends
+//!   (`source/common/router/retry_state_impl.cc`: `retries().inc()` in `shouldRetry`,
+//!   `dec()` in `resetRetry`, which the next `shouldRetry` and the destructor call).
 //!
 //! Invariants: the tokens of a bucket stay in [0, max_tokens]; a quota stays in [0, initial];
-//! a ratio budget never allows more retries in any window than its allowance.
+//! a ratio budget never allows more retries in any window than its allowance; an Envoy limit
+//! grants a retry only when the retries in flight, that one included, are within the limit
+//! worked out at that instant.
 
 use std::collections::VecDeque;
 
 use crate::engine::{SimDuration, SimTime};
+use crate::model::Outcome;
 
 /// The kind of budget, with its validated settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,6 +50,8 @@ pub enum BudgetKind {
         retry_cost: f64,
         /// Cost of a retry after a timeout (>= 0).
         timeout_cost: f64,
+        /// Cost of a retry after a throttling error (>= 0).
+        throttling_cost: f64,
         /// Given back by a success that needed no retry (>= 0).
         success_refund: f64,
     },
@@ -51,6 +64,38 @@ pub enum BudgetKind {
         /// Length of the sliding window (> 0).
         window: SimDuration,
     },
+    /// An Envoy cluster's limit on concurrent retries.
+    Envoy(EnvoyLimit),
+}
+
+/// How an Envoy cluster limits the retries in flight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EnvoyLimit {
+    /// The circuit breaker's `max_retries`: at most this many at once.
+    MaxRetries(u32),
+    /// `retry_budget`: at most max(floor(budget_percent / 100 x active),
+    /// min_retry_concurrency) at once.
+    RetryBudget {
+        /// Percent of the active attempts (0 to 100).
+        budget_percent: f64,
+        /// The limit however few attempts are active.
+        min_retry_concurrency: u32,
+    },
+}
+
+impl EnvoyLimit {
+    /// The most retries in flight allowed while `active` attempts are outstanding: as
+    /// `RetryBudgetImpl::max`, whose double converts to an integer by truncation.
+    pub fn limit(self, active: u64) -> u64 {
+        match self {
+            EnvoyLimit::MaxRetries(n) => u64::from(n),
+            EnvoyLimit::RetryBudget {
+                budget_percent,
+                min_retry_concurrency,
+            } => ((budget_percent / 100.0 * active as f64) as u64)
+                .max(u64::from(min_retry_concurrency)),
+        }
+    }
 }
 
 /// Who shares one budget or breaker.
@@ -108,6 +153,10 @@ pub struct Budget {
     starts: VecDeque<SimTime>,
     /// Ratio: send decisions of the retries in the window, oldest first.
     retries: VecDeque<SimTime>,
+    /// Envoy: attempts outstanding (sent, and their caller still waits).
+    active: u64,
+    /// Envoy: retries in flight (decided, and their request's next outcome not yet decided).
+    in_flight: u64,
 }
 
 impl Budget {
@@ -116,14 +165,55 @@ impl Budget {
         let level = match kind {
             BudgetKind::TokenBucket { max_tokens, .. } => max_tokens,
             BudgetKind::RetryQuota { initial, .. } => initial,
-            BudgetKind::Ratio { .. } => 0.0,
+            BudgetKind::Ratio { .. } | BudgetKind::Envoy(_) => 0.0,
         };
         Budget {
             kind,
             level,
             starts: VecDeque::new(),
             retries: VecDeque::new(),
+            active: 0,
+            in_flight: 0,
         }
+    }
+
+    /// Whether the budget counts attempts and retries in flight (an Envoy limit), and so
+    /// must hear when each attempt is sent and over and when each retry it granted is over.
+    #[inline]
+    pub fn counts_in_flight(&self) -> bool {
+        matches!(self.kind, BudgetKind::Envoy(_))
+    }
+
+    /// An attempt was sent (counted by an Envoy limit).
+    #[inline]
+    pub fn attempt_sent(&mut self) {
+        if self.counts_in_flight() {
+            self.active += 1;
+        }
+    }
+
+    /// The caller stopped waiting for an attempt sent: answered, timed out or abandoned.
+    #[inline]
+    pub fn attempt_ended(&mut self) {
+        if self.counts_in_flight() {
+            debug_assert!(self.active > 0, "an attempt ended that was never sent");
+            self.active = self.active.saturating_sub(1);
+        }
+    }
+
+    /// A retry the budget granted is over: its request's next outcome is being decided, or
+    /// the request ended.
+    #[inline]
+    pub fn retry_ended(&mut self) {
+        debug_assert!(self.in_flight > 0, "a retry ended that was never granted");
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// Envoy: attempts outstanding and retries in flight now. Tests read them; the run
+    /// never needs them.
+    #[cfg(test)]
+    pub fn in_flight(&self) -> (u64, u64) {
+        (self.active, self.in_flight)
     }
 
     /// A logical request starts at `now` (a ratio budget's deposit).
@@ -159,14 +249,16 @@ impl Budget {
             } => {
                 self.level = (self.level + last_retry_cost.unwrap_or(success_refund)).min(initial);
             }
-            BudgetKind::Ratio { .. } => {}
+            BudgetKind::Ratio { .. } | BudgetKind::Envoy(_) => {}
         }
     }
 
-    /// Asks at `now` for a retry after a failed attempt (`after_timeout`: the attempt timed
-    /// out). Returns `None` if the budget denies it, else what the retry took (the quota's
-    /// cost; 0 for the other kinds).
-    pub fn try_retry(&mut self, now: SimTime, after_timeout: bool) -> Option<f64> {
+    /// Asks at `now` for a retry after a failed attempt that ended `after`. Returns `None` if
+    /// the budget denies it, else what the retry took (the quota's cost; 0 for the other
+    /// kinds). An Envoy limit counts an attempt the service answered as still active when it
+    /// decides (Envoy decides on the response headers, before it resets the stream), and a
+    /// timed-out one as over (a per-try timeout resets the stream first).
+    pub fn try_retry(&mut self, now: SimTime, after: Outcome) -> Option<f64> {
         match self.kind {
             BudgetKind::TokenBucket { max_tokens, .. } => {
                 (self.level > max_tokens / 2.0).then_some(0.0)
@@ -174,12 +266,13 @@ impl Budget {
             BudgetKind::RetryQuota {
                 retry_cost,
                 timeout_cost,
+                throttling_cost,
                 ..
             } => {
-                let cost = if after_timeout {
-                    timeout_cost
-                } else {
-                    retry_cost
+                let cost = match after {
+                    Outcome::Timeout => timeout_cost,
+                    Outcome::Throttled => throttling_cost,
+                    _ => retry_cost,
                 };
                 if self.level < cost {
                     return None;
@@ -194,6 +287,14 @@ impl Budget {
                     return None;
                 }
                 self.retries.push_back(now);
+                Some(0.0)
+            }
+            BudgetKind::Envoy(limit) => {
+                let answered = u64::from(answered_by_service(after));
+                if self.in_flight >= limit.limit(self.active + answered) {
+                    return None;
+                }
+                self.in_flight += 1;
                 Some(0.0)
             }
         }
@@ -212,7 +313,8 @@ impl Budget {
     }
 
     /// How full the budget is at `now`, in [0, 1]: tokens over `max_tokens`, quota over
-    /// `initial`, or for a ratio budget the share of its window's allowance not yet used.
+    /// `initial`, for a ratio budget the share of its window's allowance not yet used, and
+    /// for an Envoy limit the share of the limit (at the attempts active now) not in flight.
     pub fn level(&self, now: SimTime) -> f64 {
         match self.kind {
             BudgetKind::TokenBucket { max_tokens, .. } => self.level / max_tokens,
@@ -233,6 +335,10 @@ impl Budget {
                     (1.0 - within(&self.retries) / allowance).clamp(0.0, 1.0)
                 }
             }
+            BudgetKind::Envoy(limit) => match limit.limit(self.active) {
+                0 => 0.0,
+                l => (1.0 - self.in_flight as f64 / l as f64).clamp(0.0, 1.0),
+            },
         }
     }
 
@@ -241,6 +347,15 @@ impl Budget {
     pub fn raw_level(&self) -> f64 {
         self.level
     }
+}
+
+/// Whether an attempt that ended `outcome` was answered by its service (its stream still
+/// open when Envoy decides), rather than timed out or refused before it was sent.
+fn answered_by_service(outcome: Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Error | Outcome::Rejected | Outcome::Throttled | Outcome::Conflict
+    )
 }
 
 /// The instant before the window ending at `now`: events at or before it have left.
@@ -281,7 +396,7 @@ mod tests {
         for _request in 0..5 {
             for attempt in 1..=4 {
                 b.attempt_failed();
-                if attempt == 4 || b.try_retry(SimTime::ZERO, false).is_none() {
+                if attempt == 4 || b.try_retry(SimTime::ZERO, Outcome::Error).is_none() {
                     break;
                 }
                 allowed += 1;
@@ -306,14 +421,14 @@ mod tests {
         }
         assert_eq!(b.raw_level(), 4.0);
         assert!(
-            b.try_retry(SimTime::ZERO, false).is_none(),
+            b.try_retry(SimTime::ZERO, Outcome::Error).is_none(),
             "4 is not above 5"
         );
         for _ in 0..3 {
             b.attempt_succeeded(None);
         }
         assert_eq!(b.raw_level(), 5.5);
-        assert!(b.try_retry(SimTime::ZERO, false).is_some());
+        assert!(b.try_retry(SimTime::ZERO, Outcome::Error).is_some());
         for _ in 0..100 {
             b.attempt_succeeded(None);
         }
@@ -327,18 +442,19 @@ mod tests {
             initial: 20.0,
             retry_cost: 5.0,
             timeout_cost: 10.0,
+            throttling_cost: 5.0,
             success_refund: 1.0,
         });
-        assert_eq!(b.try_retry(SimTime::ZERO, false), Some(5.0));
-        assert_eq!(b.try_retry(SimTime::ZERO, true), Some(10.0));
+        assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Error), Some(5.0));
+        assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Timeout), Some(10.0));
         assert_eq!(b.raw_level(), 5.0);
         assert_eq!(
-            b.try_retry(SimTime::ZERO, true),
+            b.try_retry(SimTime::ZERO, Outcome::Timeout),
             None,
             "a timeout retry needs 10"
         );
-        assert_eq!(b.try_retry(SimTime::ZERO, false), Some(5.0));
-        assert_eq!(b.try_retry(SimTime::ZERO, false), None, "empty");
+        assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Error), Some(5.0));
+        assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Error), None, "empty");
         b.attempt_succeeded(Some(10.0)); // gives back its last retry's cost
         assert_eq!(b.raw_level(), 10.0);
         b.attempt_succeeded(None); // no retry: the refund
@@ -355,10 +471,11 @@ mod tests {
             initial: 500.0,
             retry_cost: 5.0,
             timeout_cost: 10.0,
+            throttling_cost: 5.0,
             success_refund: 1.0,
         });
         let granted = (0..1000)
-            .filter(|_| b.try_retry(SimTime::ZERO, false).is_some())
+            .filter(|_| b.try_retry(SimTime::ZERO, Outcome::Error).is_some())
             .count();
         assert_eq!(granted, 100);
     }
@@ -376,7 +493,7 @@ mod tests {
         }
         let now = secs(1.0);
         let granted = (0..50)
-            .filter(|_| b.try_retry(now, false).is_some())
+            .filter(|_| b.try_retry(now, Outcome::Error).is_some())
             .count();
         assert_eq!(granted, 20);
         assert_eq!(b.level(now), 0.0);
@@ -384,9 +501,98 @@ mod tests {
         // minimum remains.
         let later = secs(11.5);
         let granted = (0..50)
-            .filter(|_| b.try_retry(later, false).is_some())
+            .filter(|_| b.try_retry(later, Outcome::Error).is_some())
             .count();
         assert_eq!(granted, 10);
+    }
+
+    /// The AWS SDKs' newer standard mode (aws-sdk-java-v2's `DefaultRetryStrategy`,
+    /// aws-sdk-cpp's `ThrottleBasedRetryQuotaContainer`): 500 tokens, 14 a transient-error
+    /// retry (timeouts included), 5 a throttling retry. From a full quota with nothing
+    /// succeeding: floor(500 / 14) = 35 transient retries, or floor(500 / 5) = 100
+    /// throttling ones.
+    #[test]
+    fn newer_standard_mode_gives_35_transient_or_100_throttling_retries() {
+        let newer = BudgetKind::RetryQuota {
+            initial: 500.0,
+            retry_cost: 14.0,
+            timeout_cost: 14.0,
+            throttling_cost: 5.0,
+            success_refund: 1.0,
+        };
+        for (after, expected) in [
+            (Outcome::Error, 35),
+            (Outcome::Timeout, 35),
+            (Outcome::Throttled, 100),
+        ] {
+            let mut b = Budget::new(newer);
+            let granted = (0..1000)
+                .filter(|_| b.try_retry(SimTime::ZERO, after).is_some())
+                .count();
+            assert_eq!(granted, expected, "{after:?}");
+        }
+        // Mixed: 20 transient retries leave 500 - 280 = 220, which pays for 44 throttling ones.
+        let mut b = Budget::new(newer);
+        for _ in 0..20 {
+            assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Error), Some(14.0));
+        }
+        let throttling = (0..1000)
+            .filter(|_| b.try_retry(SimTime::ZERO, Outcome::Throttled).is_some())
+            .count();
+        assert_eq!(throttling, 44);
+    }
+
+    #[test]
+    fn envoy_limit_is_max_of_the_floor_of_the_percent_and_the_minimum() {
+        let budget = EnvoyLimit::RetryBudget {
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+        };
+        // 20 % of 0..14 active is below 3; 15 -> 3, 19 -> 3 (3.8 truncated), 20 -> 4,
+        // 100 -> 20, 104 -> 20 (20.8 truncated).
+        for (active, limit) in [
+            (0, 3),
+            (14, 3),
+            (15, 3),
+            (19, 3),
+            (20, 4),
+            (100, 20),
+            (104, 20),
+        ] {
+            assert_eq!(budget.limit(active), limit, "{active} active");
+        }
+        assert_eq!(EnvoyLimit::MaxRetries(3).limit(1_000_000), 3);
+    }
+
+    #[test]
+    fn envoy_counts_an_answered_attempt_as_active_and_a_timed_out_one_as_over() {
+        // 20 % with no minimum: with 4 attempts out the limit is 0; with 5 it is 1.
+        let mut b = Budget::new(BudgetKind::Envoy(EnvoyLimit::RetryBudget {
+            budget_percent: 20.0,
+            min_retry_concurrency: 0,
+        }));
+        for _ in 0..5 {
+            b.attempt_sent();
+        }
+        b.attempt_ended();
+        assert_eq!(
+            b.try_retry(SimTime::ZERO, Outcome::Timeout),
+            None,
+            "4 active"
+        );
+        assert_eq!(
+            b.try_retry(SimTime::ZERO, Outcome::Error),
+            Some(0.0),
+            "4 + 1"
+        );
+        assert_eq!(b.in_flight(), (4, 1));
+        assert_eq!(
+            b.try_retry(SimTime::ZERO, Outcome::Error),
+            None,
+            "1 in flight"
+        );
+        b.retry_ended();
+        assert_eq!(b.try_retry(SimTime::ZERO, Outcome::Rejected), Some(0.0));
     }
 
     proptest! {
@@ -394,8 +600,9 @@ mod tests {
         fn levels_stay_within_bounds(ops in prop::collection::vec((0u8..4, any::<bool>()), 1..300)) {
             let kinds = [
                 BudgetKind::TokenBucket { max_tokens: 10.0, token_ratio: 0.3 },
-                BudgetKind::RetryQuota { initial: 50.0, retry_cost: 5.0, timeout_cost: 10.0, success_refund: 1.0 },
+                BudgetKind::RetryQuota { initial: 50.0, retry_cost: 5.0, timeout_cost: 10.0, throttling_cost: 5.0, success_refund: 1.0 },
                 BudgetKind::Ratio { percent: 0.2, min_per_s: 0.5, window: SimDuration::from_secs(2) },
+                BudgetKind::Envoy(EnvoyLimit::RetryBudget { budget_percent: 20.0, min_retry_concurrency: 3 }),
             ];
             for kind in kinds {
                 let mut b = Budget::new(kind);
@@ -406,11 +613,68 @@ mod tests {
                         0 => b.request_started(now),
                         1 => b.attempt_failed(),
                         2 => b.attempt_succeeded(last_cost.take()),
-                        _ => last_cost = b.try_retry(now, timeout),
+                        _ => last_cost = b.try_retry(now, if timeout { Outcome::Timeout } else { Outcome::Error }),
                     }
                     let level = b.level(now);
                     prop_assert!((0.0..=1.0).contains(&level), "{kind:?} level {level}");
                 }
+            }
+        }
+
+        /// Against a naive oracle that keeps every attempt and every retry as a set: an Envoy
+        /// limit grants a retry exactly when the retries in flight are below
+        /// max(floor(percent x active / 100), minimum), and after a grant the retries in
+        /// flight never exceed the limit worked out at that instant; with `max_retries` they
+        /// never exceed it at any instant.
+        #[test]
+        fn envoy_grants_exactly_what_the_limit_allows(
+            ops in prop::collection::vec((0u8..5, any::<bool>()), 1..400),
+            percent in 0.0f64..100.0,
+            minimum in 0u32..5,
+            max_retries in prop::option::of(0u32..6),
+        ) {
+            let limit = match max_retries {
+                Some(n) => EnvoyLimit::MaxRetries(n),
+                None => EnvoyLimit::RetryBudget { budget_percent: percent, min_retry_concurrency: minimum },
+            };
+            let mut b = Budget::new(BudgetKind::Envoy(limit));
+            let (mut attempts, mut retries): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+            let mut next = 0u32;
+            for &(op, timed_out) in &ops {
+                match op {
+                    0 | 1 => {
+                        b.attempt_sent();
+                        attempts.push(next);
+                        next += 1;
+                    }
+                    2 if !attempts.is_empty() => {
+                        attempts.remove(0);
+                        b.attempt_ended();
+                    }
+                    3 if !retries.is_empty() => {
+                        retries.pop();
+                        b.retry_ended();
+                    }
+                    _ => {
+                        let after = if timed_out { Outcome::Timeout } else { Outcome::Error };
+                        let active = attempts.len() as f64 + if timed_out { 0.0 } else { 1.0 };
+                        let oracle = match max_retries {
+                            Some(n) => f64::from(n),
+                            None => (percent / 100.0 * active).floor().max(f64::from(minimum)),
+                        };
+                        let granted = b.try_retry(SimTime::ZERO, after).is_some();
+                        prop_assert_eq!(granted, (retries.len() as f64) < oracle);
+                        if granted {
+                            retries.push(next);
+                            next += 1;
+                            prop_assert!(retries.len() as f64 <= oracle);
+                        }
+                    }
+                }
+                if let Some(n) = max_retries {
+                    prop_assert!(retries.len() <= n as usize);
+                }
+                prop_assert_eq!(b.in_flight(), (attempts.len() as u64, retries.len() as u64));
             }
         }
 
@@ -428,7 +692,7 @@ mod tests {
                 if is_start {
                     b.request_started(now);
                     starts.push(now);
-                } else if b.try_retry(now, false).is_some() {
+                } else if b.try_retry(now, Outcome::Error).is_some() {
                     retries.push(now);
                     // Count by brute force over (now - window, now].
                     let inside = |v: &Vec<SimTime>| {

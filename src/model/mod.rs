@@ -33,7 +33,7 @@ pub mod ziggurat;
 pub use backoff::{Backoff, Jitter};
 pub use balancer::{Balancer, BalancerKind, Sees};
 pub use breaker::{Breaker, BreakerConfig, BreakerMode, BreakerState, BreakerWindow};
-pub use budget::{Budget, BudgetConfig, BudgetKind, Scope};
+pub use budget::{Budget, BudgetConfig, BudgetKind, EnvoyLimit, Scope};
 pub use bulkhead::Bulkhead;
 pub use dist::Dist;
 pub use fault::{Fault, FaultEffect, Faults, Outage};

@@ -34,7 +34,7 @@ pub use load::{LoadOptions, MAX_FILE_BYTES, load_file, load_str, read_text, set_
 pub use policy::bulkhead::BulkheadConfig;
 pub use policy::hedge::HedgeConfig;
 pub use policy::idempotency_key::IdempotencyKey;
-pub use policy::retry::{RetryAfter, RetryPolicy};
+pub use policy::retry::{RETRY_AFTER_CLAMP, RetryAfter, RetryPolicy};
 pub use policy::throttle::ThrottleConfig;
 pub use server::{Server, ServerKind};
 pub use units::{parse_duration, percentile_text};

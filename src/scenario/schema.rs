@@ -18,14 +18,16 @@ pub use super::clients::{
     RawClientGroup, RawClients, RawClosed, RawOpen, RawRateStep, RawWorkload,
 };
 pub use super::policy::breaker::{RawBreaker, RawBreakerMode, RawBreakerWindow};
-pub use super::policy::budget::{RawBudget, RawRatio, RawRetryQuota, RawTokenBucket};
+pub use super::policy::budget::{
+    RawBudget, RawEnvoyRetryBudget, RawRatio, RawRetryQuota, RawTokenBucket,
+};
 pub use super::policy::bulkhead::RawBulkhead;
 pub use super::policy::fallback::RawFallback;
 pub use super::policy::hedge::RawHedge;
 pub use super::policy::idempotency_key::{RawIdempotencyKey, RawKeySettings};
 pub use super::policy::retry::{
-    NoneWord, RawAttemptOutcome, RawBackoff, RawExponential, RawHostPredicate, RawJitter, RawRetry,
-    RawRetryAfter,
+    NoneWord, RawAttemptOutcome, RawBackoff, RawEnvoyBackoff, RawEnvoyIntervals, RawExponential,
+    RawHostPredicate, RawJitter, RawRetry, RawRetryAfter,
 };
 pub use super::policy::throttle::{RawAdaptiveThrottle, RawThrottleSettings};
 pub use super::server::RawServerKind;

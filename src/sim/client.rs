@@ -16,7 +16,7 @@ use super::{Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
 use crate::metrics::{Column, Truncation};
 use crate::model::Outcome;
-use crate::scenario::{RetryAfter, Workload};
+use crate::scenario::{RETRY_AFTER_CLAMP, RetryAfter, Workload};
 
 /// No parent work: a client's logical request.
 pub(super) const ROOT: u32 = u32::MAX;
@@ -47,8 +47,11 @@ pub(super) struct CallState {
     pub timer: Option<Ticket>,
     /// Every attempt of a bad call ends `permanent`.
     pub permanent: bool,
-    /// The awaited attempt holds a bulkhead permit.
+    /// The awaited attempt holds a bulkhead permit or is counted by an Envoy limit: the
+    /// edge's policies hear when it is over.
     pub holds_permit: bool,
+    /// A retry an Envoy limit granted is in flight: the limit hears when it is over.
+    pub holds_retry: bool,
     /// The awaited attempt waits for a bulkhead permit (queued or refused).
     pub waiting: bool,
     /// The call has ended; the slot is freed once `outstanding` is 0.
@@ -171,6 +174,7 @@ impl CallState {
             timer: None,
             permanent,
             holds_permit: false,
+            holds_retry: false,
             waiting: false,
             ended: false,
             outstanding: 0,
@@ -348,7 +352,7 @@ impl<F: Features> Sim<'_, F> {
         };
         match admit {
             Admit::Send => {
-                let holds = F::POLICIES && self.edges[edge].policies.has_bulkhead();
+                let holds = F::POLICIES && self.edges[edge].policies.hears_attempts();
                 let token = self.begin_attempt(slot);
                 self.transmit(slot, token, holds, now);
             }
@@ -429,6 +433,10 @@ impl<F: Features> Sim<'_, F> {
     fn transmit(&mut self, slot: u32, token: u32, holds: bool, now: SimTime) {
         let call = &self.calls[slot];
         let edge = call.edge as usize;
+        if F::POLICIES && holds {
+            self.edges[edge].policies.attempt_sent(call.client);
+        }
+        let call = &self.calls[slot];
         let first = call.attempts == 1;
         let hedge = F::POLICIES && call.hedge_of != NONE;
         if hedge {
@@ -795,11 +803,11 @@ impl<F: Features> Sim<'_, F> {
             return;
         }
         call.holds_permit = false;
-        let edge = call.edge as usize;
+        let (edge, client) = (call.edge as usize, call.client);
         let calls = &self.calls;
         let next = self.edges[edge]
             .policies
-            .attempt_over(|(s, t)| calls[s].awaits(t) && calls[s].waiting);
+            .attempt_over(client, |(s, t)| calls[s].awaits(t) && calls[s].waiting);
         if let Some((s, t)) = next {
             self.calls[s].waiting = false;
             self.transmit(s, t, true, now);
@@ -943,18 +951,26 @@ impl<F: Features> Sim<'_, F> {
         let call = &mut self.calls[slot];
         let e = &self.edges[call.edge as usize];
         let retry = &e.policies.policy.retry;
-        let delay =
-            retry
-                .backoff
-                .delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
+        // The outcome is asked first: a run without throttling never reads the setting.
+        let backoff = if outcome == Outcome::Throttled
+            && let Some(throttled) = &retry.throttled_backoff
+        {
+            throttled
+        } else {
+            &retry.backoff
+        };
+        let delay = backoff.delay(call.attempts, &mut call.decorrelated, &mut self.rng.jitter);
         if outcome == Outcome::Throttled
-            && retry.retry_after == RetryAfter::Honor
+            && retry.retry_after != RetryAfter::Ignore
             && let Some(after) = self.sc.services[e.to as usize]
                 .server
                 .rate_limit
                 .and_then(|r| r.retry_after)
         {
-            return delay.max(after);
+            return match retry.retry_after {
+                RetryAfter::Clamp => after.clamp(delay, delay + RETRY_AFTER_CLAMP),
+                _ => delay.max(after),
+            };
         }
         delay
     }
@@ -1083,6 +1099,9 @@ impl<F: Features> Sim<'_, F> {
     /// or schedule the retry.
     #[inline(always)]
     fn decide(&mut self, slot: u32, outcome: Outcome, now: SimTime) {
+        if F::POLICIES && self.calls[slot].holds_retry {
+            self.retry_over(slot);
+        }
         let edge = self.calls[slot].edge as usize;
         let e = &self.edges[edge];
         let retry = &e.policies.policy.retry;
@@ -1113,7 +1132,11 @@ impl<F: Features> Sim<'_, F> {
             Some(0.0)
         };
         match verdict {
-            Some(cost) => self.calls[slot].last_retry_cost = cost,
+            Some(cost) => {
+                let call = &mut self.calls[slot];
+                call.last_retry_cost = cost;
+                call.holds_retry = F::POLICIES && self.edges[edge].policies.counts_retries();
+            }
             None => {
                 if edge < self.client_edges as usize {
                     self.rec.counters.budget_denials += 1;
@@ -1134,6 +1157,16 @@ impl<F: Features> Sim<'_, F> {
         }
     }
 
+    /// The retry an Envoy limit granted call `slot` is over (Envoy's `resetRetry`).
+    #[cold]
+    #[inline(never)]
+    fn retry_over(&mut self, slot: u32) {
+        let call = &mut self.calls[slot];
+        call.holds_retry = false;
+        let (edge, client) = (call.edge as usize, call.client);
+        self.edges[edge].policies.retry_over(client);
+    }
+
     /// Call `slot` is over with `outcome`: a failure is answered by the edge's fallback if
     /// it has one (after the fallback's latency the call ends `degraded`).
     #[inline(always)]
@@ -1147,6 +1180,9 @@ impl<F: Features> Sim<'_, F> {
         if (F::POLICIES && call.hedges != NONE) || call.live_token != NO_TOKEN {
             // A hedge won: the attempts still racing are abandoned.
             self.abandon_round(slot, now);
+        }
+        if F::POLICIES && self.calls[slot].holds_retry {
+            self.retry_over(slot);
         }
         let edge = self.calls[slot].edge as usize;
         let e = &mut self.edges[edge];

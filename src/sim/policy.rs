@@ -14,7 +14,12 @@
 //!    an accept).
 //! 4. [`CallPolicies::may_retry`]: a retry has been decided (the budget may deny it).
 //! 5. [`CallPolicies::attempt_over`]: the caller stops waiting for an attempt (its bulkhead
-//!    permit comes back and may go to a waiter).
+//!    permit comes back and may go to a waiter; an Envoy limit counts it out).
+//!
+//! An Envoy limit (`retry_budget`, `max_retries`) also counts what is in flight: the driver
+//! tells it each attempt sent ([`CallPolicies::attempt_sent`], for an attempt that
+//! [`CallPolicies::hears_attempts`]) and each retry it granted that is over
+//! ([`CallPolicies::retry_over`]). An edge without one never asks.
 //!
 //! Hedging adds two questions asked when an attempt is sent and when its hedge is due:
 //! [`CallPolicies::hedge_delay`] (when to hedge it) and [`CallPolicies::may_hedge`] (the
@@ -139,6 +144,8 @@ pub(super) struct CallPolicies<'a> {
     /// AWS adaptive-mode client rate limiters: one per client on the clients' edge, one on
     /// a call between services.
     pub limiters: Option<Instances<ClientRateLimiter>>,
+    /// The budget counts attempts and retries in flight (an Envoy limit).
+    counts_in_flight: bool,
 }
 
 /// Hedging on one edge.
@@ -183,6 +190,9 @@ impl<'a> CallPolicies<'a> {
                 let count = if per_client { clients as usize } else { 1 };
                 Instances::new(ClientRateLimiter::new(), count, dense_max)
             }),
+            counts_in_flight: policy
+                .budget
+                .is_some_and(|b| Budget::new(b.kind).counts_in_flight()),
         }
     }
 
@@ -236,10 +246,38 @@ impl<'a> CallPolicies<'a> {
         hedged < h.config.max_hedges && h.budget.as_mut().is_none_or(HedgeBudget::try_hedge)
     }
 
-    /// Whether the bulkhead (if any) needs to hear of attempts ending.
+    /// Whether the policies need to hear of each attempt sent and ended: a bulkhead (its
+    /// permits) or an Envoy limit (the attempts active).
     #[inline]
-    pub fn has_bulkhead(&self) -> bool {
-        self.bulkhead.is_some()
+    pub fn hears_attempts(&self) -> bool {
+        self.bulkhead.is_some() || self.counts_in_flight
+    }
+
+    /// Whether a retry the budget grants counts as in flight until
+    /// [`CallPolicies::retry_over`] (an Envoy limit).
+    #[inline(always)]
+    pub fn counts_retries(&self) -> bool {
+        self.counts_in_flight
+    }
+
+    /// An attempt of `client` was sent, holding a bulkhead permit or counted by an Envoy
+    /// limit (see [`CallPolicies::hears_attempts`]).
+    #[inline]
+    pub fn attempt_sent(&mut self, client: u32) {
+        if self.counts_in_flight
+            && let Some(b) = self.budget(client)
+        {
+            b.attempt_sent();
+        }
+    }
+
+    /// A retry of `client` that an Envoy limit granted is over: its request's next outcome
+    /// is being decided, or the request ended (Envoy's `RetryStateImpl::resetRetry`).
+    #[cold]
+    pub fn retry_over(&mut self, client: u32) {
+        if let Some(b) = self.budget(client) {
+            b.retry_ended();
+        }
     }
 
     /// The budget of `client`'s calls, if the edge has budgets. The check is in line at the
@@ -526,15 +564,25 @@ impl<'a> CallPolicies<'a> {
             return Some(0.0);
         }
         match self.budget(client) {
-            Some(budget) => budget.try_retry(now, outcome == Outcome::Timeout),
+            Some(budget) => budget.try_retry(now, outcome),
             None => Some(0.0),
         }
     }
 
-    /// Step 5: the caller stopped waiting for an attempt that held a bulkhead permit.
-    /// Returns the waiter the permit goes to, if one still waits (`waiting` tells).
+    /// Step 5: the caller stopped waiting for an attempt of `client` that held a bulkhead
+    /// permit or was counted by an Envoy limit. Returns the waiter the permit goes to, if
+    /// one still waits (`waiting` tells).
     #[inline]
-    pub fn attempt_over(&mut self, waiting: impl Fn((u32, u32)) -> bool) -> Option<(u32, u32)> {
+    pub fn attempt_over(
+        &mut self,
+        client: u32,
+        waiting: impl Fn((u32, u32)) -> bool,
+    ) -> Option<(u32, u32)> {
+        if self.counts_in_flight
+            && let Some(b) = self.budget(client)
+        {
+            b.attempt_ended();
+        }
         self.bulkhead.as_mut()?.release(waiting)
     }
 

@@ -1740,3 +1740,39 @@ fn check_reports_range_errors_together_with_type_errors() {
         ],
     );
 }
+
+#[test]
+fn envoy_settings_name_their_path_rule_value_and_fix() {
+    let with =
+        |policy: &str| GOOD.replace(r#""policy": { "retry": { "max_attempts": 3 } }"#, policy);
+    let stderr = reject(&with(
+        r#""policy": { "retry": { "max_attempts": 3, "backoff": { "envoy": { "base_interval": "2500us", "max_interval": "1ms" } } },
+                        "budget": { "retry_budget": { "budget_percent": 120 } } }"#,
+    ));
+    for needle in [
+        "policy.retry.backoff.envoy.base_interval: must be a whole number of milliseconds, at least 1ms (got 2.5ms)",
+        "policy.budget.retry_budget.budget_percent",
+        "(got 120)",
+        "write 20 % as 20",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+    let stderr = reject(&with(
+        r#""policy": { "retry": { "max_attempts": 3, "backoff": { "envoy": { "base_interval": "50ms", "max_interval": "20ms" } } },
+                        "budget": { "max_retries": 3, "ratio": { "percent": 0.1 } } }"#,
+    ));
+    for needle in [
+        "policy.retry.backoff.envoy.max_interval: must not be shorter than base_interval (got max_interval 20ms, base_interval 50ms)",
+        "policy.budget: needs exactly one of",
+        "(got 2)",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+    let stderr = reject(&with(
+        r#""policy": { "retry": { "max_attempts": 3, "backoff": { "base": "50ms", "cap": "1s", "jitter": "full", "throttling_base": "2s" } } }"#,
+    ));
+    assert!(
+        stderr.contains("policy.retry.backoff.throttling_base: must not be longer than cap (got throttling_base 2s, cap 1s)"),
+        "{stderr}"
+    );
+}

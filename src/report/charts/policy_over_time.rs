@@ -196,8 +196,17 @@ impl Chart for PolicyOverTime {
     fn caption(&self, run: &Run) -> String {
         let shown = || panels(run).into_iter().map(|j| &run.ran()[j].scenario);
         let mut marks = Vec::new();
-        if shown().any(|s| instances(s).0 > 0) {
+        let envoy = |s: &Scenario| {
+            s.policy
+                .budget
+                .as_ref()
+                .is_some_and(|b| matches!(b.kind, BudgetKind::Envoy(_)))
+        };
+        if shown().any(|s| instances(s).0 > 0 && !envoy(s)) {
             marks.push("line: the budgets' mean level, 100 % is full; a budget drains as failures mount and stops retries when it is empty");
+        }
+        if shown().any(envoy) {
+            marks.push("for an Envoy limit (retry_budget, max_retries) the line is its headroom: the share of the limit, at the attempts active then, not taken by retries in flight; at 0 % every new retry is denied");
         }
         if shown().any(token_bucket) {
             marks.push("dashed: half full, under which a token bucket stops retries");

@@ -78,6 +78,7 @@ impl TimeHistogram {
                 // Only a run with variants that back off with jitter and without shows both.
                 let jitter = |s: &Scenario| match s.policy.retry.backoff {
                     Backoff::Exponential { jitter, .. } => Some(jitter != Jitter::None),
+                    Backoff::Envoy { .. } => Some(true),
                     Backoff::None => None,
                 };
                 let retrying = scenarios().filter(|s| s.policy.retry.max_attempts != Some(1));

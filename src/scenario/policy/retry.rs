@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::SimDuration;
 use crate::model::{Backoff, Jitter, Outcome, OutcomeSet};
-use crate::scenario::check::Checker;
+use crate::scenario::check::{Checker, written};
 use crate::scenario::error::num;
 use crate::scenario::schema::{Count, DurationText};
 
@@ -68,6 +68,9 @@ pub enum RawRetryAfter {
     Honor,
     /// Ignore Retry-After.
     Ignore,
+    /// The AWS SDKs' newer standard mode (`x-amz-retry-after`): the server's delay, clamped
+    /// between the backoff and the backoff plus 5 s.
+    Clamp,
 }
 
 /// `policy.retry`.
@@ -85,7 +88,8 @@ pub struct RawRetry {
     /// "none" (retry at once, the default) or exponential backoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<RawBackoff>,
-    /// "honor" (default) or "ignore" the server's Retry-After.
+    /// "honor" (default), "ignore" the server's Retry-After, or "clamp" it to [backoff,
+    /// backoff + 5s] as the AWS SDKs' newer standard mode does with `x-amz-retry-after`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<RawRetryAfter>,
     /// ["previous_hosts"]: a retry avoids the replicas the call already tried (default:
@@ -107,6 +111,31 @@ pub enum RawBackoff {
     None(NoneWord),
     /// raw(k) = min(cap, base * multiplier^(k-1)), then jitter.
     Exponential(RawExponential),
+    /// Envoy's router backoff (`retry_back_off`).
+    Envoy(RawEnvoyBackoff),
+}
+
+/// `policy.retry.backoff: {"envoy": {...}}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawEnvoyBackoff {
+    /// Envoy's `retry_back_off`: the k-th retry waits a whole number of milliseconds drawn
+    /// uniformly below an interval that starts at `base_interval` and doubles up to
+    /// `max_interval`.
+    pub envoy: RawEnvoyIntervals,
+}
+
+/// Envoy's `retry_back_off` settings, named as in Envoy's route configuration.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawEnvoyIntervals {
+    /// The first retry's interval, whole milliseconds (default 25ms, Envoy's
+    /// `upstream.base_retry_backoff_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_interval: Option<DurationText>,
+    /// The largest interval, whole milliseconds (default 10 x base_interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_interval: Option<DurationText>,
 }
 
 /// The word "none".
@@ -132,6 +161,11 @@ pub struct RawExponential {
     pub cap: DurationText,
     /// "none", "full", "equal" or "decorrelated".
     pub jitter: RawJitter,
+    /// Delay before the first retry after a throttling error (`throttled`), the schedule
+    /// growing from it with the same multiplier, cap and jitter (default: none, throttled
+    /// retries back off as any other; the AWS SDKs' newer standard mode uses 1s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling_base: Option<DurationText>,
 }
 
 /// Jitter kinds.
@@ -154,7 +188,9 @@ impl<'de> Deserialize<'de> for RawBackoff {
         impl<'de> Visitor<'de> for V {
             type Value = RawBackoff;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(r#""none" or an object {"base", "multiplier", "cap", "jitter"}"#)
+                f.write_str(
+                    r#""none", an object {"base", "multiplier", "cap", "jitter"} or {"envoy": {...}}"#,
+                )
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<RawBackoff, E> {
                 if s == "none" {
@@ -164,8 +200,17 @@ impl<'de> Deserialize<'de> for RawBackoff {
                 }
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawBackoff, A::Error> {
-                RawExponential::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(RawBackoff::Exponential)
+                let value =
+                    serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                if value.get("envoy").is_some() {
+                    RawEnvoyBackoff::deserialize(value)
+                        .map(RawBackoff::Envoy)
+                        .map_err(de::Error::custom)
+                } else {
+                    RawExponential::deserialize(value)
+                        .map(RawBackoff::Exponential)
+                        .map_err(de::Error::custom)
+                }
             }
         }
         d.deserialize_any(V)
@@ -178,9 +223,10 @@ impl JsonSchema for RawBackoff {
     }
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let exp = generator.subschema_for::<RawExponential>();
+        let envoy = generator.subschema_for::<RawEnvoyBackoff>();
         json_schema!({
-            "description": "\"none\" (retry at once) or exponential backoff with jitter",
-            "oneOf": [ { "const": "none" }, exp ]
+            "description": "\"none\" (retry at once), exponential backoff with jitter, or Envoy's backoff",
+            "oneOf": [ { "const": "none" }, envoy, exp ]
         })
     }
 }
@@ -194,6 +240,9 @@ pub struct RetryPolicy {
     pub retry_on: OutcomeSet,
     /// Delay before each retry.
     pub backoff: Backoff,
+    /// Delay before a retry after a throttling error, where it has a base of its own
+    /// (`backoff.throttling_base`); `None`: `backoff`.
+    pub throttled_backoff: Option<Backoff>,
     /// Whether a server's Retry-After is honoured.
     pub retry_after: RetryAfter,
     /// With `retry_host_predicate: ["previous_hosts"]`, the balancer's picks again while it
@@ -209,7 +258,13 @@ pub enum RetryAfter {
     Honor,
     /// Use the backoff alone.
     Ignore,
+    /// Wait the Retry-After clamped to [backoff, backoff + 5 s] (aws-sdk-net's
+    /// `StandardRetryPolicy.CalculateRetryDelay`, SEP 2.1).
+    Clamp,
 }
+
+/// How far beyond the backoff a clamped Retry-After may reach (5 s).
+pub const RETRY_AFTER_CLAMP: SimDuration = SimDuration::from_secs(5);
 
 /// `retry` of the policy `at`, its defaults written back into `raw`.
 pub(in crate::scenario) fn check(
@@ -218,13 +273,16 @@ pub(in crate::scenario) fn check(
     raw: &mut Option<RawRetry>,
 ) -> RetryPolicy {
     let retry = raw.get_or_insert_with(RawRetry::default);
+    let (backoff, throttled_backoff) = backoff(c, at, &mut retry.backoff);
     RetryPolicy {
         max_attempts: max_attempts(c, at, &mut retry.max_attempts),
         retry_on: retry_on(c, at, &mut retry.retry_on),
-        backoff: backoff(c, at, &mut retry.backoff),
+        backoff,
+        throttled_backoff,
         retry_after: match *retry.retry_after.get_or_insert(RawRetryAfter::Honor) {
             RawRetryAfter::Ignore => RetryAfter::Ignore,
             RawRetryAfter::Honor => RetryAfter::Honor,
+            RawRetryAfter::Clamp => RetryAfter::Clamp,
         },
         previous_hosts: previous_hosts(c, at, retry),
     }
@@ -323,12 +381,14 @@ fn retry_on(c: &mut Checker, at: &str, raw: &mut Option<Vec<RawAttemptOutcome>>)
     }
 }
 
-/// `retry.backoff` of the policy `at`.
-fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
+/// `retry.backoff` of the policy `at`, and the schedule of throttled retries where it has
+/// a base of its own.
+fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> (Backoff, Option<Backoff>) {
+    let p = format!("{at}.retry.backoff");
     match raw.get_or_insert(RawBackoff::None(NoneWord::NONE)) {
-        RawBackoff::None(_) => Backoff::None,
+        RawBackoff::None(_) => (Backoff::None, None),
+        RawBackoff::Envoy(e) => (envoy_backoff(c, &p, &mut e.envoy), None),
         RawBackoff::Exponential(e) => {
-            let p = format!("{at}.retry.backoff");
             let base = c.duration(&format!("{p}.base"), &e.base);
             let cap = c.duration(&format!("{p}.cap"), &e.cap);
             let multiplier = *e.multiplier.get_or_insert(2.0);
@@ -361,15 +421,72 @@ fn backoff(c: &mut Checker, at: &str, raw: &mut Option<RawBackoff>) -> Backoff {
                     "must be longer than zero for decorrelated jitter, which grows from base",
                 );
             }
-            Backoff::exponential(
-                base.unwrap_or_default(),
-                multiplier,
-                cap.unwrap_or_default(),
-                jitter,
-            )
+            let cap = cap.unwrap_or_default();
+            let throttled = e.throttling_base.as_ref().and_then(|t| {
+                let q = format!("{p}.throttling_base");
+                let t = c.duration(&q, t)?;
+                if t > cap {
+                    c.err(
+                        &q,
+                        format!("must not be longer than cap (got throttling_base {t}, cap {cap})"),
+                    );
+                }
+                Some(Backoff::exponential(t, multiplier, cap.max(t), jitter))
+            });
+            let backoff = Backoff::exponential(base.unwrap_or_default(), multiplier, cap, jitter);
+            (backoff, throttled)
         }
     }
 }
+
+/// `retry.backoff.envoy` at `p`: whole milliseconds, base 25ms and max 10 x base by default
+/// (Envoy's `upstream.base_retry_backoff_ms` and `RetryPolicy.RetryBackOff.max_interval`).
+fn envoy_backoff(c: &mut Checker, p: &str, raw: &mut RawEnvoyIntervals) -> Backoff {
+    let q = format!("{p}.envoy");
+    let whole_ms = |c: &mut Checker, name: &str, text: &DurationText| {
+        let path = format!("{q}.{name}");
+        let d = c.duration(&path, text)?;
+        if d.as_nanos() < 1_000_000 || d.as_nanos() % 1_000_000 != 0 {
+            c.err(
+                &path,
+                format!(
+                    "must be a whole number of milliseconds, at least 1ms (got {d}): Envoy's backoff counts in milliseconds"
+                ),
+            );
+            return None;
+        }
+        Some(d)
+    };
+    let base_text = raw
+        .base_interval
+        .get_or_insert_with(|| written(SimDuration::from_millis(DEFAULT_ENVOY_BASE_MS)))
+        .clone();
+    let base = whole_ms(c, "base_interval", &base_text);
+    let max_text = match &raw.max_interval {
+        Some(m) => m.clone(),
+        None => {
+            let ten = base.unwrap_or(SimDuration::from_millis(DEFAULT_ENVOY_BASE_MS));
+            let m = written(SimDuration::from_nanos(ten.as_nanos().saturating_mul(10)));
+            raw.max_interval = Some(m.clone());
+            m
+        }
+    };
+    let max = whole_ms(c, "max_interval", &max_text);
+    match (base, max) {
+        (Some(base), Some(max)) if max < base => {
+            c.err(
+                &format!("{q}.max_interval"),
+                format!("must not be shorter than base_interval (got max_interval {max}, base_interval {base})"),
+            );
+            Backoff::envoy(base, base)
+        }
+        (Some(base), Some(max)) => Backoff::envoy(base, max),
+        _ => Backoff::envoy(SimDuration::from_millis(1), SimDuration::from_millis(1)),
+    }
+}
+
+/// Envoy's default base interval in milliseconds (`upstream.base_retry_backoff_ms`).
+pub const DEFAULT_ENVOY_BASE_MS: u64 = 25;
 
 /// Every outcome `retry.retry_on` may name, in the order a filled-in default lists them.
 const ATTEMPT_OUTCOMES: [RawAttemptOutcome; 8] = [
@@ -409,6 +526,12 @@ pub(in crate::scenario) fn sentences(r: &RetryPolicy) -> (String, Option<String>
             .map_or("Retries go out at once (no backoff).".to_string(), |w| {
                 format!("{}.", crate::scenario::phrase::capitalized(&w))
             });
+        if let Some(t) = &r.throttled_backoff {
+            words.push_str(&format!(
+                " After a throttling error the backoff starts from {} instead.",
+                t.raw(1)
+            ));
+        }
         if let Some(n) = r.previous_hosts {
             words.push_str(&format!(
                 " A retry avoids the replicas its request already tried (its balancer picks again {}).",
@@ -430,6 +553,9 @@ pub(in crate::scenario) fn phrases(r: &RetryPolicy) -> Vec<String> {
     }];
     if r.max_attempts != Some(1) {
         parts.push(backoff_words(&r.backoff).unwrap_or_else(|| "retries at once".to_string()));
+        if let Some(t) = &r.throttled_backoff {
+            parts.push(format!("from {} after a throttling error", t.raw(1)));
+        }
         if let Some(n) = r.previous_hosts {
             parts.push(format!(
                 "a retry avoids the replicas the call tried (picking again {})",
@@ -452,6 +578,16 @@ fn times(n: u32) -> String {
 /// Exponential backoff in words: "backoff from 10ms, x2 per retry, capped at 1s, with full
 /// jitter"; `None` for retries that go out at once.
 pub(in crate::scenario) fn backoff_words(b: &Backoff) -> Option<String> {
+    if let Backoff::Envoy {
+        base_interval,
+        max_interval,
+        ..
+    } = b
+    {
+        return Some(format!(
+            "Envoy's backoff: the k-th retry waits a whole number of milliseconds drawn uniformly below an interval of {base_interval} doubling up to {max_interval}"
+        ));
+    }
     let Backoff::Exponential {
         base,
         multiplier,

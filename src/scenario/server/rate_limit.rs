@@ -63,6 +63,9 @@ pub(in crate::scenario) fn sentence(
         (Some(d), Some(RetryAfter::Ignore)) => {
             format!(" with Retry-After {d}, which clients ignore")
         }
+        (Some(d), Some(RetryAfter::Clamp)) => format!(
+            " with Retry-After {d}, which clients clamp between their backoff and 5 s beyond it"
+        ),
         (Some(d), None) => format!(" with Retry-After {d}"),
     };
     match who {
