@@ -107,3 +107,57 @@ fn an_unknown_preset_is_refused_with_the_names_there_are() {
         "{err}"
     );
 }
+
+/// Every preset loads as the clients' policy and as a call's, and says its name in words.
+#[test]
+fn every_preset_loads_wherever_a_policy_is_written() {
+    for name in [
+        "aws_sdk_legacy",
+        "aws_sdk_standard",
+        "aws_sdk_adaptive",
+        "envoy",
+    ] {
+        let text = format!(
+            r#"{{
+  "name": "every-preset", "seed": 1, "replications": 1, "duration": "1s",
+  "clients": {{ "count": 2, "entry": "api", "workload": {{ "open": {{ "rate_per_s": 10 }} }} }},
+  "services": {{
+    "api": {{ "concurrency": 4, "service_time": {{ "constant": "1ms" }},
+              "calls": [ {{ "to": "db", "policy": {{ "preset": "{name}", "timeout": "50ms" }} }} ] }},
+    "db": {{ "concurrency": 4, "service_time": {{ "constant": "1ms" }} }}
+  }},
+  "policy": {{ "preset": "{name}" }}
+}}"#
+        );
+        let experiment = load_str(&text, "test", &LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sc = &experiment.points[0].variants[0].scenario;
+        let words = retrystorm::scenario::words::describe(sc).join(" ");
+        assert!(words.contains(&format!("`{name}`")), "{name}: {words}");
+    }
+}
+
+/// The AWS SDKs' standard mode: 3 attempts and the retry quota's newer costs. With every
+/// attempt failing `error` and nothing ever succeeding, one client's quota of 500 pays for
+/// floor(500 / 14) = 35 retries and denies every later one (the older price of 5 would pay
+/// for 100).
+#[test]
+fn the_standard_preset_pays_14_a_retry_from_a_quota_of_500() {
+    let text = r#"{
+  "name": "standard", "seed": 3, "replications": 1, "duration": "20s",
+  "clients": { "count": 1, "workload": { "open": { "rate_per_s": 10 } } },
+  "server": { "concurrency": "unlimited", "service_time": { "constant": "1ms" }, "error_rate": 1.0 },
+  "policy": { "preset": "aws_sdk_standard" }
+}"#;
+    let (_, result) = run_text(text);
+    let v = &result.points[0].variants[0];
+    assert_eq!(metric(v, "retries").0, 35.0);
+    // Every request but those that spent all 3 attempts on the quota (at most 17 of them:
+    // 2 retries each from 35) asked once more and was denied.
+    let requests = metric(v, "requests").0;
+    let denials = metric(v, "budget_denials").0;
+    assert!(
+        denials >= requests - 17.0 && denials < requests,
+        "{denials} of {requests}"
+    );
+}

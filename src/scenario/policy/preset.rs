@@ -23,16 +23,32 @@ use serde_json::{Value, json};
 pub enum RawPreset {
     /// botocore's legacy retry mode, boto3's default: 5 attempts, rand() x 2^(n-1) s.
     AwsSdkLegacy,
+    /// The AWS SDKs' standard retry mode as botocore runs it today: 3 attempts, the retry
+    /// quota with its newer costs, 50 ms or 1 s backoff bases, the x-amz-retry-after clamp.
+    AwsSdkStandard,
+    /// Standard mode with the adaptive mode's client-side rate limiter.
+    AwsSdkAdaptive,
+    /// An Envoy route's retry policy with Envoy's defaults: one retry on 5xx and timeouts,
+    /// Envoy's backoff, the cluster circuit breaker's 3 retries in flight.
+    Envoy,
 }
 
 impl RawPreset {
     /// Every preset, in the order the docs list them.
-    pub const ALL: [RawPreset; 1] = [RawPreset::AwsSdkLegacy];
+    pub const ALL: [RawPreset; 4] = [
+        RawPreset::AwsSdkLegacy,
+        RawPreset::AwsSdkStandard,
+        RawPreset::AwsSdkAdaptive,
+        RawPreset::Envoy,
+    ];
 
     /// The name a scenario file writes.
     pub fn name(self) -> &'static str {
         match self {
             RawPreset::AwsSdkLegacy => "aws_sdk_legacy",
+            RawPreset::AwsSdkStandard => "aws_sdk_standard",
+            RawPreset::AwsSdkAdaptive => "aws_sdk_adaptive",
+            RawPreset::Envoy => "envoy",
         }
     }
 
@@ -42,6 +58,11 @@ impl RawPreset {
             RawPreset::AwsSdkLegacy => {
                 "the AWS SDK for Python's legacy retry mode (boto3's default)"
             }
+            RawPreset::AwsSdkStandard => "the AWS SDKs' standard retry mode",
+            RawPreset::AwsSdkAdaptive => {
+                "the AWS SDKs' adaptive retry mode (standard mode and a client-side rate limiter)"
+            }
+            RawPreset::Envoy => "an Envoy route's retry policy with Envoy's defaults",
         }
     }
 
@@ -50,6 +71,15 @@ impl RawPreset {
         match self {
             RawPreset::AwsSdkLegacy => {
                 "botocore's data/_retry.json (`__default__`) and retryhandler.py (`delay_exponential`)"
+            }
+            RawPreset::AwsSdkStandard => {
+                "botocore 1.44's retries/standard.py (`ExponentialBackoff`, `RetryQuotaChecker`) and retries/quota.py"
+            }
+            RawPreset::AwsSdkAdaptive => {
+                "botocore's retries/standard.py and retries/adaptive.py, bucket.py and throttling.py"
+            }
+            RawPreset::Envoy => {
+                "Envoy's route.v3.RetryPolicy and cluster.v3.CircuitBreakers defaults (retry_state_impl.cc, backoff_strategy.cc)"
             }
         }
     }
@@ -70,8 +100,48 @@ impl RawPreset {
                     "retry_after": "ignore"
                 }
             }),
+            // RetryQuotaChecker: 14 a retry (timeouts too), 5 after a throttling error, 1
+            // back for a success without retries, the quota 500; ExponentialBackoff:
+            // rand() x min(base_scale x 2^(n-1), 20 s), base_scale 1 s after throttling and
+            // 50 ms otherwise; x-amz-retry-after clamped to [t, t + 5 s]; 3 attempts.
+            RawPreset::AwsSdkStandard => standard(),
+            RawPreset::AwsSdkAdaptive => {
+                let mut settings = standard();
+                settings["client_rate_limiter"] = json!(true);
+                settings
+            }
+            // num_retries 1; retry_on "5xx" (5xx answers, resets and per-try timeouts);
+            // base_interval 25 ms, max_interval 10 x base; no retry budget, so the cluster
+            // circuit breaker's max_retries (3) bounds retries in flight for the whole
+            // cluster (an Envoy limit's scope is shared by default: one Envoy's counts).
+            RawPreset::Envoy => json!({
+                "retry": {
+                    "max_attempts": 2,
+                    "retry_on": ["timeout", "error", "rejected"],
+                    "backoff": { "envoy": { "base_interval": "25ms", "max_interval": "250ms" } },
+                    "retry_after": "ignore"
+                },
+                "budget": { "max_retries": 3 }
+            }),
         }
     }
+}
+
+/// The AWS SDKs' standard mode as botocore runs it.
+fn standard() -> Value {
+    json!({
+        "retry": {
+            "max_attempts": 3,
+            "retry_on": ["timeout", "error", "rejected", "throttled"],
+            "backoff": { "base": "50ms", "throttling_base": "1s", "multiplier": 2, "cap": "20s",
+                         "jitter": "full" },
+            "retry_after": "clamp"
+        },
+        "budget": {
+            "retry_quota": { "initial": 500, "retry_cost": 14, "timeout_cost": 14,
+                             "throttling_cost": 5, "success_refund": 1 }
+        }
+    })
 }
 
 /// `doc` with every policy that names a preset expanded: the top-level `policy`, each group
