@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::error::{Problem, quote, short};
+use super::load::merge;
 
 /// gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
 pub const GRPC_MAX_ATTEMPTS: u64 = 5;
@@ -186,26 +187,6 @@ fn expand_policy(
         out.extend(s);
     }
     *policy = out;
-}
-
-/// JSON merge (RFC 7396) of `patch` over `doc`: the written settings over the file's.
-fn merge(doc: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *doc = patch.clone();
-        return;
-    };
-    if !doc.is_object() {
-        *doc = Value::Object(Map::new());
-    }
-    if let Value::Object(map) = doc {
-        for (key, value) in patch {
-            if value.is_null() {
-                map.shift_remove(key);
-            } else {
-                merge(map.entry(key.as_str()).or_insert(Value::Null), value);
-            }
-        }
-    }
 }
 
 /// A problem inside the config file: (path inside it, what is wrong and the fix).
