@@ -16,6 +16,7 @@ macro_rules! bundled {
 pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "adaptive-throttling",
     "amplification-closed-form",
+    "aws-adaptive-dilution",
     "aws-backoff-jitter",
     "backoff-open-vs-closed",
     "balancers-near-saturation",
@@ -26,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = bundled!(
     "collapse-after-spike",
     "crashed-replica",
     "double-charge",
+    "envoy-budget-storm",
     "first-storm",
     "grpc-throttling",
     "hotos-metastable",

@@ -253,7 +253,10 @@ impl Shape {
         if !words.is_empty() && words.len() == parts.len() {
             return one_of(words.into_iter());
         }
-        let kinds = format!("an object with one key, one of: {}", kinds.join(", "));
+        let kinds = match kinds.as_slice() {
+            [kind] => format!("{{\"{kind}\": {{...}}}}"),
+            _ => format!("an object with one key, one of: {}", kinds.join(", ")),
+        };
         let parts: Vec<String> = parts
             .into_iter()
             .map(|p| if p.is_empty() { kinds.clone() } else { p })
@@ -861,7 +864,7 @@ mod tests {
             [
                 "clients.workload.open: must be an object (got null)",
                 "server.kind: must be one of: queue, occ (got \"ocm\"); did you mean \"occ\"?",
-                "policy.retry.backoff: must be \"none\" or an object with one key, one of: envoy or an object (got 5)",
+                "policy.retry.backoff: must be \"none\" or {\"envoy\": {...}} or an object (got 5)",
                 "max_time: a duration needs a unit (got the bare number 5); write \"5s\" or \"5ms\"",
                 "network.latency.constant: must be a duration such as \"10ms\" or \"1.5s\" (got {\"any\":\"value\"})",
             ],

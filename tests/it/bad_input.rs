@@ -705,7 +705,7 @@ fn wrong_types_are_described_in_the_formats_words() {
         (
             "\"max_attempts\": 3",
             "\"max_attempts\": 3, \"backoff\": \"exponential\"",
-            "policy.retry.backoff: must be \"none\" or an object (got \"exponential\")",
+            "policy.retry.backoff: must be \"none\" or {\"envoy\": {...}} or an object (got \"exponential\")",
         ),
         (
             "\"max_attempts\": 3",
