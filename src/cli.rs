@@ -81,6 +81,30 @@ pub enum Command {
     /// run would have written, byte for byte; refuses missing, duplicate, foreign or damaged
     /// shards and then writes nothing.
     Merge(MergeArgs),
+    /// Search the settings that hold across a suite of faults: every combination of the
+    /// searched values at every fault of the suite, under common random numbers, raced (a
+    /// candidate worse with confidence is dropped) or on a grid. Writes tune.json,
+    /// candidates.csv, report.md and the fronts' figures.
+    Tune(TuneArgs),
+}
+
+/// `retrystorm tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The tune file.
+    pub file: PathBuf,
+    /// Output folder (default output/<name>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: all cores; at most 1024). Results do not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_jobs)]
+    pub jobs: usize,
+    /// Image format of the figures.
+    #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
+    pub format: ImageFormat,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `retrystorm merge`.
@@ -204,6 +228,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) if args.shard.is_some() => run_shard(&args, &Signals::install()?),
         Command::Run(args) => run_files(&args, &Signals::install()?),
         Command::Merge(args) => merge_shards(&args, &Signals::install()?),
+        Command::Tune(args) => tune_file(&args, &Signals::install()?),
         Command::Check { files } => check_files(&files),
         Command::Report { dir, format, jobs } => {
             report_dir(&dir, format, jobs, &Signals::install()?)
@@ -226,6 +251,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         128u8.saturating_add(i.signal as u8)
     } else if err.downcast_ref::<ScenarioError>().is_some()
         || err.downcast_ref::<BadInput>().is_some()
+        || err.downcast_ref::<crate::tune::TuneError>().is_some()
         || err.downcast_ref::<ShardRefused>().is_some()
         || err.downcast_ref::<Refused>().is_some()
     {
@@ -689,6 +715,66 @@ fn merge_shards(args: &MergeArgs, signals: &Signals) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `retrystorm tune FILE`: searches, then publishes the tune's folder.
+fn tune_file(args: &TuneArgs, signals: &Signals) -> anyhow::Result<()> {
+    let tune = Arc::new(crate::tune::load(&args.file)?);
+    let dir = output_dir(args.out.as_deref(), &tune.name, false)
+        .map_err(|e| BadInput(format!("{}: {e}", args.file.display())))?;
+    let dest = signals.prepare(&dir, Kind::Tune)?;
+    let grid =
+        tune.candidates.len() as u64 * tune.faults.len() as u64 * u64::from(tune.replications);
+    let progress = Arc::new(TuneProgress(Progress::with_total(
+        &tune.name, grid, args.quiet,
+    )));
+    let work = {
+        let (tune, progress) = (tune.clone(), progress.clone());
+        let (jobs, format) = (args.jobs, args.format);
+        move || {
+            let done = crate::tune::run(&tune, jobs, format, &*progress);
+            progress.0.finish();
+            done
+        }
+    };
+    let (searched, found, files) = match signals.wait_for(work) {
+        Ok(done) => done?,
+        Err(signal) => {
+            progress.0.finish();
+            return Err(signals.stopped(signal, dest.shown()));
+        }
+    };
+    signals.publish(&dest, &files)?;
+    if !args.quiet {
+        let spent = searched.spent(tune.faults.len());
+        let recommended = found.recommended.map_or(
+            "nothing (no candidate kept every constraint)".to_string(),
+            |c| tune.label(c),
+        );
+        println!(
+            "{}: {} candidates, {} on the front; {spent} of the grid's {grid} replications run\nrecommended: {recommended}\nresults in {}",
+            tune.name,
+            tune.candidates.len(),
+            found.front.len(),
+            dest.shown().display()
+        );
+    }
+    Ok(())
+}
+
+/// A tune's progress: candidates alive and replications run, on the run's bar.
+struct TuneProgress(Progress);
+
+impl crate::tune::Progress for TuneProgress {
+    fn round(&self, alive: usize, to: u32, left: u64) {
+        let bar = &self.0.bar;
+        bar.set_length(bar.position() + left);
+        bar.set_message(format!("{} alive, to {to} replications", alive));
+    }
+
+    fn replication(&self) {
+        self.0.job_done();
+    }
 }
 
 /// A progress bar on stderr that appears only when a run takes longer than about a second,

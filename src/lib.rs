@@ -17,3 +17,4 @@ pub mod runner;
 pub mod scenario;
 pub mod shard;
 pub mod sim;
+pub mod tune;

@@ -165,7 +165,7 @@ fn is_sha256(text: &str) -> bool {
 
 impl Manifest {
     /// The manifest of `files` (which must hold scenario.resolved.json and summary.json, or,
-    /// for a shard folder, shard.json).
+    /// for a shard folder, shard.json, or for a tune's folder tune.json).
     pub fn of(files: &[OutputFile]) -> anyhow::Result<Manifest> {
         let mut entries: Vec<ManifestEntry> = files
             .iter()
@@ -195,6 +195,9 @@ impl Manifest {
                 )
                 .as_bytes(),
             )
+        } else if entries.iter().any(|e| e.name == TUNE_INFO) {
+            // A tune's folder: tune.json records the search and everything found.
+            sha256_hex(format!("{TUNE_INFO} {}\n", digest(TUNE_INFO)?).as_bytes())
         } else {
             run_id(&digest("scenario.resolved.json")?, &digest("summary.json")?)
         };
@@ -270,10 +273,15 @@ pub enum Existing {
     Run,
     /// A shard of a sharded run: its manifest lists [`SHARD_INFO`].
     Shard,
+    /// A tune's folder: its manifest lists [`TUNE_INFO`].
+    Tune,
 }
 
 /// The file that makes a folder a shard of a sharded run (`run --shard`).
 pub const SHARD_INFO: &str = "shard.json";
+
+/// The file that makes a folder a tune's (`retrystorm tune`).
+pub const TUNE_INFO: &str = "tune.json";
 
 /// The kind of folder a command writes: a run (`run`, `merge`, `report`) or a shard
 /// (`run --shard`). A command replaces only a folder of its own kind, so that a run never
@@ -284,6 +292,8 @@ pub enum Kind {
     Run,
     /// A shard folder.
     Shard,
+    /// A tune's folder.
+    Tune,
 }
 
 impl Existing {
@@ -295,6 +305,12 @@ impl Existing {
             ),
             (Existing::Run, Kind::Shard) => Some(
                 "it holds a finished run, and a shard never replaces a run; give --out another folder, or remove the run if it is no longer needed",
+            ),
+            (Existing::Tune, Kind::Run | Kind::Shard) => Some(
+                "it holds a tune's results (tune.json), and a run never replaces them; give --out another folder, or remove the tune's folder if it is no longer needed",
+            ),
+            (Existing::Run | Existing::Shard, Kind::Tune) => Some(
+                "it holds a run or a shard, and a tune never replaces one; give --out another folder, or remove it if it is no longer needed",
             ),
             _ => None,
         }
@@ -385,8 +401,14 @@ pub fn inspect(path: &Path, shown: &Path) -> anyhow::Result<Existing> {
             "it holds files named like retrystorm's but neither a manifest.json nor summary.json and scenario.resolved.json, so it is not a retrystorm run",
         ));
     }
-    if manifest.is_some_and(|m| m.entry(SHARD_INFO).is_some()) {
+    if manifest
+        .as_ref()
+        .is_some_and(|m| m.entry(SHARD_INFO).is_some())
+    {
         return Ok(Existing::Shard);
+    }
+    if manifest.is_some_and(|m| m.entry(TUNE_INFO).is_some()) {
+        return Ok(Existing::Tune);
     }
     Ok(Existing::Run)
 }
@@ -733,7 +755,7 @@ pub fn publish(dest: &Destination, files: &[OutputFile], options: &Options) -> a
             fs::rename(dir, &dest.path).with_context(|| fail("create"))?;
             let _ = stage.dir.keep();
         }
-        Existing::Empty | Existing::Run | Existing::Shard => {
+        Existing::Empty | Existing::Run | Existing::Shard | Existing::Tune => {
             let exchanged = options.exchange
                 && rustix::fs::renameat_with(
                     rustix::fs::CWD,

@@ -1,0 +1,65 @@
+//! `retrystorm tune`: the settings that hold across a suite of faults.
+//!
+//! A tune file ([`file`]) names a scenario whose variants are the faults, the settings to
+//! search, the objectives and the constraints. [`race::search`] runs every candidate at every
+//! fault under common random numbers, dropping candidates worse with confidence after each
+//! round of a race; [`front::decide`] draws the Pareto fronts (worst fault and mean over the
+//! suite) and picks a recommendation; [`write`] and [`figures`] make the folder's files.
+//! Nothing here reads a clock or writes a file: the command line publishes what it returns.
+
+pub mod figures;
+pub mod file;
+pub mod front;
+pub mod measure;
+pub mod race;
+pub mod write;
+
+pub use file::{Tune, TuneError, load};
+pub use front::{Found, decide};
+pub use race::{Progress, Searched, search};
+
+use crate::report::OutputFile;
+use crate::report::charts::ImageFormat;
+
+/// Every file of a tune's folder but the manifest: tune.json, candidates.csv, report.md and
+/// the figures with their CSVs.
+pub fn files(
+    tune: &Tune,
+    s: &Searched,
+    found: &Found,
+    format: ImageFormat,
+) -> anyhow::Result<Vec<OutputFile>> {
+    let (mut out, captions) = figures::figures(tune, s, found, format)?;
+    out.push(OutputFile::new(
+        crate::output::publish::TUNE_INFO,
+        write::tune_json(tune, s, found),
+    ));
+    out.push(OutputFile::new(
+        "candidates.csv",
+        write::candidates_csv(tune, s, found)?,
+    ));
+    let md = write::report_md(tune, s, found, &captions, format.extension());
+    out.push(OutputFile::new("report.md", md.into_bytes()));
+    if let Some(c) = found.recommended {
+        // The scenario with the recommended settings and every fault as a variant, every
+        // default filled in: `retrystorm run recommended.json` runs it as the tune did.
+        let doc = crate::scenario::resolved_json(&tune.candidates[c].experiment);
+        let mut bytes = serde_json::to_vec_pretty(&doc)?;
+        bytes.push(b'\n');
+        out.push(OutputFile::new("recommended.json", bytes));
+    }
+    Ok(out)
+}
+
+/// The search and its files: what `retrystorm tune` publishes.
+pub fn run(
+    tune: &Tune,
+    jobs: usize,
+    format: ImageFormat,
+    progress: &dyn Progress,
+) -> anyhow::Result<(Searched, Found, Vec<OutputFile>)> {
+    let searched = search(tune, jobs, progress);
+    let found = decide(tune, &searched);
+    let files = files(tune, &searched, &found, format)?;
+    Ok((searched, found, files))
+}
