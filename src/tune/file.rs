@@ -159,6 +159,8 @@ pub struct Tune {
     pub first_round: u32,
     /// Race or grid.
     pub method: Method,
+    /// The scenario file's document as written.
+    pub base: Value,
     /// The faults, in suite order (the variant names).
     pub faults: Vec<String>,
     /// The searched settings.
@@ -180,6 +182,19 @@ impl Tune {
             .map(|(s, &i)| format!("{} = {}", s.label, value_text(&s.values[i])))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The scenario file's document with candidate `c`'s values in place: a scenario that
+    /// `retrystorm run` runs as the tune ran that candidate (its variants the faults).
+    pub fn scenario_of(&self, c: usize) -> Value {
+        let mut doc = self.base.clone();
+        doc["seed"] = self.seed.into();
+        doc["replications"] = self.replications.into();
+        for (s, &i) in self.settings.iter().zip(&self.candidates[c].choice) {
+            // Every candidate loaded with this value at this path, so it can be put there.
+            let _ = crate::scenario::set_path(&mut doc, &s.path, s.values[i].clone());
+        }
+        doc
     }
 
     /// Every measure the search takes: the objectives', then the constraints' not already
@@ -259,7 +274,8 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
     }
     let text = base.unwrap_or_default();
     let shown = scenario_path.display().to_string();
-    let first = load_candidate(&text, &shown, &raw, &settings, &vec![0; settings.len()])
+    // The scenario as written first: its own problems are the scenario's, not a candidate's.
+    let first = load_candidate(&text, &shown, &raw, &[], &[])
         .map_err(|e| vec![format!("scenario: {e}")])?;
     let faults = check_faults(&raw, &first, &mut problems);
     let services: Vec<String> = first.points[0].variants[0]
@@ -275,6 +291,7 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
     }
     let candidates = load_candidates(&text, &shown, &raw, &settings, &faults)?;
     let seed = raw.seed.unwrap_or(first.seed);
+    let base = serde_json::from_str(&text).map_err(|e| vec![format!("scenario: {e}")])?;
     let first_round = raw.first_round.unwrap_or(raw.replications.min(4));
     Ok(Tune {
         name: raw.name,
@@ -288,6 +305,7 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
             first_round
         },
         method: raw.method,
+        base,
         faults,
         settings,
         objectives,

@@ -41,9 +41,9 @@ pub fn files(
     let md = write::report_md(tune, s, found, &captions, format.extension());
     out.push(OutputFile::new("report.md", md.into_bytes()));
     if let Some(c) = found.recommended {
-        // The scenario with the recommended settings and every fault as a variant, every
-        // default filled in: `retrystorm run recommended.json` runs it as the tune did.
-        let doc = crate::scenario::resolved_json(&tune.candidates[c].experiment);
+        // The scenario file with the recommended settings in place, its variants the faults:
+        // `retrystorm run recommended.json` runs it as the tune did.
+        let doc = tune.scenario_of(c);
         let mut bytes = serde_json::to_vec_pretty(&doc)?;
         bytes.push(b'\n');
         out.push(OutputFile::new("recommended.json", bytes));

@@ -39,6 +39,7 @@ mod settled;
 mod shards;
 mod shedding;
 mod throttling;
+mod tune;
 mod two_axis_sweep;
 
 use std::path::{Path, PathBuf};
