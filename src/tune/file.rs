@@ -100,6 +100,10 @@ pub struct RawObjective {
     /// A service's metric rather than the clients' (`amplification` at `db`).
     #[serde(default)]
     pub service: Option<String>,
+    /// Differences up to this (summary.json's unit) do not matter: candidates this close on
+    /// the objective are tied, and the next objective decides (default: 1 % of the best).
+    #[serde(default)]
+    pub tolerance: Option<f64>,
 }
 
 /// A constraint as written.
@@ -522,7 +526,16 @@ fn check_objectives(
             Ok(m) if out.iter().any(|x: &Objective| x.measure == m) => {
                 problems.push(format!("objectives[{i}]: {} is listed twice", o.metric));
             }
-            Ok(measure) => out.push(Objective { measure }),
+            Ok(_) if o.tolerance.is_some_and(|t| !(t.is_finite() && t >= 0.0)) => {
+                problems.push(format!(
+                    "objectives[{i}].tolerance: must be a number of at least 0 in summary.json's unit (got {:?})",
+                    o.tolerance.unwrap_or_default()
+                ));
+            }
+            Ok(measure) => out.push(Objective {
+                measure,
+                tolerance: o.tolerance,
+            }),
             Err(e) => problems.push(format!("objectives[{i}]: {e}")),
         }
     }

@@ -225,7 +225,8 @@ fn pareto(among: &[usize], of: &[Vec<Option<Value>>], signs: &[f64]) -> Vec<usiz
 }
 
 /// The recommendation from the worst-case front: the best on the first objective; among
-/// those no worse with confidence at any fault (paired), the best on the second; and so on;
+/// those within its tolerance of the best or no worse with confidence at any fault (paired),
+/// the best on the second; and so on;
 /// among those still tied, the earliest candidate (each setting's values are listed in order
 /// of preference).
 fn recommend(
@@ -242,8 +243,11 @@ fn recommend(
         let best = *tied
             .iter()
             .max_by(|&&a, &&b| key(a).total_cmp(&key(b)).then(b.cmp(&a)))?;
+        let top = worst[best][o].map_or(0.0, |v| v.value);
+        let tolerance = objective.tolerance_at(top);
         tied.retain(|&c| {
-            c == best || (0..tune.faults.len()).all(|f| paired(s, best, c, f, m) != Paired::Better)
+            let close = worst[c][o].is_some_and(|v| (v.value - top).abs() <= tolerance);
+            close || (0..tune.faults.len()).all(|f| paired(s, best, c, f, m) != Paired::Better)
         });
     }
     tied.into_iter().min()

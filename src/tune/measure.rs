@@ -56,6 +56,15 @@ enum LatencyField {
 pub struct Objective {
     /// What is compared.
     pub measure: Measure,
+    /// Differences up to this do not matter; `None`: 1 % of the best value.
+    pub tolerance: Option<f64>,
+}
+
+impl Objective {
+    /// The difference that does not matter when the best value is `best`.
+    pub fn tolerance_at(&self, best: f64) -> f64 {
+        self.tolerance.unwrap_or(0.01 * best.abs())
+    }
 }
 
 /// A bound on a measure.

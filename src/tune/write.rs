@@ -274,8 +274,9 @@ fn recommendation_section(md: &mut String, tune: &Tune, s: &Searched, found: &Fo
     );
     let _ = writeln!(
         md,
-        "It is the best of the worst-case front on {}; candidates no worse there with 95 % confidence at any fault were decided by the next objective, then by the order the values are listed in.\n",
-        tune.objectives[0].measure.label
+        "It is the best of the worst-case front on {}; candidates within the tolerance of the best there ({}), or no worse with 95 % confidence at any fault, were decided by the next objective, then by the order the values are listed in.\n",
+        tune.objectives[0].measure.label,
+        tolerance_words(tune)
     );
     let _ = writeln!(
         md,
@@ -340,6 +341,19 @@ fn recommendation_section(md: &mut String, tune: &Tune, s: &Searched, found: &Fo
         );
     }
     let _ = writeln!(md);
+}
+
+/// Each objective's tolerance in words.
+fn tolerance_words(tune: &Tune) -> String {
+    let words: Vec<String> = tune
+        .objectives
+        .iter()
+        .map(|o| match o.tolerance {
+            Some(t) => format!("{} {}", o.measure.label, o.measure.text(t)),
+            None => format!("{} 1 % of the best", o.measure.label),
+        })
+        .collect();
+    words.join("; ")
 }
 
 fn front_section(md: &mut String, tune: &Tune, found: &Found) {
