@@ -105,6 +105,15 @@ pub struct TuneArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Keep each round's results in DIR and take those already there: an interrupted tune
+    /// given the same DIR resumes where it stopped, and the shards of a tune share DIR.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// Run as shard I of K (0-based), sharing --state DIR with the others: I/K, auto (index
+    /// and count from a Slurm job array) or auto/K. A shard writes only its share into DIR;
+    /// when every shard is done, `retrystorm tune FILE --state DIR` writes the results.
+    #[arg(long, value_name = "I/K", value_parser = shard::parse_spec, requires = "state")]
+    pub shard: Option<ShardSpec>,
 }
 
 /// `retrystorm merge`.
@@ -722,17 +731,33 @@ fn tune_file(args: &TuneArgs, signals: &Signals) -> anyhow::Result<()> {
     let tune = Arc::new(crate::tune::load(&args.file)?);
     let dir = output_dir(args.out.as_deref(), &tune.name, false)
         .map_err(|e| BadInput(format!("{}: {e}", args.file.display())))?;
-    let dest = signals.prepare(&dir, Kind::Tune)?;
+    let shard = match args.shard {
+        Some(spec) => Some(shard::resolve(spec, &|name| std::env::var(name).ok())?),
+        None => None,
+    };
+    let store = match &args.state {
+        Some(state) => Some(Arc::new(
+            crate::tune::StateDir::open(state, &tune, shard)
+                .map_err(|e| BadInput(format!("--state: {e:#}")))?,
+        )),
+        None => None,
+    };
+    // A shard writes no output folder: the tune run after every shard writes it.
+    let dest = match shard {
+        Some(_) => None,
+        None => Some(signals.prepare(&dir, Kind::Tune)?),
+    };
     let grid =
         tune.candidates.len() as u64 * tune.faults.len() as u64 * u64::from(tune.replications);
     let progress = Arc::new(TuneProgress(Progress::with_total(
         &tune.name, grid, args.quiet,
     )));
     let work = {
-        let (tune, progress) = (tune.clone(), progress.clone());
+        let (tune, progress, store) = (tune.clone(), progress.clone(), store.clone());
         let (jobs, format) = (args.jobs, args.format);
         move || {
-            let done = crate::tune::run(&tune, jobs, format, &*progress);
+            let store = store.as_deref().map(|s| s as &dyn crate::tune::Store);
+            let done = crate::tune::run(&tune, jobs, format, &*progress, store);
             progress.0.finish();
             done
         }
@@ -741,8 +766,22 @@ fn tune_file(args: &TuneArgs, signals: &Signals) -> anyhow::Result<()> {
         Ok(done) => done?,
         Err(signal) => {
             progress.0.finish();
-            return Err(signals.stopped(signal, dest.shown()));
+            return Err(signals.stopped(signal, dest.as_ref().map_or(&dir, |d| d.shown())));
         }
+    };
+    let Some(dest) = dest else {
+        let (i, k) = shard.expect("only a shard has no folder");
+        if !args.quiet {
+            println!(
+                "{}: shard {i} of {k} done; when every shard is, `retrystorm tune {} --state {}` writes the results",
+                tune.name,
+                args.file.display(),
+                args.state
+                    .as_ref()
+                    .map_or(String::new(), |s| s.display().to_string())
+            );
+        }
+        return Ok(());
     };
     signals.publish(&dest, &files)?;
     if !args.quiet {

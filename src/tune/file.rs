@@ -165,6 +165,9 @@ pub struct Tune {
     pub method: Method,
     /// The scenario file's document as written.
     pub base: Value,
+    /// SHA-256 of the tune file, the scenario file and retrystorm's version: which tune a
+    /// state folder belongs to.
+    pub identity: String,
     /// The faults, in suite order (the variant names).
     pub faults: Vec<String>,
     /// The searched settings.
@@ -254,11 +257,24 @@ pub fn load(path: &Path) -> Result<Tune, TuneError> {
         })?
     };
     let dir = path.parent().unwrap_or(Path::new(""));
-    check(raw, dir).map_err(fail)
+    let mut tune = check(raw, dir).map_err(fail)?;
+    tune.identity = identity(&[&text, &tune.identity]);
+    Ok(tune)
+}
+
+/// The SHA-256 of `parts` and retrystorm's version, each with its length.
+fn identity(parts: &[&str]) -> String {
+    let mut all = format!("retrystorm {}\n", env!("CARGO_PKG_VERSION"));
+    for p in parts {
+        all.push_str(&format!("{}\n{p}\n", p.len()));
+    }
+    crate::output::publish::sha256_hex(all.as_bytes())
 }
 
 /// The rules of a tune file read into `raw`, whose scenario path is relative to `dir`.
 pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
+    // What the tune asks for, as read: with the scenario's text, which tune a state is of.
+    let asked = format!("{raw:?}");
     let mut problems = Vec::new();
     check_head(&raw, &mut problems);
     let settings = check_settings(&raw.search, &mut problems);
@@ -310,6 +326,7 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
         },
         method: raw.method,
         base,
+        identity: identity(&[&asked, &text]),
         faults,
         settings,
         objectives,

@@ -5,18 +5,21 @@
 //! fault under common random numbers, dropping candidates worse with confidence after each
 //! round of a race; [`front::decide`] draws the Pareto fronts (worst fault and mean over the
 //! suite) and picks a recommendation; [`write`] and [`figures`] make the folder's files.
-//! Nothing here reads a clock or writes a file: the command line publishes what it returns.
+//! Nothing here but [`state`] (a state folder, for resuming and for shards) reads a clock or
+//! touches a file: the command line publishes what [`run`] returns.
 
 pub mod figures;
 pub mod file;
 pub mod front;
 pub mod measure;
 pub mod race;
+pub mod state;
 pub mod write;
 
 pub use file::{Tune, TuneError, load};
 pub use front::{Found, decide};
-pub use race::{Progress, Searched, search};
+pub use race::{Progress, Searched, Store, search, search_with};
+pub use state::StateDir;
 
 use crate::report::OutputFile;
 use crate::report::charts::ImageFormat;
@@ -57,8 +60,9 @@ pub fn run(
     jobs: usize,
     format: ImageFormat,
     progress: &dyn Progress,
+    store: Option<&dyn Store>,
 ) -> anyhow::Result<(Searched, Found, Vec<OutputFile>)> {
-    let searched = search(tune, jobs, progress);
+    let searched = search_with(tune, jobs, progress, store)?;
     let found = decide(tune, &searched);
     let files = files(tune, &searched, &found, format)?;
     Ok((searched, found, files))

@@ -90,10 +90,49 @@ pub fn schedule(tune: &Tune) -> Vec<u32> {
     out
 }
 
-/// Runs the search on `jobs` threads (0: all cores).
+/// One candidate's replications of one round at every fault: what a shard of a tune hands
+/// the others, and what a state folder keeps.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    /// Per fault, per measure, per replication of the round.
+    pub values: Vec<Vec<Vec<Option<f64>>>>,
+    /// Per fault: the round's latencies, merged in replication order (empty unless a
+    /// measure pools them).
+    pub pools: Vec<LatencyPool>,
+    /// Per fault: replications that hit a limit.
+    pub truncated: Vec<u32>,
+}
+
+/// Where the blocks of a round come from besides this process: a state folder that keeps
+/// them (so an interrupted tune resumes) and that the shards of a tune share. All I/O is the
+/// store's; the search itself only asks.
+pub trait Store: Sync {
+    /// The block of candidate `c` in round `round`, if it is there.
+    fn load(&self, round: usize, c: usize) -> anyhow::Result<Option<Block>>;
+    /// Takes the block for this process to run: false when another process has it.
+    fn claim(&self, round: usize, c: usize) -> anyhow::Result<bool>;
+    /// Keeps a block this process ran.
+    fn save(&self, round: usize, c: usize, block: &Block) -> anyhow::Result<()>;
+    /// Waits until the block another process claimed is there.
+    fn wait(&self, round: usize, c: usize) -> anyhow::Result<Block>;
+    /// Whether this process runs candidate `c`'s block first (its share), before taking
+    /// what is left of the others'.
+    fn mine(&self, c: usize) -> bool;
+}
+
+/// Runs the search on `jobs` threads (0: all cores), without a store.
 pub fn search(tune: &Tune, jobs: usize, progress: &dyn Progress) -> Searched {
+    search_with(tune, jobs, progress, None).expect("a search without a store does no I/O")
+}
+
+/// Runs the search, taking from `store` the blocks it has and keeping there those run here.
+pub fn search_with(
+    tune: &Tune,
+    jobs: usize,
+    progress: &dyn Progress,
+    store: Option<&dyn Store>,
+) -> anyhow::Result<Searched> {
     let measures = tune.measures();
-    let pooled = measures.iter().any(Measure::pooled);
     let (n, faults) = (tune.candidates.len(), tune.faults.len());
     let empty = Cell {
         samples: vec![Vec::new(); measures.len()],
@@ -107,12 +146,21 @@ pub fn search(tune: &Tune, jobs: usize, progress: &dyn Progress) -> Searched {
         rounds: Vec::new(),
     };
     let mut from = 0;
-    for to in schedule(tune) {
+    for (round, to) in schedule(tune).into_iter().enumerate() {
         let alive: Vec<usize> = (0..n).filter(|&c| s.dropped[c].is_none()).collect();
         let left = alive.len() as u64 * faults as u64 * u64::from(tune.replications - from);
         progress.round(alive.len(), to, left);
-        run_round(tune, &mut s, &alive, from..to, pooled, jobs, progress);
-        for &c in &alive {
+        let blocks = round_blocks(
+            tune,
+            &s.measures,
+            &alive,
+            (round, from..to),
+            jobs,
+            progress,
+            store,
+        )?;
+        for (&c, block) in alive.iter().zip(blocks) {
+            fold(&mut s.cells[c], block);
             s.replications[c] = to;
         }
         let dropped = if tune.method == Method::Race && to < tune.replications {
@@ -130,24 +178,86 @@ pub fn search(tune: &Tune, jobs: usize, progress: &dyn Progress) -> Searched {
         }
         from = to;
     }
-    s
+    Ok(s)
 }
 
-/// Runs replications `reps` of each candidate in `alive` at every fault, and keeps them.
-fn run_round(
+/// Adds a block's replications to a candidate's cells.
+fn fold(cells: &mut [Cell], block: Block) {
+    let parts = block
+        .values
+        .into_iter()
+        .zip(block.pools)
+        .zip(block.truncated);
+    for (cell, ((values, pool), truncated)) in cells.iter_mut().zip(parts) {
+        for (samples, v) in cell.samples.iter_mut().zip(values) {
+            samples.extend(v);
+        }
+        cell.pool.absorb(&pool);
+        cell.truncated += truncated;
+    }
+}
+
+/// The blocks of round `round` (replications `reps`) of the candidates `alive`, in their
+/// order: those the store has, then those run here (this process's share first, then any
+/// not yet taken), then those another process runs, waited for.
+fn round_blocks(
     tune: &Tune,
-    s: &mut Searched,
+    measures: &[Measure],
     alive: &[usize],
-    reps: std::ops::Range<u32>,
-    pooled: bool,
+    (round, reps): (usize, std::ops::Range<u32>),
     jobs: usize,
     progress: &dyn Progress,
-) {
+    store: Option<&dyn Store>,
+) -> anyhow::Result<Vec<Block>> {
+    let mut blocks: Vec<Option<Block>> = Vec::with_capacity(alive.len());
+    for &c in alive {
+        blocks.push(match store {
+            Some(st) => st.load(round, c)?,
+            None => None,
+        });
+    }
+    for first in [true, false] {
+        let mut todo = Vec::new();
+        for (k, &c) in alive.iter().enumerate() {
+            let wanted = blocks[k].is_none() && store.is_none_or(|st| st.mine(c) == first);
+            if wanted && store.map_or(Ok(true), |st| st.claim(round, c))? {
+                todo.push(k);
+            }
+        }
+        let cands: Vec<usize> = todo.iter().map(|&k| alive[k]).collect();
+        let ran = run_blocks(tune, measures, &cands, reps.clone(), jobs, progress);
+        for (k, block) in todo.into_iter().zip(ran) {
+            if let Some(st) = store {
+                st.save(round, alive[k], &block)?;
+            }
+            blocks[k] = Some(block);
+        }
+    }
+    alive
+        .iter()
+        .zip(blocks)
+        .map(|(&c, b)| match (b, store) {
+            (Some(b), _) => Ok(b),
+            (None, Some(st)) => st.wait(round, c),
+            (None, None) => unreachable!("without a store every block runs here"),
+        })
+        .collect()
+}
+
+/// Runs replications `reps` of each candidate of `cands` at every fault, on `jobs` threads.
+fn run_blocks(
+    tune: &Tune,
+    measures: &[Measure],
+    cands: &[usize],
+    reps: std::ops::Range<u32>,
+    jobs: usize,
+    progress: &dyn Progress,
+) -> Vec<Block> {
+    let pooled = measures.iter().any(Measure::pooled);
     let faults = tune.faults.len();
     let per_candidate = faults * reps.len();
-    let total = alive.len() * per_candidate;
+    let total = cands.len() * per_candidate;
     let next = AtomicUsize::new(0);
-    let measures = &s.measures;
     let slots: Mutex<Vec<Option<Job>>> = Mutex::new(vec![None; total]);
     let work = || {
         loop {
@@ -155,27 +265,13 @@ fn run_round(
             if k >= total {
                 return;
             }
-            let c = alive[k / per_candidate];
+            let c = cands[k / per_candidate];
             let (f, r) = (
                 (k % per_candidate) / reps.len(),
                 reps.start + (k % reps.len()) as u32,
             );
             let scenario = &tune.candidates[c].experiment.points[0].variants[f].scenario;
-            let run = sim::run(scenario, tune.seed, u64::from(r));
-            let mut pool = LatencyPool::default();
-            if pooled {
-                pool.add(&run);
-            }
-            let digest = run.digest();
-            let rec = recovery::analyse(&digest.series, &scenario.triggers(), scenario.duration);
-            let job = Job {
-                values: measures
-                    .iter()
-                    .map(|m| m.of_replication(&digest, rec.as_ref()))
-                    .collect(),
-                pool,
-                truncated: digest.truncated.is_some(),
-            };
+            let job = replication(scenario, tune.seed, r, measures, pooled);
             progress.replication();
             slots.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(job);
         }
@@ -188,15 +284,52 @@ fn run_round(
         work();
     });
     let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
-    for (k, job) in slots.into_iter().enumerate() {
-        let job = job.expect("every job of the round ran");
-        let c = alive[k / per_candidate];
-        let cell = &mut s.cells[c][(k % per_candidate) / reps.len()];
-        for (samples, v) in cell.samples.iter_mut().zip(job.values) {
-            samples.push(v);
-        }
-        cell.pool.absorb(&job.pool);
-        cell.truncated += u32::from(job.truncated);
+    let mut jobs = slots
+        .into_iter()
+        .map(|j| j.expect("every job of the round ran"));
+    (0..cands.len())
+        .map(|_| {
+            let mut block = Block {
+                values: vec![vec![Vec::new(); measures.len()]; faults],
+                pools: vec![LatencyPool::default(); faults],
+                truncated: vec![0; faults],
+            };
+            for f in 0..faults {
+                for job in jobs.by_ref().take(reps.len()) {
+                    for (samples, v) in block.values[f].iter_mut().zip(job.values) {
+                        samples.push(v);
+                    }
+                    block.pools[f].absorb(&job.pool);
+                    block.truncated[f] += u32::from(job.truncated);
+                }
+            }
+            block
+        })
+        .collect()
+}
+
+/// Runs replication `r` of `scenario` and reads every measure from it.
+fn replication(
+    scenario: &crate::scenario::Scenario,
+    seed: u64,
+    r: u32,
+    measures: &[Measure],
+    pooled: bool,
+) -> Job {
+    let run = sim::run(scenario, seed, u64::from(r));
+    let mut pool = LatencyPool::default();
+    if pooled {
+        pool.add(&run);
+    }
+    let digest = run.digest();
+    let rec = recovery::analyse(&digest.series, &scenario.triggers(), scenario.duration);
+    Job {
+        values: measures
+            .iter()
+            .map(|m| m.of_replication(&digest, rec.as_ref()))
+            .collect(),
+        pool,
+        truncated: digest.truncated.is_some(),
     }
 }
 

@@ -266,3 +266,81 @@ fn a_tune_folder_holds_its_files_and_a_run_never_replaces_it() {
     assert!(String::from_utf8_lossy(&run.stderr).contains("tune's results"));
     assert!(out.join("tune.json").is_file());
 }
+
+/// The files of `tune` searched with `store` (or none).
+fn files_with(tune: &Tune, store: Option<&dyn retrystorm::tune::Store>) -> Vec<(String, Vec<u8>)> {
+    let s = retrystorm::tune::search_with(tune, 2, &Quiet, store).unwrap();
+    let found = decide(tune, &s);
+    retrystorm::tune::files(tune, &s, &found, ImageFormat::Svg)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.name, f.bytes))
+        .collect()
+}
+
+fn raced() -> Tune {
+    tune_of(json!({
+        "name": "state", "scenario": "independent-failures.json", "replications": 8, "first_round": 2,
+        "search": [
+            { "path": "policy.timeout", "values": ["1s", "500us"] },
+            { "path": "policy.retry.max_attempts", "from": 1, "to": 4, "step": 1 }
+        ],
+        "objectives": [ { "metric": "success_rate" }, { "metric": "latency_ms.p99" } ]
+    }))
+}
+
+#[test]
+fn shards_sharing_a_state_folder_and_a_resumed_tune_write_what_one_process_writes() {
+    use retrystorm::tune::StateDir;
+    let tune = raced();
+    let alone = files_with(&tune, None);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::thread::scope(|scope| {
+        for i in 0..3 {
+            let (tune, state) = (&tune, &state);
+            scope.spawn(move || {
+                let store = StateDir::open(state, tune, Some((i, 3))).unwrap();
+                files_with(tune, Some(&store));
+            });
+        }
+    });
+    let store = StateDir::open(&state, &tune, None).unwrap();
+    assert!(
+        files_with(&tune, Some(&store)) == alone,
+        "three shards differ from one process"
+    );
+    // Resume: take away the last rounds' blocks, as a tune killed in its third round leaves it.
+    let mut removed = 0;
+    for entry in std::fs::read_dir(&state).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("r2-") || name.starts_with("r3-") || name.ends_with(".claim") {
+            std::fs::remove_file(&path).unwrap();
+            removed += 1;
+        }
+    }
+    assert!(removed > 0);
+    assert!(
+        files_with(&tune, Some(&store)) == alone,
+        "a resumed tune differs"
+    );
+}
+
+#[test]
+fn a_state_folder_of_another_tune_is_refused() {
+    use retrystorm::tune::StateDir;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    StateDir::open(&state, &raced(), None).unwrap();
+    let other = tune_of(json!({
+        "name": "other", "scenario": "independent-failures.json", "replications": 4,
+        "search": [ { "path": "policy.retry.max_attempts", "values": [1, 2] } ],
+        "objectives": [ { "metric": "success_rate" } ]
+    }));
+    let err = StateDir::open(&state, &other, None).err().expect("refused");
+    assert!(
+        format!("{err}").contains("holds the state of the tune \"state\""),
+        "{err}"
+    );
+}
