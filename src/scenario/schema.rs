@@ -538,6 +538,10 @@ pub struct RawPolicy {
     /// retryThrottling give this policy's settings; settings written beside it win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_service_config: Option<crate::scenario::grpc_config::RawGrpcServiceConfig>,
+    /// An Envoy YAML file whose route `retry_policy` and cluster `circuit_breakers` give this
+    /// policy's settings; settings written beside it win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envoy_config: Option<crate::scenario::envoy_config::RawEnvoyConfig>,
     /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
     /// `ClientRateLimiter`): true or false (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,7 +105,7 @@ fn max_attempts_above_five_is_read_as_five_and_the_method_is_looked_up_as_grpc_d
     assert_eq!(p.retry.max_attempts, Some(5));
     assert_eq!(p.deadline, Some(SimDuration::from_secs(2)));
     assert!(p.retry.retry_on.contains(Outcome::Throttled));
-    let words = p.grpc.unwrap();
+    let words = p.read_from.unwrap();
     assert!(words.contains("capped from 7"), "{words}");
     assert!(words.contains("its own methodConfig"), "{words}");
     // Another method of the service: the service-wide entry, 3 attempts, no deadline.
@@ -113,11 +113,11 @@ fn max_attempts_above_five_is_read_as_five_and_the_method_is_looked_up_as_grpc_d
     assert_eq!(p.retry.max_attempts, Some(3));
     assert_eq!(p.deadline, None);
     assert!(!p.retry.retry_on.contains(Outcome::Throttled));
-    assert!(p.grpc.unwrap().contains("the service's methodConfig"));
+    assert!(p.read_from.unwrap().contains("the service's methodConfig"));
     // Another service: the default entry, which has no retryPolicy: one attempt.
     let p = policy_of("shop.Other", "Get", "");
     assert_eq!(p.retry.max_attempts, Some(1));
-    assert!(p.grpc.unwrap().contains("the default methodConfig"));
+    assert!(p.read_from.unwrap().contains("the default methodConfig"));
     // Settings written beside the config win over it, key by key.
     let p = policy_of(
         "shop.Cart",
@@ -230,7 +230,7 @@ fn the_bundled_scenario_reads_its_config() {
     assert_eq!(p.retry.max_attempts, Some(3));
     assert!(p.budget.is_some());
     assert!(
-        p.grpc
+        p.read_from
             .as_ref()
             .unwrap()
             .contains("configs/grpc-service-config.json")
