@@ -506,8 +506,9 @@ pub struct Policy {
     /// What was read from a config file (`grpc_service_config`, `envoy_config`), in words;
     /// its settings are the others'.
     pub read_from: Option<String>,
-    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`).
-    pub client_rate_limiter: bool,
+    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`), if any, and
+    /// how its sends wait for a token.
+    pub client_rate_limiter: Option<crate::model::TokenWait>,
 }
 
 /// `limits`.

@@ -543,9 +543,11 @@ pub struct RawPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envoy_config: Option<crate::scenario::envoy_config::RawEnvoyConfig>,
     /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
-    /// `ClientRateLimiter`): true or false (default false).
+    /// `ClientRateLimiter`): true or false (default false), or `{"token_wait": ...}` for the
+    /// way an SDK that diverged from botocore waited for a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_rate_limiter: Option<bool>,
+    pub client_rate_limiter:
+        Option<crate::scenario::policy::client_rate_limiter::RawClientRateLimiter>,
 }
 
 /// Who shares a budget or breaker.

@@ -1047,7 +1047,7 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
         client_rate_limiter: client_rate_limiter::check(
             c,
             at,
-            raw.client_rate_limiter,
+            raw.client_rate_limiter.as_mut(),
             raw.bulkhead.is_some(),
         ),
     }

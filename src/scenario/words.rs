@@ -243,9 +243,7 @@ fn repeat_words(p: &Policy) -> Vec<String> {
     }
     parts.extend(p.idempotency_key.as_ref().map(idempotency_key::phrase));
     parts.extend(p.adaptive_throttle.as_ref().map(throttle::phrase));
-    if p.client_rate_limiter {
-        parts.push(client_rate_limiter::phrase());
-    }
+    parts.extend(p.client_rate_limiter.map(client_rate_limiter::phrase));
     parts
 }
 
