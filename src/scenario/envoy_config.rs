@@ -85,6 +85,8 @@ struct Route<'a> {
     /// The virtual host's `retry_policy` and `hedge_policy`, with their paths.
     host_retry: Option<(String, &'a Value)>,
     host_hedge: Option<(String, &'a Value)>,
+    /// The virtual host's `retry_policy_typed_config`, refused when written.
+    host_typed: Option<(String, &'a Value)>,
 }
 
 /// What a file holds: its kind in words, its routes and its clusters (each with its path).
@@ -130,16 +132,14 @@ fn source<'a>(config: &'a Value, raw: &RawEnvoyConfig) -> Result<Source<'a>, Inn
         });
     }
     if config.get("retry_policy").is_some() || config.get("circuit_breakers").is_some() {
-        if let Some(keys) = config.as_object() {
-            if let Some(k) = keys
-                .keys()
+        if let Some(k) = config.as_object().and_then(|keys| {
+            keys.keys()
                 .find(|k| *k != "retry_policy" && *k != "circuit_breakers")
-            {
-                return Err((
-                    k.clone(),
-                    "is neither retry_policy nor circuit_breakers, the two keys a file of them alone may have; remove it, or give a whole bootstrap".into(),
-                ));
-            }
+        }) {
+            return Err((
+                k.clone(),
+                "is neither retry_policy nor circuit_breakers, the two keys a file of them alone may have; remove it, or give a whole bootstrap".into(),
+            ));
         }
         for (key, given) in [("route", &raw.route), ("cluster", &raw.cluster)] {
             if given.is_some() {
@@ -196,6 +196,7 @@ fn virtual_hosts<'a>(rc: &'a Value, at: &str, routes: &mut Vec<Route<'a>>) -> Re
                 value,
                 host_retry: with("retry_policy"),
                 host_hedge: with("hedge_policy"),
+                host_typed: with("retry_policy_typed_config"),
             });
         }
     }
@@ -269,7 +270,9 @@ fn import(config: &Value, raw: &RawEnvoyConfig) -> Result<(Value, String), Inner
         (retry_at, cluster)
     };
     let Some((at, value)) = retry_at else {
-        words.push("no retry_policy: 1 attempt, as Envoy makes".into());
+        words.push(
+            "no retry_policy: 1 attempt, as Envoy makes (the circuit breaker's retry limits play no part)".into(),
+        );
         policy.insert("retry".into(), json!({"max_attempts": 1}));
         return Ok((Value::Object(policy), words.join("; ")));
     };
@@ -296,7 +299,8 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value, at: &str) -> Result<T, I
     })
 }
 
-/// The route's words, its `timeout` as the deadline, and a `hedge_policy` refused.
+/// The route's words, its `timeout` as the deadline, and a `hedge_policy` or
+/// `retry_policy_typed_config` refused.
 fn route_settings(
     route: &Route,
     policy: &mut Map<String, Value>,
@@ -317,13 +321,23 @@ fn route_settings(
         .get("hedge_policy")
         .map(|v| (format!("{}.route.hedge_policy", route.at), v))
         .or_else(|| route.host_hedge.clone());
-    if let Some((at, h)) = hedge {
-        if h.as_object().is_some_and(|m| !m.is_empty()) {
-            return Err((
-                at,
-                "is Envoy's hedging on per-try timeout, which retrystorm does not model (its hedge sends after a delay, and keeps the first attempt); remove it, and write policy.hedge beside envoy_config for hedging".into(),
-            ));
-        }
+    if let Some((at, h)) = hedge
+        && h.as_object().is_some_and(|m| !m.is_empty())
+    {
+        return Err((
+            at,
+            "is Envoy's hedging on per-try timeout, which retrystorm does not model (its hedge sends after a delay, and keeps the first attempt); remove it, and write policy.hedge beside envoy_config for hedging".into(),
+        ));
+    }
+    let typed = action
+        .get("retry_policy_typed_config")
+        .map(|_| format!("{}.route.retry_policy_typed_config", route.at))
+        .or_else(|| route.host_typed.as_ref().map(|(at, _)| at.clone()));
+    if let Some(at) = typed {
+        return Err((
+            at,
+            "is a retry policy extension, which retrystorm cannot read; remove it, and write the retries as a retry_policy".into(),
+        ));
     }
     let at = format!("{}.route.timeout", route.at);
     let timeout = match action.get("timeout") {
@@ -686,13 +700,13 @@ fn back_off(b: Option<&BackOff>, at: &str, words: &mut Vec<String>) -> Result<Va
         }
         Ok(Some(ms))
     };
-    if let Some(b) = b {
-        if b.base_interval.is_none() {
-            return Err((
-                at,
-                "has no base_interval, which Envoy requires; add it".into(),
-            ));
-        }
+    if let Some(b) = b
+        && b.base_interval.is_none()
+    {
+        return Err((
+            at,
+            "has no base_interval, which Envoy requires; add it".into(),
+        ));
     }
     let base = ms(&b.and_then(|b| b.base_interval.clone()), "base_interval")?;
     let max = ms(&b.and_then(|b| b.max_interval.clone()), "max_interval")?;

@@ -305,6 +305,7 @@ fn a_wrong_file_names_the_scenario_path_the_file_the_path_inside_the_rule_and_th
         (Some("virtual_hosts: [ { routes: [ { direct_response: { status: 200 } } ] } ]\n".into()), "", vec!["virtual_hosts[0].routes[0]", "no `route` action"]),
         (Some(BOOTSTRAP.replace("route: { cluster: plain }", "route: { weighted_clusters: {} }")), r#", "route": "plain""#, vec!["routes[1].route", "no single cluster", "envoy_config.cluster"]),
         (Some(BOOTSTRAP.replace("timeout: 2s", "timeout: 2s\n                  hedge_policy: { hedge_on_per_try_timeout: true }")), route, vec!["routes[0].route.hedge_policy", "hedging on per-try timeout", "policy.hedge"]),
+        (Some(BOOTSTRAP.replace("retry_policy: { retry_on: gateway-error, num_retries: 4 }", "retry_policy_typed_config: {}")), r#", "route": "plain""#, vec!["virtual_hosts[0].retry_policy_typed_config", "retry policy extension"]),
         (Some(rp("retry_on: \"5xx,teapot\"")), "", vec!["retry_policy.retry_on", "\"teapot\" is not one of Envoy's retry conditions"]),
         (Some(rp("retry_on: 5xx, jitter: 1")), "", vec!["retry_policy.jitter", "unknown field `jitter`"]),
         (Some(rp("retry_on: 5xx, rate_limited_retry_back_off: {}")), "", vec!["retry_policy.rate_limited_retry_back_off", "retry.retry_after"]),
