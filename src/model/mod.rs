@@ -45,7 +45,7 @@ pub use occ::OccServer;
 pub use outcome::{Outcome, OutcomeSet};
 pub use outlier::{Detector, Ejections, OutlierConfig, Report};
 pub use rate_limit::{RateLimit, RateLimiter};
-pub use rate_limiter::ClientRateLimiter;
+pub use rate_limiter::{ClientRateLimiter, TokenWait};
 pub use server::{Admission, Discipline, Job, QueueConfig, QueueServer};
 pub use throttle::Throttle;
 pub use workload::{RateProfile, RateStep};

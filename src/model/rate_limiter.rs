@@ -9,6 +9,10 @@
 //! wait of `s` seconds lasts `ceil(s * 1e9)` ns. With that clock the limiter's trajectory is
 //! botocore's to the bit (`bench/aws-adaptive/`, `tests/it/aws_adaptive.rs`). Not here: which
 //! answers count as throttling (`sim::policy`) and what a wait does to a call (`sim::client`).
+//!
+//! [`TokenWait`] picks how a send without a token waits: botocore's (look again after the
+//! wait), or one of two ways SDKs diverged from it before their fixes, where a send waits its
+//! shortfall once and then goes whatever the bucket holds.
 
 use crate::engine::SimTime;
 
@@ -37,6 +41,23 @@ pub fn whole_nanos(seconds: f64) -> u64 {
 #[inline]
 fn secs(t: SimTime) -> f64 {
     t.as_nanos() as f64 / 1e9
+}
+
+/// How a send that finds no token waits for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenWait {
+    /// botocore's, and the SDKs' since their fixes: wait `(1 - capacity) / fill_rate`, look
+    /// again, and take the token only when there is one.
+    #[default]
+    Recheck,
+    /// aws-sdk-rust before smithy-lang/smithy-rs#4632: the token is taken at once even when
+    /// short, so the capacity goes below zero and the next sends wait for the whole debt; the
+    /// send goes after its wait without looking again.
+    DeductBeforeWait,
+    /// The JavaScript v3 SDK before smithy-lang/smithy-typescript#1973: wait the shortfall
+    /// seen when asking, then go and take the token without looking again, so sends that
+    /// ask together all go after the same wait.
+    DeductAfterWait,
 }
 
 /// botocore's `TokenBucket`: capacity follows the fill rate (max(rate, 1) tokens).
@@ -142,6 +163,7 @@ impl Cubic {
 /// instant 0.
 #[derive(Debug, Clone)]
 pub struct ClientRateLimiter {
+    wait: TokenWait,
     bucket: TokenBucket,
     clocker: RateClocker,
     cubic: Cubic,
@@ -162,7 +184,13 @@ impl Default for ClientRateLimiter {
 impl ClientRateLimiter {
     /// A limiter as `adaptive.register_retry_handler` makes it at instant 0.
     pub fn new() -> Self {
+        Self::waiting(TokenWait::Recheck)
+    }
+
+    /// A limiter at instant 0 whose sends wait for a token as `wait` says.
+    pub fn waiting(wait: TokenWait) -> Self {
         ClientRateLimiter {
+            wait,
             bucket: TokenBucket::new(),
             clocker: RateClocker {
                 measured: 0.0,
@@ -190,10 +218,28 @@ impl ClientRateLimiter {
         if !self.enabled {
             return None;
         }
-        match self.bucket.try_take(now.as_nanos()) {
+        let woken = now > since;
+        let next = match self.wait {
+            TokenWait::Recheck => self.bucket.try_take(now.as_nanos()),
+            // A woken send of the two older ways goes: its token is taken, or taken now.
+            TokenWait::DeductBeforeWait if woken => None,
+            TokenWait::DeductAfterWait if woken => {
+                self.bucket.capacity -= 1.0;
+                None
+            }
+            TokenWait::DeductBeforeWait => {
+                let wait = self.bucket.try_take(now.as_nanos());
+                if wait.is_some() {
+                    self.bucket.capacity -= 1.0;
+                }
+                wait
+            }
+            TokenWait::DeductAfterWait => self.bucket.try_take(now.as_nanos()),
+        };
+        match next {
             Some(next) => Some(SimTime(next)),
             None => {
-                if now > since {
+                if woken {
                     self.delayed += 1;
                     self.waited_nanos += now.as_nanos() - since.as_nanos();
                 }
@@ -275,6 +321,85 @@ mod tests {
         let m = l.measured_rate();
         assert!(measured > 0.0);
         assert_eq!(l.fill_rate(), (m * CUBIC_BETA).max(MIN_FILL_RATE));
+    }
+
+    /// A limiter switched on at instant 0 whose bucket fills at 1 token a second, holding
+    /// none, that waits as `wait` says.
+    fn one_a_second(wait: TokenWait) -> ClientRateLimiter {
+        let mut l = ClientRateLimiter::waiting(wait);
+        l.enabled = true;
+        l.bucket.set_rate(1.0, 0);
+        l
+    }
+
+    /// The instants three sends asking at instant 0 go at, the rate raised to 4/s at 0.5 s,
+    /// and then the instant a fourth send asking at 1.5 s goes at; each waiting send looks
+    /// again at the instant it was told, in order.
+    fn three_then_one(wait: TokenWait) -> (Vec<f64>, f64) {
+        let mut l = one_a_second(wait);
+        let mut waiting: Vec<(SimTime, SimTime)> =
+            (0..3).map(|_| (SimTime(0), SimTime(0))).collect();
+        let mut went = Vec::new();
+        let mut raised = false;
+        while !waiting.is_empty() {
+            waiting.sort_by_key(|(_, at)| *at);
+            let (since, at) = waiting.remove(0);
+            if !raised && at >= SimTime(500_000_000) {
+                l.bucket.set_rate(4.0, 500_000_000);
+                raised = true;
+            }
+            match l.try_send(since, at) {
+                None => went.push(secs(at)),
+                Some(next) => waiting.push((since, next)),
+            }
+        }
+        let fourth = SimTime(1_500_000_000);
+        let mut at = fourth;
+        while let Some(next) = l.try_send(fourth, at) {
+            at = next;
+        }
+        (went, secs(at))
+    }
+
+    #[test]
+    fn each_way_of_waiting_for_a_token_goes_when_counted_by_hand() {
+        // botocore: at 0 s each of the three finds 0 tokens and waits (1 - 0) / 1 = 1 s. The
+        // rate is 4/s from 0.5 s, so at 1 s the bucket holds 0.5 + 0.5 x 4 = 2.5: two go, the
+        // third finds 0.5 and waits (1 - 0.5) / 4 = 0.125 s. At 1.5 s the bucket holds
+        // 0.375 x 4 = 1.5: the fourth goes at once.
+        let (went, fourth) = three_then_one(TokenWait::Recheck);
+        assert_eq!(went, vec![1.0, 1.0, 1.125]);
+        assert_eq!(fourth, 1.5);
+        // smithy-rs before #4632: the three take their tokens at 0 s, leaving 0, -1, -2, and
+        // wait 1, 2 and 3 s whatever the rate does later. At 1.5 s the bucket holds
+        // -3 + 0.5 x 1 + 1.0 x 4 = 1.5: the fourth goes at once.
+        let (went, fourth) = three_then_one(TokenWait::DeductBeforeWait);
+        assert_eq!(went, vec![1.0, 2.0, 3.0]);
+        assert_eq!(fourth, 1.5);
+        // smithy-typescript before #1973: all three see 0 tokens, wait 1 s and go together
+        // without a refill, leaving 0.5 - 3 = -2.5 as of 0.5 s; at 1.5 s the bucket holds
+        // -2.5 + 1.0 x 4 = 1.5: the fourth goes at once. Three sends went in the first second
+        // of a 1/s bucket.
+        let (went, fourth) = three_then_one(TokenWait::DeductAfterWait);
+        assert_eq!(went, vec![1.0, 1.0, 1.0]);
+        assert_eq!(fourth, 1.5);
+    }
+
+    #[test]
+    fn a_debt_makes_later_sends_wait_for_it_all() {
+        // smithy-rs before #4632: 50 sends asking at once of a 1/s bucket holding none take
+        // their tokens at once, the i-th waiting (1 - (-i)) / 1 = i + 1 s and leaving -50. A
+        // send asking at 10 s finds -50 + 10 = -40 and waits 41 s, to 51 s: the cascade
+        // smithy-rs#4632 describes ("task 50 sleeping 100s").
+        let mut l = one_a_second(TokenWait::DeductBeforeWait);
+        for i in 0..50u64 {
+            assert_eq!(
+                l.try_send(SimTime(0), SimTime(0)),
+                Some(SimTime((i + 1) * 1_000_000_000))
+            );
+        }
+        let late = SimTime(10_000_000_000);
+        assert_eq!(l.try_send(late, late), Some(SimTime(51_000_000_000)));
     }
 
     #[test]

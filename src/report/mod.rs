@@ -73,7 +73,7 @@ fn policy_meets(needs: Needs, p: &Policy) -> bool {
         Needs::Hedge => p.hedge.is_some(),
         Needs::HedgeCancel => p.hedge.as_ref().is_some_and(|h| h.cancel),
         Needs::Throttle | Needs::ThrottleAnywhere => p.adaptive_throttle.is_some(),
-        Needs::RateLimiter => p.client_rate_limiter,
+        Needs::RateLimiter => p.client_rate_limiter.is_some(),
         Needs::NonIdempotent => !p.idempotent,
         Needs::IdempotencyKey => p.idempotency_key.is_some(),
         Needs::Fallback => p.fallback.is_some(),

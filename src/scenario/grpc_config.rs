@@ -4,22 +4,18 @@
 //! `timeout`), gRPC's method lookup, the mapping onto `retry`, `budget`, `hedge` and
 //! `deadline`, and the words report.md says of it.
 //!
-//! The loader calls [`expand`] on each document the file writes (the scenario, each variant's
-//! patch) before any rule is checked: every policy object that names a config gets the
-//! settings the config gives, under the settings written beside it (which win, merged key by
-//! key), and the config's `read_as` records what was understood. A config whose `read_as` is
-//! written is not read again, so `scenario.resolved.json` reruns without the config file.
+//! `config_file.rs` reads the file and expands the policy that names it (the file's settings
+//! under the ones written beside it, what was understood in `read_as`); this file says what a
+//! service config means.
 
 use std::collections::HashMap;
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::error::{Problem, quote, short};
-use super::load::merge;
+use super::config_file::{ConfigKind, Inner};
+use super::error::{quote, short};
 
 /// gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
 pub const GRPC_MAX_ATTEMPTS: u64 = 5;
@@ -28,10 +24,6 @@ pub const GRPC_MAX_TOKENS: f64 = 1000.0;
 /// gRFC A6: "Up to 3 decimal places are supported" in `tokenRatio`; gRPC C-core's
 /// retry_service_config.cc ignores further ones.
 pub const TOKEN_RATIO_DECIMALS: i32 = 3;
-/// The largest service config file read: configs are a few kilobytes.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-/// The most distinct config files one scenario file may name.
-pub const MAX_CONFIG_FILES: usize = 16;
 
 /// `policy.grpc_service_config`: which gRPC service config file, and which method's config.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -52,145 +44,25 @@ pub struct RawGrpcServiceConfig {
     pub read_as: Option<String>,
 }
 
-/// The config files read so far for one scenario file, by resolved path.
-#[derive(Default)]
-pub(super) struct ConfigFiles {
-    read: HashMap<PathBuf, Result<Value, String>>,
-}
+impl ConfigKind for RawGrpcServiceConfig {
+    const KEY: &'static str = "grpc_service_config";
 
-impl ConfigFiles {
-    /// The JSON of `path`, read once; a file that is not a regular file, larger than
-    /// [`MAX_CONFIG_BYTES`] or not JSON gives the reason instead.
-    fn get(&mut self, path: &Path) -> Result<&Value, String> {
-        if !self.read.contains_key(path) {
-            if self.read.len() >= MAX_CONFIG_FILES {
-                return Err(format!(
-                    "is one config file more than the {MAX_CONFIG_FILES} one scenario file may name; share one file between policies"
-                ));
-            }
-            self.read.insert(path.to_path_buf(), read_json(path));
-        }
-        self.read[path].as_ref().map_err(Clone::clone)
+    fn file(&self) -> &str {
+        &self.file
+    }
+
+    fn read_as(&mut self) -> &mut Option<String> {
+        &mut self.read_as
+    }
+
+    fn parse(bytes: &[u8], shown: &str) -> Result<Value, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("{shown} is not valid JSON: {e}"))
+    }
+
+    fn import(&self, config: &Value) -> Result<(Value, String), Inner> {
+        import(config, self)
     }
 }
-
-/// Reads a config file (never a device or a pipe, never more than [`MAX_CONFIG_BYTES`]).
-fn read_json(path: &Path) -> Result<Value, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!(
-            "{shown} is larger than {} MiB; a service config is a few KB: is it the right file?",
-            MAX_CONFIG_BYTES >> 20
-        ));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not valid JSON: {e}"))
-}
-
-/// Expands every policy object in `doc` (found at `at`, "" for the scenario) that names a
-/// gRPC service config not yet read; `dir` is the scenario file's folder. Problems name the
-/// JSON path of the scenario, the file and the path inside it, the rule, the value and the fix.
-pub(super) fn expand(
-    doc: &mut Value,
-    at: &str,
-    dir: &Path,
-    files: &mut ConfigFiles,
-    problems: &mut Vec<Problem>,
-) {
-    match doc {
-        Value::Object(map) => {
-            if map.contains_key("grpc_service_config") {
-                expand_policy(map, at, dir, files, problems);
-            }
-            for (key, value) in map.iter_mut() {
-                if key != "grpc_service_config" {
-                    let inner = if at.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{at}.{key}")
-                    };
-                    expand(value, &inner, dir, files, problems);
-                }
-            }
-        }
-        Value::Array(list) => {
-            for (i, value) in list.iter_mut().enumerate() {
-                expand(value, &format!("{at}[{i}]"), dir, files, problems);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// One policy object naming a config: the file's settings under the written ones.
-fn expand_policy(
-    policy: &mut Map<String, Value>,
-    at: &str,
-    dir: &Path,
-    files: &mut ConfigFiles,
-    problems: &mut Vec<Problem>,
-) {
-    let key = if at.is_empty() {
-        "grpc_service_config".to_string()
-    } else {
-        format!("{at}.grpc_service_config")
-    };
-    // A config of the wrong shape has its problem listed by the shape check.
-    let Ok(mut raw) = RawGrpcServiceConfig::deserialize(&policy["grpc_service_config"]) else {
-        return;
-    };
-    if raw.read_as.is_some() {
-        return;
-    }
-    let path = dir.join(&raw.file);
-    let imported = files
-        .get(&path)
-        .map_err(|reason| (String::new(), reason))
-        .and_then(|config| import(config, &raw));
-    let (mut settings, words) = match imported {
-        Ok(found) => found,
-        Err((inner, reason)) => {
-            let inside = if inner.is_empty() {
-                String::new()
-            } else {
-                format!(" at {inner}")
-            };
-            problems.push(Problem::new(
-                format!("{key}.file"),
-                format!("{}{inside}: {reason}", quote(&raw.file)),
-            ));
-            // Its problem is listed: the rules need not say it again.
-            policy.shift_remove("grpc_service_config");
-            return;
-        }
-    };
-    let written: Map<String, Value> = policy
-        .iter()
-        .filter(|(k, _)| *k != "grpc_service_config")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    merge(&mut settings, &Value::Object(written));
-    raw.read_as = Some(words);
-    let mut out = Map::new();
-    out.insert(
-        "grpc_service_config".into(),
-        serde_json::to_value(&raw).unwrap_or(Value::Null),
-    );
-    if let Value::Object(s) = settings {
-        out.extend(s);
-    }
-    *policy = out;
-}
-
-/// A problem inside the config file: (path inside it, what is wrong and the fix).
-type Inner = (String, String);
 
 /// The top level of a gRPC service config; other keys (`loadBalancingConfig`, ...) are
 /// gRPC's and play no part here.
@@ -270,7 +142,7 @@ struct RetryThrottling {
 /// A status code as the config writes it: its name or its number.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-enum Code {
+pub(super) enum Code {
     Name(String),
     Number(u64),
 }
@@ -301,7 +173,10 @@ pub const STATUS_CODES: [(&str, &[&str]); 17] = [
 
 /// The codes at `at` as retrystorm outcomes (in the order of `retry_on`'s default) and in
 /// words ("UNAVAILABLE (rejected, error)").
-fn outcomes(codes: &[Code], at: &str) -> Result<(Vec<&'static str>, Vec<String>), Inner> {
+pub(super) fn outcomes(
+    codes: &[Code],
+    at: &str,
+) -> Result<(Vec<&'static str>, Vec<String>), Inner> {
     let mut set = Vec::new();
     let mut words = Vec::new();
     for (i, code) in codes.iter().enumerate() {
@@ -344,7 +219,7 @@ fn outcomes(codes: &[Code], at: &str) -> Result<(Vec<&'static str>, Vec<String>)
 
 /// A protobuf JSON duration ("0.1s", "2s", "0.000001s") checked, as retrystorm's duration
 /// text (the same string, which retrystorm reads as it is).
-fn duration(text: &str, at: &str, positive: bool) -> Result<String, Inner> {
+pub(super) fn duration(text: &str, at: &str, positive: bool) -> Result<String, Inner> {
     let bad = |why: &str| {
         Err((
             at.to_string(),

@@ -12,8 +12,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::config_file::{self, ConfigFiles};
 use super::error::{Problem, ScenarioError, cut, quote, short};
-use super::grpc_config::{self, ConfigFiles};
 use super::locate::{Place, locate};
 use super::policy::preset;
 use super::read::read;
@@ -146,7 +146,7 @@ pub fn load_str(
         return Err(invalid(found));
     }
 
-    // gRPC service configs become ordinary settings where the file writes them, before any
+    // Config files (gRPC service configs, Envoy configs) become ordinary settings where the file writes them, before any
     // rule is checked: in the scenario here, in each variant's patch in `read_variants`.
     let mut problems = Vec::new();
     let dir = Path::new(file).parent().unwrap_or(Path::new(""));
@@ -154,7 +154,7 @@ pub fn load_str(
     if let Value::Object(map) = &mut doc {
         for (key, value) in map.iter_mut() {
             if key != "variants" && key != "sweep" {
-                grpc_config::expand(value, key, dir, &mut configs, &mut problems);
+                config_file::expand(value, key, dir, &mut configs, &mut problems);
             }
         }
     }
@@ -388,7 +388,7 @@ fn read_variants(
     usable
 }
 
-/// Each variant's patch with the gRPC service configs it names read into settings.
+/// Each variant's patch with the config files it names read into settings.
 fn expand_variants(
     variants: Vec<(usize, String, Value)>,
     dir: &Path,
@@ -398,7 +398,7 @@ fn expand_variants(
     variants
         .into_iter()
         .map(|(i, name, mut patch)| {
-            grpc_config::expand(
+            config_file::expand(
                 &mut patch,
                 &format!("variants[{i}].patch"),
                 dir,

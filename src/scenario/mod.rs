@@ -11,6 +11,8 @@
 mod cautions;
 mod check;
 mod clients;
+mod config_file;
+pub mod envoy_config;
 pub mod error;
 pub mod grpc_config;
 mod load;
@@ -501,11 +503,12 @@ pub struct Policy {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Client-side adaptive throttling, if any.
     pub adaptive_throttle: Option<ThrottleConfig>,
-    /// What was read from a gRPC service config (`grpc_service_config`), in words; its
-    /// settings are the others'.
-    pub grpc: Option<String>,
-    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`).
-    pub client_rate_limiter: bool,
+    /// What was read from a config file (`grpc_service_config`, `envoy_config`), in words;
+    /// its settings are the others'.
+    pub read_from: Option<String>,
+    /// The AWS SDKs' adaptive-mode client rate limiter (`client_rate_limiter`), if any, and
+    /// how its sends wait for a token.
+    pub client_rate_limiter: Option<crate::model::TokenWait>,
 }
 
 /// `limits`.

@@ -538,10 +538,16 @@ pub struct RawPolicy {
     /// retryThrottling give this policy's settings; settings written beside it win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_service_config: Option<crate::scenario::grpc_config::RawGrpcServiceConfig>,
-    /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
-    /// `ClientRateLimiter`): true or false (default false).
+    /// An Envoy YAML file whose route `retry_policy` and cluster `circuit_breakers` give this
+    /// policy's settings; settings written beside it win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_rate_limiter: Option<bool>,
+    pub envoy_config: Option<crate::scenario::envoy_config::RawEnvoyConfig>,
+    /// The AWS SDKs' `adaptive` retry mode's client-side rate limiter (botocore's
+    /// `ClientRateLimiter`): true or false (default false), or `{"token_wait": ...}` for the
+    /// way an SDK that diverged from botocore waited for a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_rate_limiter:
+        Option<crate::scenario::policy::client_rate_limiter::RawClientRateLimiter>,
 }
 
 /// Who shares a budget or breaker.

@@ -1043,22 +1043,34 @@ fn policy(c: &mut Checker, at: &str, raw: &mut RawPolicy, caller: Caller) -> Pol
             .adaptive_throttle
             .as_mut()
             .and_then(|t| throttle::check(c, at, t)),
-        grpc: raw.grpc_service_config.as_ref().and_then(|g| {
-            if g.read_as.is_none() {
-                c.err(
-                    &format!("{at}.grpc_service_config"),
-                    "is read where the file writes it, in the scenario or a variant's patch; a sweep or --set may not bring one: write it in the file",
-                );
-            }
-            crate::scenario::grpc_config::sentence(g)
-        }),
+        read_from: read_from(c, at, raw),
         client_rate_limiter: client_rate_limiter::check(
             c,
             at,
-            raw.client_rate_limiter,
+            raw.client_rate_limiter.as_mut(),
             raw.bulkhead.is_some(),
         ),
     }
+}
+
+/// What the policy `at` read from a config file, in words; a config not yet read came from a
+/// sweep or `--set`, which may not bring one.
+fn read_from(c: &mut Checker, at: &str, raw: &RawPolicy) -> Option<String> {
+    use crate::scenario::{envoy_config, grpc_config};
+    let (key, read_as, words) = if let Some(g) = &raw.grpc_service_config {
+        ("grpc_service_config", &g.read_as, grpc_config::sentence(g))
+    } else if let Some(e) = &raw.envoy_config {
+        ("envoy_config", &e.read_as, envoy_config::sentence(e))
+    } else {
+        return None;
+    };
+    if read_as.is_none() {
+        c.err(
+            &format!("{at}.{key}"),
+            "is read where the file writes it, in the scenario or a variant's patch; a sweep or --set may not bring one: write it in the file",
+        );
+    }
+    words
 }
 
 /// The keys of a policy that apply only to calls between services, refused in the clients'.

@@ -101,7 +101,7 @@ fn offered_load(s: &Scenario) -> Option<String> {
 fn policy_lines(p: &Policy) -> Vec<String> {
     let mut lines = Vec::new();
     lines.extend(p.preset.map(preset::sentence));
-    lines.extend(p.grpc.clone());
+    lines.extend(p.read_from.clone());
     if let Some(t) = p.timeout {
         lines.push(format!("Attempts time out after {t}."));
     }
@@ -214,7 +214,11 @@ fn call_policy_words(p: &super::Policy) -> String {
     if let Some(d) = p.deadline {
         parts.push(format!("the call gives up {d} after it starts"));
     }
-    parts.extend(p.grpc.as_ref().map(|g| g.trim_end_matches('.').to_string()));
+    parts.extend(
+        p.read_from
+            .as_ref()
+            .map(|g| g.trim_end_matches('.').to_string()),
+    );
     parts.extend(retry::phrases(&p.retry));
     parts.extend(p.budget.as_ref().map(budget::phrase));
     parts.extend(p.breaker.as_ref().map(|_| "a circuit breaker".to_string()));
@@ -239,9 +243,7 @@ fn repeat_words(p: &Policy) -> Vec<String> {
     }
     parts.extend(p.idempotency_key.as_ref().map(idempotency_key::phrase));
     parts.extend(p.adaptive_throttle.as_ref().map(throttle::phrase));
-    if p.client_rate_limiter {
-        parts.push(client_rate_limiter::phrase());
-    }
+    parts.extend(p.client_rate_limiter.map(client_rate_limiter::phrase));
     parts
 }
 

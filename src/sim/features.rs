@@ -71,7 +71,7 @@ fn passive(policy: &Policy) -> bool {
         && policy.bulkhead.is_none()
         && policy.hedge.is_none()
         && policy.adaptive_throttle.is_none()
-        && !policy.client_rate_limiter
+        && policy.client_rate_limiter.is_none()
         && policy.fallback.is_none()
         && policy.idempotency_key.is_none()
         && policy.idempotent

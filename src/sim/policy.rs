@@ -186,9 +186,9 @@ impl<'a> CallPolicies<'a> {
                 let count = if per_client { clients as usize } else { 1 };
                 Instances::new(Throttle::new(t.k_micros, t.window), count, dense_max)
             }),
-            limiters: policy.client_rate_limiter.then(|| {
+            limiters: policy.client_rate_limiter.map(|wait| {
                 let count = if per_client { clients as usize } else { 1 };
-                Instances::new(ClientRateLimiter::new(), count, dense_max)
+                Instances::new(ClientRateLimiter::waiting(wait), count, dense_max)
             }),
             counts_in_flight: policy
                 .budget

@@ -114,3 +114,39 @@ fn adaptive_mode_learns_the_limit_alone_and_is_diluted_by_many_clients() {
     let standard = crate::metric(at(&result, 100, "standard"), "attempts").0 / T;
     assert!(standard > many, "standard {standard}/s, adaptive {many}/s");
 }
+
+/// `client_rate_limiter.token_wait`: `true` is botocore's way, written or not; the ways
+/// aws-sdk-rust (before smithy-rs#4632) and the JavaScript v3 SDK (before
+/// smithy-typescript#1973) waited for a token run differently, and report.md names each.
+/// The waits themselves are counted by hand in `model::rate_limiter`'s unit tests.
+#[test]
+fn token_wait_true_is_botocores_and_the_sdks_older_ways_differ() {
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::scenario_path("aws-adaptive-dilution")).unwrap(),
+    )
+    .unwrap();
+    doc["replications"] = serde_json::json!(1);
+    doc["duration"] = serde_json::json!("30s");
+    doc["sweep"] = serde_json::Value::Null;
+    doc["clients"]["count"] = serde_json::json!(10);
+    let limiter =
+        |v: serde_json::Value| serde_json::json!({ "policy": { "client_rate_limiter": v } });
+    doc["variants"] = serde_json::json!([
+        { "name": "true", "patch": limiter(serde_json::json!(true)) },
+        { "name": "recheck", "patch": limiter(serde_json::json!({ "token_wait": "recheck" })) },
+        { "name": "before", "patch": limiter(serde_json::json!({ "token_wait": "deduct_before_wait" })) },
+        { "name": "after", "patch": limiter(serde_json::json!({ "token_wait": "deduct_after_wait" })) },
+    ]);
+    let (e, result) = crate::run_text(&doc.to_string());
+    let json = |name: &str| serde_json::to_string(&crate::variant(&result, name).metrics).unwrap();
+    assert_eq!(json("true"), json("recheck"));
+    assert_ne!(json("before"), json("recheck"));
+    assert_ne!(json("after"), json("recheck"));
+    let words = retrystorm::scenario::words::describe(&e.points[0].variants[2].scenario).join(" ");
+    assert!(words.contains("smithy-lang/smithy-rs#4632"), "{words}");
+    let words = retrystorm::scenario::words::describe(&e.points[0].variants[3].scenario).join(" ");
+    assert!(
+        words.contains("smithy-lang/smithy-typescript#1973"),
+        "{words}"
+    );
+}

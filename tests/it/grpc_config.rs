@@ -105,7 +105,7 @@ fn max_attempts_above_five_is_read_as_five_and_the_method_is_looked_up_as_grpc_d
     assert_eq!(p.retry.max_attempts, Some(5));
     assert_eq!(p.deadline, Some(SimDuration::from_secs(2)));
     assert!(p.retry.retry_on.contains(Outcome::Throttled));
-    let words = p.grpc.unwrap();
+    let words = p.read_from.unwrap();
     assert!(words.contains("capped from 7"), "{words}");
     assert!(words.contains("its own methodConfig"), "{words}");
     // Another method of the service: the service-wide entry, 3 attempts, no deadline.
@@ -113,11 +113,11 @@ fn max_attempts_above_five_is_read_as_five_and_the_method_is_looked_up_as_grpc_d
     assert_eq!(p.retry.max_attempts, Some(3));
     assert_eq!(p.deadline, None);
     assert!(!p.retry.retry_on.contains(Outcome::Throttled));
-    assert!(p.grpc.unwrap().contains("the service's methodConfig"));
+    assert!(p.read_from.unwrap().contains("the service's methodConfig"));
     // Another service: the default entry, which has no retryPolicy: one attempt.
     let p = policy_of("shop.Other", "Get", "");
     assert_eq!(p.retry.max_attempts, Some(1));
-    assert!(p.grpc.unwrap().contains("the default methodConfig"));
+    assert!(p.read_from.unwrap().contains("the default methodConfig"));
     // Settings written beside the config win over it, key by key.
     let p = policy_of(
         "shop.Cart",
@@ -230,7 +230,7 @@ fn the_bundled_scenario_reads_its_config() {
     assert_eq!(p.retry.max_attempts, Some(3));
     assert!(p.budget.is_some());
     assert!(
-        p.grpc
+        p.read_from
             .as_ref()
             .unwrap()
             .contains("configs/grpc-service-config.json")
@@ -239,4 +239,107 @@ fn the_bundled_scenario_reads_its_config() {
     let p = &e.points[0].variants[1].scenario.policy;
     assert!(p.budget.is_none());
     assert_eq!(p.retry.max_attempts, Some(3));
+}
+
+/// A service config whose shop.Search methods hedge: 3 attempts in all (2 hedges), one every
+/// 5 ms, UNAVAILABLE non-fatal.
+const HEDGING: &str = r#"{
+  "methodConfig": [
+    { "name": [{ "service": "shop.Search" }],
+      "hedgingPolicy": { "maxAttempts": 3, "hedgingDelay": "0.005s",
+                         "nonFatalStatusCodes": ["UNAVAILABLE"] } }
+  ]
+}"#;
+
+/// Two clients, 400 requests/s in all, against 4 workers of 2 ms exponential service that
+/// fail a share 0.05 of attempts: enough slow answers for hedges to go out.
+fn hedging_scenario(policy: &str) -> String {
+    format!(
+        r#"{{
+  "name": "hedge", "seed": 5, "replications": 2, "duration": "10s",
+  "clients": {{ "count": 2, "workload": {{ "open": {{ "rate_per_s": 400 }} }} }},
+  "network": {{ "latency": {{ "constant": "1ms" }} }},
+  "server": {{ "concurrency": 4, "service_time": {{ "exponential": {{ "mean": "2ms" }} }}, "error_rate": 0.05 }},
+  "policy": {policy}
+}}"#
+    )
+}
+
+#[test]
+fn a_hedging_policy_read_from_a_config_runs_as_the_same_hedge_written_by_hand() {
+    // A6: maxAttempts 3 is the first attempt and 2 hedges, hedgingDelay 0.005s between them,
+    // no retries (hedging or retry, not both); UNAVAILABLE non-fatal is `rejected` and
+    // `error` (docs/format.md section 7's table).
+    let by_hand = r#"{ "retry": { "max_attempts": 1, "retry_on": ["error", "rejected"] },
+        "hedge": { "delay": "5ms", "max_hedges": 2 } }"#;
+    let imported = r#"{ "grpc_service_config": { "file": "configs/sc.json", "service": "shop.Search", "method": "Find" } }"#;
+    let dir = tempfile::tempdir().unwrap();
+    let a = load(dir.path(), HEDGING, &hedging_scenario(imported)).unwrap();
+    let b = load_str(&hedging_scenario(by_hand), "test", &LoadOptions::default()).unwrap();
+    let p = &a.points[0].variants[0].scenario.policy;
+    let words = p.read_from.clone().unwrap();
+    assert!(
+        words.contains("hedged: 3 attempts, one every 0.005s, no retries"),
+        "{words}"
+    );
+    let ra = retrystorm::runner::run(&a, 0, &|| {});
+    let rb = retrystorm::runner::run(&b, 0, &|| {});
+    let (va, vb) = (variant(&ra, "baseline"), variant(&rb, "baseline"));
+    assert!(metric(va, "hedges").0 > 0.0, "hedges go out");
+    let json = |v: &VariantResult| serde_json::to_string(&v.metrics).unwrap();
+    assert_eq!(json(va), json(vb));
+}
+
+#[test]
+fn a_hedging_policy_retrystorm_cannot_run_is_refused() {
+    let hedging = |policy: &str| {
+        format!(
+            r#"{{ "methodConfig": [{{ "name": [{{ "service": "shop.Cart" }}], "hedgingPolicy": {policy} }}] }}"#
+        )
+    };
+    let cases = [
+        (
+            hedging(r#"{ "maxAttempts": 3, "nonFatalStatusCodes": ["UNAVAILABLE"] }"#),
+            vec![
+                "methodConfig[0].hedgingPolicy.hedgingDelay",
+                "0s",
+                "a delay above 0",
+            ],
+        ),
+        (
+            hedging(
+                r#"{ "maxAttempts": 1, "hedgingDelay": "0.01s", "nonFatalStatusCodes": ["UNAVAILABLE"] }"#,
+            ),
+            vec![
+                "methodConfig[0].hedgingPolicy.maxAttempts",
+                "is 1",
+                "2 or more",
+            ],
+        ),
+        (
+            hedging(r#"{ "maxAttempts": 2, "hedgingDelay": "0.01s", "nonFatalStatusCodes": [] }"#),
+            vec![
+                "methodConfig[0].hedgingPolicy.nonFatalStatusCodes",
+                "non-empty",
+            ],
+        ),
+        (
+            hedging(
+                r#"{ "maxAttempts": 2, "hedgingDelay": "0.01s", "nonFatalStatusCodes": ["UNAVAILABLE"], "hedgingCap": 1 }"#,
+            ),
+            vec![
+                "methodConfig[0].hedgingPolicy",
+                "unknown field `hedgingCap`",
+            ],
+        ),
+    ];
+    for (config, needles) in cases {
+        let stderr = reject(Some(&config));
+        for needle in ["policy.grpc_service_config.file", "\"configs/sc.json\""]
+            .iter()
+            .chain(&needles)
+        {
+            assert!(stderr.contains(needle), "{needle:?} not in:\n{stderr}");
+        }
+    }
 }

@@ -11,6 +11,7 @@ mod budget_dilution;
 mod calls_by_name;
 mod cli;
 mod determinism;
+mod envoy_config;
 mod exactness;
 mod figures;
 mod first_storm;
