@@ -10,7 +10,7 @@ use super::front::{Found, Standing, Value};
 use super::race::Searched;
 use crate::report::OutputFile;
 use crate::report::charts::canvas::{self, Area, Drawn};
-use crate::report::charts::style::{FONT, span, tick, variant_color};
+use crate::report::charts::style::{FONT, range_ticks, span, variant_color};
 use crate::report::charts::{Drawing, ImageFormat, encode};
 
 /// The most front candidates the suite figure draws, each in its own colour.
@@ -39,7 +39,7 @@ pub fn figures(tune: &Tune, s: &Searched, found: &Found, format: ImageFormat) ->
             ));
             files.push(OutputFile::new(format!("{stem}.csv"), fig.csv()?));
             captions.push((stem, format!(
-                "{} against {}: every candidate that ran to the end (grey), the front (blue, with 95 % intervals), the recommendation ringed; left the worst fault of the suite, right the mean over it.",
+                "{} against {}: every other candidate that ran to the end (grey; a ring where it breaks a constraint), the front (blue, with 95 % intervals), the recommendation ringed; left the worst fault of the suite, right the mean over it.",
                 tune.objectives[b].measure.label, tune.objectives[a].measure.label
             )));
         }
@@ -138,6 +138,7 @@ impl PairFigure<'_> {
             &self.tune.objectives[self.y].measure,
         );
         let (rx, ry) = self.ranges();
+        let (tx, ty) = (range_ticks(&rx), range_ticks(&ry));
         let mut chart = ChartBuilder::on(area)
             .caption(title, (FONT, 17))
             .margin(14)
@@ -149,8 +150,8 @@ impl PairFigure<'_> {
             .configure_mesh()
             .x_desc(mx.title())
             .y_desc(my.title())
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
+            .x_label_formatter(&tx)
+            .y_label_formatter(&ty)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)
@@ -161,13 +162,19 @@ impl PairFigure<'_> {
             Some((a.value * mx.scale, b.value * my.scale, a, b))
         };
         let grey = RGBColor(160, 160, 160);
-        let points = finished(self.found)
+        let breaks = |c: &usize| matches!(self.found.standing[*c], Standing::Breaks { .. });
+        for c in finished(self.found)
             .into_iter()
             .filter(|c| !front.contains(c))
-            .filter_map(at);
-        chart
-            .draw_series(points.map(|(x, y, _, _)| Circle::new((x, y), 4, grey.filled())))
-            .drawn()?;
+        {
+            let Some((x, y, _, _)) = at(c) else { continue };
+            let style = if breaks(&c) {
+                grey.stroke_width(2)
+            } else {
+                grey.filled()
+            };
+            chart.draw_series([Circle::new((x, y), 4, style)]).drawn()?;
+        }
         let blue = variant_color(0);
         let mut line: Vec<(f64, f64)> = front
             .iter()
@@ -294,11 +301,13 @@ impl SuiteFigure<'_> {
                 }
             }
         }
+        let ry = padded(&ys);
+        let ty = range_ticks(&ry);
         let mut chart = ChartBuilder::on(area)
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(76)
-            .build_cartesian_2d(-0.5..faults as f64 - 0.5, padded(&ys))
+            .build_cartesian_2d(-0.5..faults as f64 - 0.5, ry)
             .drawn()?;
         let names = self.tune.faults.clone();
         chart
@@ -313,7 +322,7 @@ impl SuiteFigure<'_> {
                 }
             })
             .y_desc(m.title())
-            .y_label_formatter(&tick)
+            .y_label_formatter(&ty)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)

@@ -141,6 +141,26 @@ pub fn tick(x: &f64) -> String {
     }
 }
 
+/// A tick formatter for an axis over `range` (about ten labels): as many decimals as labels
+/// a tenth of the range apart need to differ, the same for every label, so an axis from 1.0
+/// to 1.5 reads 1.00, 1.05, 1.10 rather than 1, 1.1, 1.1.
+pub fn range_ticks(range: &std::ops::Range<f64>) -> impl Fn(&f64) -> String + use<> {
+    let step = (range.end - range.start).abs() / 10.0;
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10()).ceil().clamp(0.0, 9.0) as usize
+    } else {
+        0
+    };
+    let top = range.start.abs().max(range.end.abs());
+    move |x: &f64| {
+        if decimals == 0 || top >= 1e5 {
+            return axis_ticks(top)(x);
+        }
+        let x = if *x == 0.0 { 0.0 } else { *x };
+        format!("{x:.decimals$}")
+    }
+}
+
 /// A tick formatter for an axis that reaches `top`: every label of one axis takes the same
 /// form, so `100k` never stands next to `80000` (from 100,000 on in thousands, from a million
 /// on in millions; below that as [`tick`]).
