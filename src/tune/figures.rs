@@ -118,8 +118,22 @@ impl PairFigure<'_> {
         for c in finished(self.found) {
             for v in [&self.found.worst, &self.found.mean] {
                 if let (Some(a), Some(b)) = (v[c][self.x], v[c][self.y]) {
-                    xs.extend([(a.value - a.half_width) * sx, (a.value + a.half_width) * sx]);
-                    ys.extend([(b.value - b.half_width) * sy, (b.value + b.half_width) * sy]);
+                    let (mx, my) = (
+                        &self.tune.objectives[self.x].measure,
+                        &self.tune.objectives[self.y].measure,
+                    );
+                    let (x0, x1) = bounded(
+                        mx,
+                        (a.value - a.half_width) * sx,
+                        (a.value + a.half_width) * sx,
+                    );
+                    let (y0, y1) = bounded(
+                        my,
+                        (b.value - b.half_width) * sy,
+                        (b.value + b.half_width) * sy,
+                    );
+                    xs.extend([x0, x1]);
+                    ys.extend([y0, y1]);
                 }
             }
         }
@@ -188,10 +202,11 @@ impl PairFigure<'_> {
         for &c in front {
             let Some((x, y, a, b)) = at(c) else { continue };
             let (hx, hy) = (a.half_width * mx.scale, b.half_width * my.scale);
+            let ((x0, x1), (y0, y1)) = (bounded(mx, x - hx, x + hx), bounded(my, y - hy, y + hy));
             chart
                 .draw_series([
-                    PathElement::new(vec![(x - hx, y), (x + hx, y)], blue.stroke_width(1)),
-                    PathElement::new(vec![(x, y - hy), (x, y + hy)], blue.stroke_width(1)),
+                    PathElement::new(vec![(x0, y), (x1, y)], blue.stroke_width(1)),
+                    PathElement::new(vec![(x, y0), (x, y1)], blue.stroke_width(1)),
                 ])
                 .drawn()?;
             chart
@@ -205,6 +220,17 @@ impl PairFigure<'_> {
         }
         Ok(())
     }
+}
+
+/// An interval cut where the measure cannot go: a share below 0 % or above 100 %, a count
+/// or a latency below 0.
+fn bounded(m: &super::measure::Measure, lo: f64, hi: f64) -> (f64, f64) {
+    let top = if m.unit == crate::metrics::Unit::Percent {
+        100.0
+    } else {
+        f64::INFINITY
+    };
+    (lo.max(0.0), hi.min(top))
 }
 
 /// A range around `xs` with 6 % room each side.
@@ -294,10 +320,12 @@ impl SuiteFigure<'_> {
         for &c in shown {
             for f in 0..faults {
                 if let Some(v) = self.value(c, f, o) {
-                    ys.extend([
+                    let (lo, hi) = bounded(
+                        m,
                         (v.value - v.half_width) * m.scale,
                         (v.value + v.half_width) * m.scale,
-                    ]);
+                    );
+                    ys.extend([lo, hi]);
                 }
             }
         }
@@ -337,9 +365,10 @@ impl SuiteFigure<'_> {
                     continue;
                 };
                 let (x, y, h) = (f as f64 + dx, v.value * m.scale, v.half_width * m.scale);
+                let (lo, hi) = bounded(m, y - h, y + h);
                 chart
                     .draw_series([PathElement::new(
-                        vec![(x, y - h), (x, y + h)],
+                        vec![(x, lo), (x, hi)],
                         color.stroke_width(2),
                     )])
                     .drawn()?;

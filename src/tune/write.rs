@@ -166,11 +166,18 @@ pub fn candidates_csv(tune: &Tune, s: &Searched, found: &Found) -> anyhow::Resul
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// A summary as report.md prints it: `99.2 % ± 0.1`.
+/// A summary as report.md prints it: `99.2 % ± 0.1`, or where the interval would cross a
+/// bound the value cannot (a share above 100 %), the interval cut there in brackets.
 fn text(m: &Measure, v: Option<Value>) -> String {
     v.map_or("-".into(), |v| {
-        let d = m.decimals;
-        format!("{} ± {:.d$}", m.text(v.value), v.half_width * m.scale)
+        let e = (v.value * m.scale, v.half_width * m.scale);
+        let words = m.unit.estimate_text(m.decimals, e, true);
+        match m.unit {
+            crate::metrics::Unit::Percent if !words.contains('%') => format!("{words} %"),
+            crate::metrics::Unit::Times if !words.contains('x') => format!("{words}x"),
+            crate::metrics::Unit::Millis => format!("{words} ms"),
+            _ => words,
+        }
     })
 }
 
