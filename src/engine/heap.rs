@@ -1,8 +1,7 @@
 //! The heap under the event list: a 4-ary min-heap of (key, event) entries.
 //!
 //! Written here rather than taken from a library because it is measurably faster at the one
-//! thing the engine does most: its keys are plain integers (`u64` or `u128`, see `queue.rs`)
-//! and its entries `Copy`, so the walk
+//! thing the engine does most: its keys are plain `u128`s and its entries `Copy`, so the walk
 //! down compares keys directly rather than through `Ord`, and picks the least of four children
 //! without a jump (in the release build, compares that set flags and a conditional move; the
 //! one jump left per level is the walk's stop). On the single-server storm, with the event
@@ -12,18 +11,18 @@
 
 /// One entry: its ordering key (smallest first) and its payload.
 #[derive(Clone, Copy)]
-pub(super) struct Entry<K, E> {
-    pub(super) key: K,
+pub(super) struct Entry<E> {
+    pub(super) key: u128,
     pub(super) event: E,
 }
 
 /// A min-heap of entries by key; keys are unique (they carry a sequence number), so the order
 /// of removal is fully determined.
-pub(super) struct MinHeap<K, E> {
-    data: Vec<Entry<K, E>>,
+pub(super) struct MinHeap<E> {
+    data: Vec<Entry<E>>,
 }
 
-impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
+impl<E: Copy> MinHeap<E> {
     pub(super) fn new() -> Self {
         MinHeap { data: Vec::new() }
     }
@@ -34,13 +33,13 @@ impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
 
     /// The entry with the smallest key.
     #[inline]
-    pub(super) fn peek(&self) -> Option<&Entry<K, E>> {
+    pub(super) fn peek(&self) -> Option<&Entry<E>> {
         self.data.first()
     }
 
     /// Adds `entry`.
     #[inline]
-    pub(super) fn push(&mut self, entry: Entry<K, E>) {
+    pub(super) fn push(&mut self, entry: Entry<E>) {
         let mut pos = self.data.len();
         self.data.push(entry);
         while pos > 0 {
@@ -62,14 +61,14 @@ impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
     /// # Panics
     /// If the heap is empty.
     #[inline(always)]
-    pub(super) fn replace_top(&mut self, entry: Entry<K, E>) {
+    pub(super) fn replace_top(&mut self, entry: Entry<E>) {
         assert!(!self.data.is_empty(), "replace_top on an empty heap");
         self.sift_down_from_root(entry);
     }
 
     /// Removes and returns the entry with the smallest key.
     #[inline]
-    pub(super) fn pop(&mut self) -> Option<Entry<K, E>> {
+    pub(super) fn pop(&mut self) -> Option<Entry<E>> {
         let last = self.data.pop()?;
         match self.data.first() {
             None => Some(last),
@@ -78,34 +77,6 @@ impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
                 Some(top)
             }
         }
-    }
-
-    /// The heap with each key `k` replaced by `f(k)`, for an `f` that keeps the keys' order
-    /// (so the heap order holds as it is).
-    pub(super) fn map_keys<L: Copy + Ord>(self, mut f: impl FnMut(K) -> L) -> MinHeap<L, E> {
-        MinHeap {
-            data: self
-                .data
-                .into_iter()
-                .map(|e| Entry {
-                    key: f(e.key),
-                    event: e.event,
-                })
-                .collect(),
-        }
-    }
-
-    /// Replaces each key `k` by `f(k)`, for an `f` that keeps the keys' order (so the heap
-    /// order holds as it is).
-    pub(super) fn rekey(&mut self, mut f: impl FnMut(K) -> K) {
-        for e in &mut self.data {
-            e.key = f(e.key);
-        }
-    }
-
-    /// The entries, in no particular order.
-    pub(super) fn entries(&self) -> &[Entry<K, E>] {
-        &self.data
     }
 
     /// Keeps the entries whose event passes `keep`, then restores the heap order.
@@ -119,7 +90,7 @@ impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
     /// Puts `entry` at the root (overwriting what was there) and moves it down to its place.
     /// The heap must not be empty.
     #[inline(always)]
-    fn sift_down_from_root(&mut self, entry: Entry<K, E>) {
+    fn sift_down_from_root(&mut self, entry: Entry<E>) {
         debug_assert!(!self.data.is_empty());
         self.place_down(0, entry);
     }
@@ -138,7 +109,7 @@ impl<K: Copy + Ord, E: Copy> MinHeap<K, E> {
     /// remainder. So each level costs one bounds check, whether chunk `pos` exists, and every
     /// position written is one already found in bounds (the `SAFETY` notes).
     #[inline(always)]
-    fn place_down(&mut self, mut pos: usize, entry: Entry<K, E>) {
+    fn place_down(&mut self, mut pos: usize, entry: Entry<E>) {
         let data = &mut self.data[..];
         debug_assert!(pos < data.len(), "the walk starts at an entry");
         loop {
