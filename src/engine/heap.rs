@@ -88,53 +88,63 @@ impl<E: Copy> MinHeap<E> {
     }
 
     /// Puts `entry` at the root (overwriting what was there) and moves it down to its place.
+    /// The heap must not be empty.
     #[inline(always)]
     fn sift_down_from_root(&mut self, entry: Entry<E>) {
-        let end = self.data.len();
-        let pos = self.descend(0, entry.key, end);
-        self.data[pos] = entry;
+        debug_assert!(!self.data.is_empty());
+        self.place_down(0, entry);
     }
 
     /// Moves the entry at `pos` down to its place.
     fn sift_down(&mut self, pos: usize) {
         let entry = self.data[pos];
-        let end = self.data.len();
-        let to = self.descend(pos, entry.key, end);
-        self.data[to] = entry;
+        self.place_down(pos, entry);
     }
 
-    /// Walks down from `pos` for an entry with `key`, moving each smaller least child up one
-    /// level, and returns the free position where that entry belongs.
+    /// Walks down from `pos`, an entry's index, for `entry`, moving each smaller least child
+    /// up one level, and puts `entry` where it belongs.
+    ///
+    /// The entries after the root, taken four at a time, are the nodes' children: node
+    /// `pos`'s four are chunk `pos` (`as_chunks`), and a node with fewer than four has the
+    /// remainder. So each level costs one bounds check, whether chunk `pos` exists, and every
+    /// position written is one already found in bounds (the `SAFETY` notes).
     #[inline(always)]
-    fn descend(&mut self, mut pos: usize, key: u128, end: usize) -> usize {
-        let data = &mut self.data[..end];
+    fn place_down(&mut self, mut pos: usize, entry: Entry<E>) {
+        let data = &mut self.data[..];
+        debug_assert!(pos < data.len(), "the walk starts at an entry");
         loop {
-            let first = 4 * pos + 1;
-            let least = if first + 4 <= end {
-                // The least of four without jumps: two pairs, then the pairs' winners (one
-                // bounds check for the four).
-                let kids: &[Entry<E>; 4] = data[first..first + 4].try_into().expect("four");
+            let (chunks, rest) = data[1..].as_chunks::<4>();
+            let (least, child) = if let Some(kids) = chunks.get(pos) {
+                // The least of four without jumps: two pairs, then the pairs' winners.
                 let a = usize::from(kids[1].key < kids[0].key);
                 let b = 2 + usize::from(kids[3].key < kids[2].key);
                 let take_b = usize::from(kids[b & 3].key < kids[a & 3].key);
-                first + a + take_b * (b - a)
-            } else if first < end {
-                let mut least = first;
-                for child in first + 1..end {
-                    if data[child].key < data[least].key {
+                let i = (a + take_b * (b - a)) & 3;
+                (4 * pos + 1 + i, kids[i])
+            } else if pos == chunks.len() && !rest.is_empty() {
+                let mut least = 0;
+                for child in 1..rest.len() {
+                    if rest[child].key < rest[least].key {
                         least = child;
                     }
                 }
-                least
+                (4 * pos + 1 + least, rest[least])
             } else {
-                return pos;
+                break;
             };
-            if key <= data[least].key {
-                return pos;
+            if entry.key <= child.key {
+                break;
             }
-            data[pos] = data[least];
+            // SAFETY: `pos < data.len()`: it is the walk's start, which every caller takes
+            // at an entry (the root of a heap it knows not to be empty, or an index it has
+            // just read), or `least` of the level above, the index of an entry read there
+            // (`4 * pos + 1 + i` is entry `i` of chunk `pos`, or of the remainder after
+            // the last whole chunk).
+            unsafe { *data.get_unchecked_mut(pos) = child };
             pos = least;
         }
+        // SAFETY: as above, `pos` is the walk's start or a `least` read in bounds.
+        unsafe { *data.get_unchecked_mut(pos) = entry };
     }
 }
 

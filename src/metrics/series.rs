@@ -600,37 +600,46 @@ impl TimeSeries {
 
     /// Adds one to `col` in the bucket holding `t`, a count the driver settles after the fact
     /// (it decided at an earlier event what happens at `t`). `t` may lie in the current
-    /// bucket, an earlier one or a later one; the rows reach it afterwards.
-    #[inline]
+    /// bucket, an earlier one or a later one; the rows reach it afterwards. In line where the
+    /// rows already hold the bucket (almost always), out of line where they must grow.
+    #[inline(always)]
     pub fn add_at(&mut self, t: SimTime, col: Column) {
         // `rows.len() <= MAX_ROWS`, so a bucket the rows hold needs no merging.
         let i = t.as_nanos() / self.bucket.as_nanos();
-        let i = if i < self.rows.len() as u64 {
-            i as usize
-        } else {
-            self.index_of(t)
-        };
+        match self.rows.get_mut(i as usize) {
+            Some(row) => row[col as usize] = row[col as usize].saturating_add(1),
+            None => self.add_beyond(t, col),
+        }
+    }
+
+    /// [`TimeSeries::add_at`] for an instant beyond the rows.
+    #[cold]
+    #[inline(never)]
+    fn add_beyond(&mut self, t: SimTime, col: Column) {
+        let i = self.index_of(t);
         let row = &mut self.rows[i];
         row[col as usize] = row[col as usize].saturating_add(1);
     }
 
     /// Adds one to `a` in the bucket holding `ta` and one to `b` in the bucket holding `tb`
     /// (no earlier than `ta`), as [`TimeSeries::add_at`] twice would: both instants are
-    /// settled counts, most often in one bucket, whose row is then found once.
+    /// settled counts (an answer and the retry it led to), each row found by one division
+    /// and one bounds test, in line, and out of line only when the rows must grow.
     #[inline(always)]
     pub fn add_pair_at(&mut self, ta: SimTime, a: Column, tb: SimTime, b: Column) {
         debug_assert!(ta <= tb, "the second count comes no earlier");
         let width = self.bucket.as_nanos();
-        let i = ta.as_nanos() / width;
-        if let Some(row) = self.rows.get_mut(i as usize)
-            && tb.as_nanos() - i * width < width
-        {
+        let (i, j) = (ta.as_nanos() / width, tb.as_nanos() / width);
+        // `i <= j`: when the rows hold bucket `j` they hold `i`.
+        if (j as usize) < self.rows.len() {
+            let row = &mut self.rows[i as usize];
             row[a as usize] = row[a as usize].saturating_add(1);
+            let row = &mut self.rows[j as usize];
             row[b as usize] = row[b as usize].saturating_add(1);
             return;
         }
         self.add_at(ta, a);
-        self.add_at(tb, b);
+        self.add_beyond(tb, b);
     }
 
     /// Adds one to `a` and one to `b` in the current bucket.

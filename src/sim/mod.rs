@@ -42,7 +42,7 @@ use client::SettledEnd;
 use features::{Features, Full, Lean};
 use policy::{CallPolicies, DENSE_INSTANCES};
 use service::{Host, ServiceState, Work};
-use slab::Calls;
+use slab::{Calls, Fixed};
 
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,7 +341,7 @@ struct Sim<'a, F: Features> {
     cancels: bool,
     /// The services' hosts: each service's first replica at its index (the entry first),
     /// then the other replicas of replicated services (`Sim::host`).
-    services: Vec<ServiceState>,
+    services: Fixed<ServiceState>,
     /// By host, what it is.
     hosts: Vec<Host>,
     /// Per service, the host of its second replica (its others follow it).
@@ -362,7 +362,7 @@ struct Sim<'a, F: Features> {
     /// Per service, where its replicas' series start in `replica_series`.
     replica_series_at: Vec<u32>,
     /// The groups' calls to the entry (one edge each); then each service's calls in order.
-    edges: Vec<Edge<'a>>,
+    edges: Fixed<Edge<'a>>,
     /// Per service, the index of its first edge in `edges` (its calls follow in order).
     first_edge: Vec<u32>,
     /// Whether the scenario has more than one service (or calls between services): the hot
@@ -485,7 +485,7 @@ impl<'a, F: Features> Sim<'a, F> {
                 .collect(),
             next_call_id: 0,
             cancels,
-            services,
+            services: Fixed::new(services),
             hosts,
             replica_base,
             pools,
@@ -494,7 +494,7 @@ impl<'a, F: Features> Sim<'a, F> {
             tried: Vec::new(),
             replica_series,
             replica_series_at,
-            edges,
+            edges: Fixed::new(edges),
             first_edge,
             graph,
             rec: Recorder::new(sc.bucket).with_groups(sc.clients.len()),
@@ -933,7 +933,7 @@ impl<'a, F: Features> Sim<'a, F> {
         let (queue_len, in_service) = self.service_load(0);
         // Every group's budgets and breakers: the mean level and how many are open.
         let (mut total, mut count, mut breakers_open) = (0.0, 0usize, 0usize);
-        for edge in &self.edges[..self.client_edges as usize] {
+        for edge in &self.edges.as_slice()[..self.client_edges as usize] {
             let policies = &edge.policies;
             if let Some(budgets) = &policies.budgets {
                 let mut level: f64 = budgets.touched().map(|b| b.level(now)).sum();
@@ -1082,13 +1082,19 @@ impl<'a, F: Features> Sim<'a, F> {
         self.rec.series.close(gauges);
         // The first edges are the groups' calls to the entry, counted in the recorder's
         // counters; the others are calls between services.
-        for edge in &mut self.edges[groups..] {
+        for edge in &mut self.edges.as_mut_slice()[groups..] {
             edge.policies.count_into(&mut edge.counters);
         }
-        let calls = self.edges.drain(groups..).map(|e| e.counters).collect();
+        let calls = self
+            .edges
+            .into_vec()
+            .drain(groups..)
+            .map(|e| e.counters)
+            .collect();
         let count = self.sc.services.len();
         let (hosts, service_series) = self
             .services
+            .into_vec()
             .into_iter()
             .map(|s| s.into_results())
             .unzip::<_, _, Vec<_>, Vec<_>>();
@@ -1105,7 +1111,7 @@ impl<'a, F: Features> Sim<'a, F> {
     fn count_client_policies(&mut self, end_time: SimTime) {
         let groups = self.client_edges as usize;
         let c = &mut self.rec.counters;
-        for edge in &self.edges[..groups] {
+        for edge in &self.edges.as_slice()[..groups] {
             let policies = &edge.policies;
             // A fresh breaker never refused, changed state or opened.
             c.breakers += policies.breakers.as_ref().map_or(0, |b| b.count as u64);

@@ -60,3 +60,71 @@ impl IndexMut<u32> for Calls {
         unsafe { self.slots.get_unchecked_mut(slot as usize) }
     }
 }
+
+/// A table whose length is fixed when the run is assembled: the call edges, and the
+/// services' hosts. Every index the driver holds into one was made at assembly from the
+/// table's length (an edge's number is its group's, or a service's first edge plus one of
+/// its calls; a host's is a service's index or `Sim::host` of one of its replicas), and no
+/// method changes the length, so indexing by `usize` is checked only in debug builds.
+/// Ranges (`as_slice`) and iteration go through the slice it derefs to, checked as usual.
+#[derive(Debug)]
+pub(super) struct Fixed<T> {
+    items: Vec<T>,
+}
+
+impl<T> Fixed<T> {
+    /// The table of `items`, whose length it keeps.
+    pub fn new(items: Vec<T>) -> Self {
+        Fixed { items }
+    }
+
+    /// The items, for ranges (checked).
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The items, for ranges (checked).
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.items
+    }
+
+    /// The items, once the run is over.
+    pub fn into_vec(self) -> Vec<T> {
+        self.items
+    }
+}
+
+impl<T> std::ops::Deref for Fixed<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<T> std::ops::DerefMut for Fixed<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.items
+    }
+}
+
+impl<T> Index<usize> for Fixed<T> {
+    type Output = T;
+
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        debug_assert!(i < self.items.len(), "index {i} not made at assembly");
+        // SAFETY: every index the driver holds was made at assembly from this table's length
+        // (see the type), and nothing changes the length afterwards: `i < items.len()`.
+        unsafe { self.items.get_unchecked(i) }
+    }
+}
+
+impl<T> IndexMut<usize> for Fixed<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        debug_assert!(i < self.items.len(), "index {i} not made at assembly");
+        // SAFETY: as in `index`: the index was made from this length, which never changes.
+        unsafe { self.items.get_unchecked_mut(i) }
+    }
+}
