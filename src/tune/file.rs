@@ -310,6 +310,21 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
         return Err(problems);
     }
     let candidates = load_candidates(&text, &shown, &raw, &settings, &faults)?;
+    let measures = objectives.len() + constraints.len();
+    let pooled = objectives
+        .iter()
+        .map(|o| &o.measure)
+        .chain(constraints.iter().map(|c| &c.measure))
+        .any(Measure::pooled);
+    if let Some(p) = memory_problem(
+        &candidates,
+        faults.len(),
+        measures,
+        raw.replications,
+        pooled,
+    ) {
+        return Err(vec![p]);
+    }
     let seed = raw.seed.unwrap_or(first.seed);
     let base = serde_json::from_str(&text).map_err(|e| vec![format!("scenario: {e}")])?;
     let first_round = raw.first_round.unwrap_or(raw.replications.min(4));
@@ -332,6 +347,48 @@ pub fn check(raw: RawTune, dir: &Path) -> Result<Tune, Vec<String>> {
         objectives,
         constraints,
         candidates,
+    })
+}
+
+/// Bytes a tune keeps for each candidate at each fault whose latencies it pools: two latency
+/// histograms (successes and failures), measured at about 108 KiB each once a replication's
+/// latencies outgrow their short list.
+const POOLED_CELL_BYTES: u64 = 224 * 1024;
+/// Bytes a tune keeps for each candidate at each fault besides: its scenario and its cell.
+const CELL_BYTES: u64 = 16 * 1024;
+
+/// The problem with a search that would keep more than the scenario's memory budget
+/// (`limits.max_memory_mb`), with what it would take and the fix; what one replication
+/// takes is the scenario's own estimate, on every core.
+fn memory_problem(
+    candidates: &[Candidate],
+    faults: usize,
+    measures: usize,
+    replications: u32,
+    pooled: bool,
+) -> Option<String> {
+    let first = &candidates.first()?.experiment;
+    let limit_mb = first.scenarios().map(|sc| sc.limits.max_memory_mb).max()?;
+    let cell = CELL_BYTES
+        + if pooled { POOLED_CELL_BYTES } else { 0 }
+        + 16 * measures as u64 * u64::from(replications);
+    let held = cell.saturating_mul((candidates.len() * faults) as u64);
+    let threads = crate::runner::thread_count(0);
+    let running = crate::memory::estimate(first, threads)
+        .per_thread()
+        .saturating_mul(threads as u64);
+    let total = held.saturating_add(running);
+    let mb = |b: u64| b.div_ceil(1 << 20);
+    (total > limit_mb.saturating_mul(1 << 20)).then(|| {
+        format!(
+            "search: the tune would take about {} MB, more than the scenario's limits.max_memory_mb = {limit_mb} ({} candidates at {faults} faults keep {} MB{}; the replications running on {threads} threads {} MB); search fewer values, or {}raise limits.max_memory_mb in the scenario if the machine has the memory",
+            mb(total),
+            candidates.len(),
+            mb(held),
+            if pooled { ", most of it the latency histograms a percentile is pooled from" } else { "" },
+            mb(running),
+            if pooled { "compare a metric that is not a latency percentile, or " } else { "" },
+        )
     })
 }
 

@@ -106,12 +106,18 @@ impl StateDir {
     }
 }
 
-/// Writes `bytes` as `path` whole: a temporary file beside it, renamed into place.
+/// Writes `bytes` as `path` whole: a temporary file of its own beside it (two processes, or
+/// two threads, writing the same block never share one), renamed into place.
 fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .map(drop)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 impl Store for StateDir {

@@ -344,3 +344,23 @@ fn a_state_folder_of_another_tune_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_tune_that_would_keep_more_than_the_memory_budget_is_refused_before_it_runs() {
+    // 10,000 candidates at 3 faults, each pooling its latencies for p99: about 7 GB.
+    let raw: RawTune = serde_json::from_value(json!({
+        "name": "huge", "scenario": "../../../tunes/hedge-suite.json", "replications": 2,
+        "search": [
+            { "path": "policy.timeout", "from": "1ms", "to": "10000ms", "step": "10ms" },
+            { "path": "policy.hedge.max_hedges", "from": 1, "to": 10, "step": 1 }
+        ],
+        "objectives": [ { "metric": "latency_ms.p99" } ]
+    }))
+    .unwrap();
+    let problems = check(raw, &data()).expect_err("refused");
+    assert!(
+        problems[0].contains("more than the scenario's limits.max_memory_mb = 4096")
+            && problems[0].contains("compare a metric that is not a latency percentile"),
+        "{problems:?}"
+    );
+}
