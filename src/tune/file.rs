@@ -731,3 +731,51 @@ fn load_candidates(
         Err(problems)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_range_of_numbers_keeps_the_steps_decimals_and_ends_where_the_steps_land() {
+        let v = range(&json!(0.1), &json!(0.5), &json!(0.1)).unwrap();
+        assert_eq!(
+            v,
+            [json!(0.1), json!(0.2), json!(0.3), json!(0.4), json!(0.5)]
+        );
+        let v = range(&json!(1), &json!(6), &json!(2)).unwrap();
+        assert_eq!(v, [json!(1), json!(3), json!(5)]);
+        assert!(range(&json!(5), &json!(1), &json!(1)).is_err());
+        assert!(range(&json!(0), &json!(1), &json!(0)).is_err());
+        assert!(
+            range(&json!(0), &json!(1e9), &json!(1)).is_err(),
+            "more than 1000 values"
+        );
+    }
+
+    #[test]
+    fn a_range_of_durations_is_written_in_the_largest_whole_unit() {
+        let v = range(&json!("250ms"), &json!("1.25s"), &json!("250ms")).unwrap();
+        assert_eq!(
+            v,
+            [
+                json!("250ms"),
+                json!("500ms"),
+                json!("750ms"),
+                json!("1s"),
+                json!("1250ms")
+            ]
+        );
+        assert_eq!(duration_value(1500), json!("1500ns"));
+        assert_eq!(duration_value(2_000), json!("2us"));
+        assert!(range(&json!("1ms"), &json!(3), &json!("1ms")).is_err());
+    }
+
+    #[test]
+    fn paths_overlap_when_equal_or_nested_only() {
+        assert!(overlaps("policy.retry", "policy.retry.max_attempts"));
+        assert!(overlaps("policy.timeout", "policy.timeout"));
+        assert!(!overlaps("policy.retry", "policy.retry_on"));
+    }
+}

@@ -252,3 +252,39 @@ fn recommend(
     }
     tied.into_iter().min()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(x: f64) -> Option<Value> {
+        Some(Value {
+            value: x,
+            half_width: 0.0,
+        })
+    }
+
+    #[test]
+    fn the_front_keeps_every_trade_off_and_drops_what_is_beaten() {
+        // Objective 0 higher is better, objective 1 lower.
+        let signs = [1.0, -1.0];
+        let of = vec![
+            vec![v(0.5), v(1.0)],
+            vec![v(0.75), v(1.5)],
+            vec![v(0.5), v(1.5)],  // beaten by 0: same success, more load
+            vec![v(0.75), v(1.5)], // equal to 1: neither beats the other
+            vec![v(0.9), None],    // an objective that does not apply: on no front
+        ];
+        assert_eq!(pareto(&[0, 1, 2, 3], &of, &signs), [0, 1, 3]);
+        assert!(!beats(&of[4], &of[0], &signs) && !beats(&of[0], &of[4], &signs));
+    }
+
+    #[test]
+    fn the_worst_fault_is_worst_in_the_objectives_direction_and_the_mean_averages() {
+        let faults = vec![vec![v(1.0)], vec![v(3.0)], vec![None]];
+        assert_eq!(suite(&faults, 0, 1.0, true).unwrap().value, 1.0);
+        assert_eq!(suite(&faults, 0, -1.0, true).unwrap().value, 3.0);
+        assert_eq!(suite(&faults, 0, 1.0, false).unwrap().value, 2.0);
+        assert_eq!(suite(&[vec![None]], 0, 1.0, true), None);
+    }
+}

@@ -428,6 +428,41 @@ pub fn dominates(tune: &Tune, s: &Searched, b: usize, a: usize) -> bool {
     better
 }
 
+/// Per candidate, per (objective, fault): the mean of its replications so far, signed so that
+/// higher is better (NaN where the objective does not apply).
+fn signed_means(tune: &Tune, s: &Searched) -> Vec<Vec<f64>> {
+    let ms: Vec<(usize, f64)> = tune
+        .objectives
+        .iter()
+        .filter_map(|o| {
+            Some((
+                s.measures.iter().position(|x| *x == o.measure)?,
+                o.measure.sign(),
+            ))
+        })
+        .collect();
+    s.cells
+        .iter()
+        .map(|cells| {
+            ms.iter()
+                .flat_map(|&(m, sign)| {
+                    cells.iter().map(move |cell| {
+                        estimate(&cell.samples[m]).map_or(f64::NAN, |e| sign * e.mean)
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether signed means `b` are at least `a` everywhere (both NaN where neither applies), up
+/// to rounding: a necessary condition of [`dominates`], never a sufficient one.
+fn no_worse(b: &[f64], a: &[f64]) -> bool {
+    b.iter()
+        .zip(a)
+        .all(|(x, y)| *x >= y - 1e-9 * y.abs() || (x.is_nan() && y.is_nan()))
+}
+
 /// The candidates of `alive` to drop after a round, each with why: every decision is taken
 /// against the same standings, so the order candidates are looked at changes nothing.
 fn eliminate(tune: &Tune, s: &Searched, alive: &[usize]) -> Vec<(usize, Dropped)> {
@@ -441,6 +476,7 @@ fn eliminate(tune: &Tune, s: &Searched, alive: &[usize]) -> Vec<(usize, Dropped)
             })
     };
     let sure: Vec<usize> = alive.iter().copied().filter(|&c| sure(c)).collect();
+    let means = signed_means(tune, s);
     let mut out = Vec::new();
     for &a in alive {
         let broken = (0..tune.constraints.len()).find_map(|k| {
@@ -452,9 +488,11 @@ fn eliminate(tune: &Tune, s: &Searched, alive: &[usize]) -> Vec<(usize, Dropped)
                     fault: f,
                 })
         });
+        // Dominance with confidence needs means as good at every (objective, fault): that
+        // cheap test first, so a large race does not pair every two candidates' samples.
         let why = broken.or_else(|| {
             sure.iter()
-                .find(|&&b| b != a && dominates(tune, s, b, a))
+                .find(|&&b| b != a && no_worse(&means[b], &means[a]) && dominates(tune, s, b, a))
                 .map(|&b| Dropped::Dominated { by: b })
         });
         if let Some(why) = why {
@@ -462,4 +500,24 @@ fn eliminate(tune: &Tune, s: &Searched, alive: &[usize]) -> Vec<(usize, Dropped)
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_means_no_worse_is_a_necessary_test_only() {
+        assert!(no_worse(&[1.0, 2.0], &[1.0, 1.5]));
+        assert!(!no_worse(&[1.0, 1.0], &[1.0, 1.5]));
+        assert!(no_worse(&[f64::NAN, 2.0], &[f64::NAN, 2.0]));
+        assert!(!no_worse(&[f64::NAN, 2.0], &[1.0, 2.0]));
+    }
+
+    #[test]
+    fn an_estimate_skips_replications_where_a_measure_does_not_apply() {
+        assert_eq!(estimate(&[None, None]), None);
+        let e = estimate(&[Some(1.0), None, Some(3.0)]).unwrap();
+        assert_eq!(e.mean, 2.0);
+    }
 }
