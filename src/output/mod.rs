@@ -56,14 +56,31 @@ pub fn data_files(
 }
 
 /// Renders every output of a finished run: its data files ([`data_files`]), then report.md
-/// and the figures in `format`, drawn on `threads` threads (0: all cores).
+/// and the figures in `format`, drawn on `threads` threads (0: all cores). With more than
+/// one thread the data files, which the figures do not read, are made on a thread of
+/// their own while the figures are drawn; the files and their order are the same.
 pub fn render(
     experiment: &Experiment,
     result: &ExperimentResult,
     format: ImageFormat,
     threads: usize,
 ) -> anyhow::Result<Vec<OutputFile>> {
-    let mut files = data_files(experiment, result)?;
-    files.extend(render_report(experiment, result, format, threads)?);
+    let (data, report) = if crate::runner::thread_count(threads) > 1 {
+        std::thread::scope(|scope| {
+            let data = scope.spawn(|| data_files(experiment, result));
+            let report = render_report(experiment, result, format, threads);
+            (
+                data.join().expect("the data files' thread panicked"),
+                report,
+            )
+        })
+    } else {
+        (
+            data_files(experiment, result),
+            render_report(experiment, result, format, threads),
+        )
+    };
+    let mut files = data?;
+    files.extend(report?);
     Ok(files)
 }
