@@ -202,7 +202,8 @@ impl<C: Chart> Drawing for Bound<'_, C> {
 thread_local! {
     /// The pixels of the last PNG figure this thread drew, kept for its next: a fresh canvas
     /// (7-11 MB at twice the figure's size) is fresh pages each time, and the kernel's page
-    /// faults and zeroing of them took about a quarter of drawing a sweep's figures.
+    /// faults and zeroing of them were about 13 % of re-rendering the AWS sweep's report
+    /// (BENCHMARKS.md section 4).
     static PIXELS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
