@@ -31,6 +31,22 @@ impl<E: Copy> MinHeap<E> {
         self.data.len()
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Takes every entry out, leaving the heap empty.
+    pub(super) fn take(&mut self) -> Vec<Entry<E>> {
+        std::mem::take(&mut self.data)
+    }
+
+    /// Makes `entries` the heap's, in place of an empty heap's (its room given back).
+    pub(super) fn fill(&mut self, entries: Vec<Entry<E>>) {
+        debug_assert!(self.data.is_empty(), "fill an empty heap");
+        self.data = entries;
+        self.heapify();
+    }
+
     /// The entry with the smallest key.
     #[inline]
     pub(super) fn peek(&self) -> Option<&Entry<E>> {
@@ -82,7 +98,13 @@ impl<E: Copy> MinHeap<E> {
     /// Keeps the entries whose event passes `keep`, then restores the heap order.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
         self.data.retain(|e| keep(&e.event));
-        for pos in (0..self.data.len()).rev() {
+        self.heapify();
+    }
+
+    /// Restores the heap order of any entries, from the last node with children up.
+    fn heapify(&mut self) {
+        let parents = self.data.len().saturating_sub(1).div_ceil(4);
+        for pos in (0..parents).rev() {
             self.sift_down(pos);
         }
     }

@@ -7,6 +7,7 @@
 mod heap;
 pub mod queue;
 pub mod rng;
+mod tiers;
 pub mod time;
 
 pub use queue::{EventQueue, Ticket};

@@ -1,6 +1,6 @@
-//! The future event list: a 4-ary min-heap (`heap`) ordered by (time, insertion sequence),
-//! beside a sorted lane for timers of a constant length and a slot for the one pending event
-//! of a chain.
+//! The future event list: a 4-ary min-heap (`heap`, in two tiers once it is large: `tiers`)
+//! ordered by (time, insertion sequence), beside a sorted lane for timers of a constant length
+//! and a slot for the one pending event of a chain.
 //!
 //! Events scheduled for the same instant come out in the order they were scheduled (first in,
 //! first out), which makes every run reproducible without relying on how a heap breaks ties.
@@ -23,7 +23,8 @@
 
 use std::collections::VecDeque;
 
-use super::heap::{Entry, MinHeap};
+use super::heap::Entry;
+use super::tiers::Tiered;
 use super::time::SimTime;
 
 #[cfg(test)]
@@ -52,7 +53,7 @@ impl Ticket {
 
 /// A priority queue of events keyed by simulated time, FIFO among equal times.
 pub struct EventQueue<E> {
-    heap: MinHeap<E>,
+    heap: Tiered<E>,
     /// Timers scheduled in non-decreasing time order (a constant timeout after now): a FIFO
     /// that is already sorted, so they skip the heap.
     lane: VecDeque<Entry<E>>,
@@ -78,7 +79,7 @@ impl<E: Copy> EventQueue<E> {
     /// An empty queue at time zero.
     pub fn new() -> Self {
         EventQueue {
-            heap: MinHeap::new(),
+            heap: Tiered::new(),
             lane: VecDeque::new(),
             chained: None,
             next_seq: 0,
@@ -180,8 +181,9 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Puts `entry` into the heap: over the handed-out top when there is one (one sift down
-    /// from the root, right for any entry), else by a push.
-    #[inline]
+    /// from the root, right for any entry), else by a push. Inlined always: out of line, its
+    /// call costs about 25 instructions an event (BENCHMARKS.md).
+    #[inline(always)]
     fn push_heap(&mut self, entry: Entry<E>) {
         if self.held {
             self.held = false;
