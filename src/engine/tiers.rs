@@ -68,7 +68,7 @@ struct Far<E> {
     /// bucket is spread anew only once this pays for it, so that no input makes the tiers
     /// spread everything again and again.
     work: usize,
-    /// Entries beyond which the tier is spread anew: twice as many as when it was last
+    /// Entries beyond which the tier is spread anew: four times as many as when it was last
     /// spread, so that buckets made for a few thousand entries do not take a million.
     grown: usize,
     /// The latest time of an entry pushed into the tier or spilled into it (an entry since
