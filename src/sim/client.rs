@@ -12,7 +12,7 @@ use rand::RngExt;
 
 use super::features::Features;
 use super::policy::Admit;
-use super::{Event, NO_TOKEN, NONE, Sim};
+use super::{AfterRequest, Event, NO_TOKEN, NONE, Sim};
 use crate::engine::{SimDuration, SimTime, Ticket};
 use crate::metrics::{Column, Truncation};
 use crate::model::Outcome;
@@ -916,12 +916,18 @@ impl<F: Features> Sim<'_, F> {
         if !call.awaits(token) || answered >= call.abandon_at || call.outstanding != 1 {
             return false;
         }
-        if let Some(left) = self.remaining.get_mut(call.client as usize) {
-            if *left > 1 {
-                // The client's next request starts after a think time drawn at the end.
-                return false;
+        let g = if F::GROUPS { call.edge as usize } else { 0 };
+        match self.after_request[g] {
+            AfterRequest::Nothing => {}
+            // The client's next request starts after a think time drawn at the end.
+            AfterRequest::Think => return false,
+            AfterRequest::Count { base } => {
+                let left = &mut self.remaining[(base + call.client - self.group_base[g]) as usize];
+                if *left > 1 {
+                    return false;
+                }
+                *left = 0;
             }
-            *left = 0;
         }
         // The steps settled at the last answer lie behind: this answer is to their retry.
         if let Some(ahead) = self.calls[slot].ahead.take() {
@@ -1253,17 +1259,24 @@ impl<F: Features> Sim<'_, F> {
         if F::GRAPH && !self.entry_routes.is_empty() {
             self.count_route(slot, outcome);
         }
-        let sc = self.sc;
-        if let Workload::Closed(closed) = &sc.clients[group as usize].workload {
-            let g = group as usize;
-            let i = self.remaining_base[g] + (client - self.group_base[g]);
-            let left = &mut self.remaining[i as usize];
-            *left = left.saturating_sub(1);
-            if *left > 0 {
-                let think = closed.think_time.sample(self.arrivals(group));
-                self.queue
-                    .schedule(now + think, Event::ClientReady { client, group });
+        let g = group as usize;
+        match self.after_request[g] {
+            AfterRequest::Nothing => return,
+            AfterRequest::Think => {}
+            AfterRequest::Count { base } => {
+                let left = &mut self.remaining[(base + client - self.group_base[g]) as usize];
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    return;
+                }
             }
         }
+        let sc = self.sc;
+        let Workload::Closed(closed) = &sc.clients[g].workload else {
+            unreachable!("clients that think belong to closed workloads")
+        };
+        let think = closed.think_time.sample(self.arrivals(group));
+        self.queue
+            .schedule(now + think, Event::ClientReady { client, group });
     }
 }

@@ -93,6 +93,18 @@ enum Event {
     TokenDue { slot: u32, token: u32 },
 }
 
+/// What a group's client does when one of its requests ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterRequest {
+    /// Nothing: an open workload's requests arrive on their own.
+    Nothing,
+    /// A closed client issuing requests until the duration thinks, then starts the next.
+    Think,
+    /// A closed client with `requests_per_client` does so while its count is above zero:
+    /// the group's counts are in `Sim::remaining` from `base`, its first client's first.
+    Count { base: u32 },
+}
+
 /// No attempt is awaited.
 const NO_TOKEN: u32 = 0;
 
@@ -330,8 +342,8 @@ struct Sim<'a, F: Features> {
     client_edges: u32,
     /// By group, the id of its first client (clients are numbered group after group).
     group_base: Vec<u32>,
-    /// By group, where its clients' counts start in `remaining` (closed workloads only).
-    remaining_base: Vec<u32>,
+    /// By group, what its clients do when a request ends.
+    after_request: Vec<AfterRequest>,
     /// The arrival streams of the groups after the first (`model::streams::GROUP_ARRIVALS`);
     /// the first group's is `rng.arrivals`.
     group_rng: Vec<rand_pcg::Pcg64>,
@@ -372,7 +384,9 @@ struct Sim<'a, F: Features> {
     /// The entry's calls made by part of the requests (its routes), by edge.
     entry_routes: Vec<u32>,
     rec: Recorder,
-    /// Requests each closed-workload client still has to issue (`u64::MAX`: until duration).
+    /// Requests each closed-workload client with `requests_per_client` still has to end
+    /// (`AfterRequest::Count`); clients issuing until the duration keep no count, so that
+    /// ending a request reads nothing of theirs but its call.
     remaining: Vec<u64>,
     end_of_arrivals: SimTime,
     /// Set when a backlog passes its limit; the loop stops after the event.
@@ -479,7 +493,7 @@ impl<'a, F: Features> Sim<'a, F> {
                     Some(base)
                 })
                 .collect(),
-            remaining_base: Vec::new(),
+            after_request: Vec::new(),
             group_rng: (1..sc.clients.len() as u32)
                 .map(|g| crate::model::streams::group_arrivals(seed, replication, g))
                 .collect(),
@@ -613,13 +627,18 @@ impl<'a, F: Features> Sim<'a, F> {
                     {
                         self.schedule_arrival(t, g);
                     }
-                    self.remaining_base.push(0);
+                    self.after_request.push(AfterRequest::Nothing);
                 }
                 Workload::Closed(closed) => {
-                    let k = closed.requests_per_client.unwrap_or(u64::MAX);
-                    self.remaining_base.push(self.remaining.len() as u32);
-                    self.remaining
-                        .extend(std::iter::repeat_n(k, group.count as usize));
+                    self.after_request.push(match closed.requests_per_client {
+                        None => AfterRequest::Think,
+                        Some(k) => {
+                            let base = self.remaining.len() as u32;
+                            self.remaining
+                                .extend(std::iter::repeat_n(k, group.count as usize));
+                            AfterRequest::Count { base }
+                        }
+                    });
                     for client in base..base + group.count {
                         let at = SimTime::ZERO + closed.start.sample(self.arrivals(g));
                         self.queue
