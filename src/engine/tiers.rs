@@ -7,7 +7,9 @@
 //! until their time comes near. So once the heap holds more than [`SPILL`] entries, every
 //! entry at or after the *horizon* waits in a bucket of a fixed width of time (or, past the
 //! last bucket, in an overflow), appended unsorted; the heap holds the entries before the
-//! horizon. When the heap runs empty, the next bucket's entries become the heap and the
+//! horizon. The buckets are as wide as the nearer half of the entries needs for about
+//! [`PER_BUCKET`] to a bucket, read from a histogram of their times, and cover that half;
+//! the rest wait in the overflow. When the heap runs empty, the next bucket's entries become the heap and the
 //! horizon moves to that bucket's end; when the buckets run out, or the tier has doubled
 //! since its buckets were made, or entries before the horizon have doubled the heap, the
 //! entries are spread over new ones (each time only once as many entries have come and gone
@@ -31,6 +33,8 @@ const SPILL: usize = 1 << 13;
 const PER_BUCKET: usize = 256;
 /// At most this many buckets.
 const MAX_BUCKETS: usize = 1 << 16;
+/// Bins of the histogram of times that lays the buckets out ([`layout`]).
+const BINS: usize = 1 << 10;
 
 /// The sizes the tiers work with: the constants above, or small ones in tests.
 #[derive(Clone, Copy)]
@@ -248,44 +252,59 @@ impl<E: Copy> Tiered<E> {
         // The buckets before `next` are empty. Each old one is freed once spread, so that the
         // entries are held about once, not twice, while they move.
         let mut old = std::mem::take(&mut far.buckets);
-        old.push(std::mem::take(&mut far.overflow));
         old.push(extra);
-        let last = far.latest;
-        let wanted = (far.len / self.sizes.per_bucket).clamp(1, MAX_BUCKETS) as u64;
-        let span = last.saturating_sub(first);
-        let mut shift = 0;
-        while shr(span, shift) >= wanted {
-            shift += 1;
-        }
+        let mut overflow = std::mem::take(&mut far.overflow);
+        let span = far.latest.saturating_sub(first);
+        let entries = old.iter().flatten().chain(&overflow);
+        let (shift, count) = layout(entries, first, span, self.sizes.per_bucket);
         far.start = first;
         far.shift = shift;
         far.next = 0;
         far.work = 0;
         far.grown = (4 * far.len).max(self.sizes.spill);
-        far.buckets
-            .resize_with((shr(span, shift) + 1) as usize, Vec::new);
+        far.buckets.resize_with(count, Vec::new);
+        // The overflow's entries still past the last bucket stay where they are, so that the
+        // largest part is not held twice while it moves.
+        overflow.retain(|&entry| !far.put_in_bucket(entry));
+        far.overflow = overflow;
         for entry in old.into_iter().flatten() {
-            let index = shr(time_of(entry.key) - first, shift) as usize;
-            far.buckets[index].push(entry);
+            if !far.put_in_bucket(entry) {
+                far.overflow.push(entry);
+            }
         }
         self.horizon = far.boundary(0);
     }
 }
 
-impl<E> Far<E> {
+impl<E: Copy> Far<E> {
     /// Adds an entry at or after the horizon.
     #[inline]
     fn push(&mut self, entry: Entry<E>) {
         let time = time_of(entry.key);
-        let index = shr(time - self.start, self.shift) as usize;
-        debug_assert!(index >= self.next, "an entry at or after the horizon");
+        debug_assert!(
+            shr(time - self.start, self.shift) as usize >= self.next,
+            "an entry at or after the horizon"
+        );
         self.latest = self.latest.max(time);
-        match self.buckets.get_mut(index) {
-            Some(bucket) => bucket.push(entry),
-            None => self.overflow.push(entry),
+        if !self.put_in_bucket(entry) {
+            self.overflow.push(entry);
         }
         self.len += 1;
         self.work += 1;
+    }
+
+    /// Puts an entry (already counted) into its bucket, or returns false if it is past the
+    /// last one.
+    #[inline]
+    fn put_in_bucket(&mut self, entry: Entry<E>) -> bool {
+        let index = shr(time_of(entry.key) - self.start, self.shift) as usize;
+        match self.buckets.get_mut(index) {
+            Some(bucket) => {
+                bucket.push(entry);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The key at which bucket `k` begins: the horizon once bucket `k - 1` is the heap.
@@ -297,6 +316,47 @@ impl<E> Far<E> {
             time << 64
         }
     }
+}
+
+/// How [`Tiered::spread`] lays buckets over `entries`, whose times lie in `[first, first +
+/// span]`: the shift of a bucket's width, and how many buckets. The buckets cover the
+/// shortest prefix of a histogram of the times ([`BINS`] bins over the span) that holds at
+/// least half of the entries, about `per_bucket` of those to a bucket, and the entries after
+/// it wait in the overflow until the buckets run out. Buckets laid evenly over the whole span
+/// would be as coarse as its tail makes them: a million thinking clients' wake-ups, drawn
+/// from an exponential, span ten times their median, and the buckets of the near future
+/// held thousands of entries each, too many to be one heap, so that the tier was spread
+/// anew every few seconds of simulated time.
+fn layout<'a, E: 'a>(
+    entries: impl Iterator<Item = &'a Entry<E>>,
+    first: u64,
+    span: u64,
+    per_bucket: usize,
+) -> (u32, usize) {
+    let mut coarse = 0;
+    while shr(span, coarse) >= BINS as u64 {
+        coarse += 1;
+    }
+    let mut bins = [0usize; BINS];
+    let mut total = 0;
+    for entry in entries {
+        bins[shr(time_of(entry.key) - first, coarse) as usize] += 1;
+        total += 1;
+    }
+    let (mut held, mut end) = (0, 0);
+    while 2 * held < total {
+        held += bins[end];
+        end += 1;
+    }
+    // The prefix's last time after `first`: within the span, at least its first bin.
+    let reach = ((end.max(1) as u128) << coarse).min(u128::from(span) + 1) - 1;
+    let reach = reach as u64;
+    let wanted = (held / per_bucket).clamp(1, MAX_BUCKETS) as u64;
+    let mut shift = 0;
+    while shr(reach, shift) >= wanted {
+        shift += 1;
+    }
+    (shift, (shr(reach, shift) + 1) as usize)
 }
 
 /// `x >> shift`, zero for a shift of 64 (a bucket as wide as all of time).
@@ -387,6 +447,30 @@ mod tests {
         ) {
             agrees(Sizes { spill, per_bucket }, &ops)?;
         }
+    }
+
+    /// Times with a long tail (the quantiles of an exponential, as a million thinking
+    /// clients' wake-ups) get buckets as fine as their nearer half needs, and that half in
+    /// them: the first bucket holds a few hundred entries, not the thousands that buckets
+    /// laid evenly over the whole span would give it.
+    #[test]
+    fn a_long_tail_gets_buckets_as_fine_as_its_nearer_half_needs() {
+        let n = 100_000u64;
+        let times: Vec<u64> = (0..n)
+            .map(|i| (-1e9 * (1.0 - (i as f64 + 0.5) / n as f64).ln()) as u64)
+            .collect();
+        let entries: Vec<Entry<()>> = (0..n)
+            .map(|i| Entry {
+                key: (u128::from(times[i as usize]) << 64) | u128::from(i),
+                event: (),
+            })
+            .collect();
+        let span = times[times.len() - 1];
+        let (shift, count) = layout(entries.iter(), 0, span, 256);
+        let first = times.iter().filter(|&&t| t >> shift == 0).count();
+        assert!((128..=1024).contains(&first), "first bucket {first}");
+        let covered = times.iter().filter(|&&t| t >> shift < count as u64).count();
+        assert!((50_000..=60_000).contains(&covered), "in buckets {covered}");
     }
 
     #[test]
