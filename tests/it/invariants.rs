@@ -259,6 +259,39 @@ fn stale_timers_do_not_pile_up_with_long_timeouts() {
     );
 }
 
+/// Regression: past 8,192 pending events the event list keeps later events in buckets of
+/// time; once a burst had made it spill and then drained, an event scheduled past the last
+/// bucket while nothing else was pending waited there unseen. Here a second's spike of
+/// 20,000 requests (5 s each, all in service at once) spills it, and at one request a second
+/// afterwards 46 requests were never sent, never timed out and never ended, while the run
+/// reported no truncation. Every request ends now, every one with exactly one attempt.
+#[test]
+fn every_request_ends_after_a_burst_has_spilled_the_event_list() {
+    let text = r#"{
+      "name": "spike-then-quiet", "seed": 1, "duration": "60s",
+      "clients": {"count": 100, "workload": {"open": {"rate_per_s": 1,
+        "profile": [{"at": "1s", "rate_per_s": 20000}, {"at": "2s", "rate_per_s": 1}]}}},
+      "network": {"latency": {"constant": "1ms"}},
+      "server": {"concurrency": "unlimited", "service_time": {"constant": "5s"}},
+      "policy": {"timeout": "10s"}
+    }"#;
+    let experiment = load_str(text, "test", &LoadOptions::default()).unwrap();
+    let r = retrystorm::sim::run(&experiment.points[0].variants[0].scenario, 1, 0);
+    assert!(
+        r.counters.max_pending > 10_000,
+        "{}",
+        r.counters.max_pending
+    );
+    assert!(r.truncated.is_none());
+    let requests = r.counters.requests;
+    assert!(requests > 20_000, "{requests}");
+    let ended: u64 = r.counters.final_outcomes.iter().sum();
+    assert_eq!(ended, requests, "requests that never ended");
+    let succeeded = r.counters.final_outcomes[Outcome::Success.index()];
+    assert_eq!(succeeded, requests);
+    assert_eq!(r.entry().attempts, requests);
+}
+
 /// Regression: a delayed retry used to enter the event list when it was decided, without a
 /// timeout, and when it was sent, with one; equal-time ties then resolved differently, so a
 /// timeout that never fires changed the results.
