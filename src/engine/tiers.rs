@@ -9,13 +9,15 @@
 //! last bucket, in an overflow), appended unsorted; the heap holds the entries before the
 //! horizon. The buckets are as wide as the nearer half of the entries needs for about
 //! [`PER_BUCKET`] to a bucket, read from a histogram of their times, and cover that half;
-//! the rest wait in the overflow. When the heap runs empty, the next bucket's entries become the heap and the
-//! horizon moves to that bucket's end; when the buckets run out, or the tier has doubled
-//! since its buckets were made, or entries before the horizon have doubled the heap, the
-//! entries are spread over new ones (each time only once as many entries have come and gone
-//! since the last, so that spreading stays a constant cost an entry). An entry is so appended
-//! a few times and walks a heap of a bucket's size (a few thousand entries, in the
-//! second-level cache) rather than one of everything.
+//! the rest wait in the overflow. When the heap runs empty, the next bucket's entries become
+//! the heap and the horizon moves to that bucket's end; when the buckets run out, or the tier
+//! has grown fourfold since its buckets were made, or entries before the horizon have doubled
+//! the heap, or the next bucket is too dense to be one heap, the entries are spread over new
+//! ones (each time only once as many entries have come and gone since the last, so that
+//! spreading stays a constant cost an entry). An entry is so appended a few times and walks a
+//! heap of a bucket's size (a few hundred entries, in the second-level cache) rather than one
+//! of everything. An entry pushed past the horizon while the heap is empty makes its bucket
+//! the heap at once.
 //!
 //! The order is the heap's: every entry in the heap is before the horizon and every entry in
 //! a bucket at or after it, so the heap's least entry is the least of all, and keys are
@@ -246,12 +248,11 @@ impl<E: Copy> Tiered<E> {
     }
 
     /// Spreads every entry of the later tier, and `extra` (already counted in its length),
-    /// over new buckets, about [`Sizes::per_bucket`] to a bucket, the first starting at
-    /// `first`, a time at or before every entry's, and the last ending after the latest time
-    /// pushed: when the buckets have run out, when the next is too dense, when the tier has
-    /// doubled since it was last spread, or when the heap spills. The bounds are known, so
-    /// the entries are read once. The heap's entries are all before `first`, so the horizon
-    /// moves to it.
+    /// over new buckets laid out by [`layout`], the first starting at `first`, a time at or
+    /// before every entry's, and the overflow past the last: when the buckets have run out,
+    /// when the next is too dense, when the tier has grown fourfold since it was last spread,
+    /// or when the heap spills. The entries are read twice: once for the histogram, once to
+    /// move them. The heap's entries are all before `first`, so the horizon moves to it.
     fn spread(&mut self, extra: Vec<Entry<E>>, first: u64) {
         let far = &mut self.far;
         // The buckets before `next` are empty. Each old one is freed once spread, so that the
