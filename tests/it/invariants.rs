@@ -2,7 +2,8 @@
 //! server never holds more than concurrency + queue_limit attempts, every attempt that
 //! reached the server is accounted for, and a budget never blocks a first attempt; over a
 //! pool of replicas whose callers detect outliers, never more replicas are ejected than
-//! `max_ejection_percent` allows.
+//! `max_ejection_percent` allows; and every request ends once after a burst has spilled the
+//! event list into its buckets of time.
 
 use proptest::prelude::*;
 use retrystorm::model::Outcome;
@@ -257,6 +258,61 @@ fn stale_timers_do_not_pile_up_with_long_timeouts() {
         r.counters.max_pending,
         r.counters.requests
     );
+}
+
+/// A burst that spills the event list past 8,192 pending events (into its buckets of time),
+/// then a quiet rate, under random service times, timeouts and retries: the shape in which
+/// an event pushed into drained buckets once waited unseen. Every request still ends once,
+/// and every attempt sent is accounted for.
+fn burst_scenario(
+    service_s: f64,
+    exponential: bool,
+    timeout_s: Option<f64>,
+    max_attempts: u32,
+    quiet_per_s: f64,
+) -> String {
+    let service = if exponential {
+        format!(r#"{{"exponential": {{"mean": "{service_s}s"}}}}"#)
+    } else {
+        format!(r#"{{"constant": "{service_s}s"}}"#)
+    };
+    let timeout = timeout_s.map_or(String::new(), |t| format!(r#""timeout": "{t}s","#));
+    format!(
+        r#"{{"name": "burst", "seed": 1, "duration": "20s",
+          "clients": {{"count": 100, "workload": {{"open": {{"rate_per_s": {quiet_per_s},
+            "profile": [{{"at": "1s", "rate_per_s": 20000}}, {{"at": "2s", "rate_per_s": {quiet_per_s}}}]}}}}}},
+          "network": {{"latency": {{"exponential": {{"mean": "1ms"}}}}}},
+          "server": {{"concurrency": "unlimited", "service_time": {service}, "error_rate": 0.05}},
+          "policy": {{ {timeout} "retry": {{"max_attempts": {max_attempts},
+            "backoff": {{"base": "100ms", "cap": "2s", "jitter": "full"}}}} }}
+        }}"#
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_request_ends_once_after_a_burst_spills_the_event_list(
+        service_s in 0.5..6.0f64,
+        exponential in any::<bool>(),
+        timeout_s in prop::option::of(0.2..8.0f64),
+        max_attempts in 1u32..4,
+        quiet_per_s in 0.2..20.0f64,
+    ) {
+        let text = burst_scenario(service_s, exponential, timeout_s, max_attempts, quiet_per_s);
+        let experiment = load_str(&text, "burst", &LoadOptions::default())
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let r = retrystorm::sim::run(&experiment.points[0].variants[0].scenario, 1, 0);
+        let c = &r.counters;
+        prop_assert!(c.max_pending > 8_192, "the burst spills: {}", c.max_pending);
+        prop_assert!(r.truncated.is_none(), "{:?}", r.truncated);
+        prop_assert_eq!(r.ended(), c.requests);
+        prop_assert_eq!(c.first_attempts, c.requests);
+        let s = r.entry();
+        prop_assert_eq!(s.attempts, c.first_attempts + c.retries);
+        prop_assert_eq!(s.attempts, s.served + s.rejected);
+    }
 }
 
 /// Regression: past 8,192 pending events the event list keeps later events in buckets of
