@@ -163,13 +163,13 @@ impl<E: Copy> Tiered<E> {
         }
     }
 
-    /// [`Tiered::replace_top`] for an entry of the later tier.
+    /// [`Tiered::replace_top`] for an entry of the later tier (which refills the heap if the
+    /// pop emptied it).
     #[cold]
     #[inline(never)]
     fn replace_top_far(&mut self, entry: Entry<E>) {
         assert!(self.near.pop().is_some(), "replace_top on an empty heap");
         self.push_far(entry);
-        self.refill();
     }
 
     /// Removes and returns the entry with the smallest key.
